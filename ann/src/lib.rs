@@ -1,0 +1,1 @@
+//! clawhdf5-ann (work in progress).

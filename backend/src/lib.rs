@@ -1,0 +1,1 @@
+//! clawhdf5-backend (work in progress).

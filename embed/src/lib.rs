@@ -1,0 +1,1 @@
+//! clawhdf5-embed (work in progress).

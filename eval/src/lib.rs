@@ -1,0 +1,1 @@
+//! clawhdf5-eval (work in progress).

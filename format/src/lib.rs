@@ -1,0 +1,1 @@
+//! clawhdf5-format (work in progress).

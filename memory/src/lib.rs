@@ -1,0 +1,1 @@
+//! clawhdf5-memory (work in progress).
