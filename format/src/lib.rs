@@ -1,1 +1,39 @@
-//! clawhdf5-format (work in progress).
+//! clawhdf5-format: a pure-Rust HDF5 reader and writer.
+//!
+//! * [`FileWriter`] builds a new file (superblock v2, object headers v2, compact/dense links and
+//!   attributes, contiguous/compact/chunked layouts with deflate, shuffle and fletcher32,
+//!   variable-length strings in the global heap) that HDF5 1.10, 1.14 and 2.0 read.
+//! * [`H5File`] reads files (ours and libhdf5's) from a path (mmap) or from bytes.
+//! * [`FileAppender`] changes an existing file of ours without rewriting it, crash-safely.
+
+pub mod append;
+pub mod array;
+pub mod btree;
+pub mod checksum;
+pub mod chunk_index;
+pub mod convert;
+pub mod ctx;
+pub mod dataspace;
+pub mod datatype;
+pub mod error;
+pub mod filters;
+pub mod heap;
+pub mod inspect;
+
+pub mod io;
+pub mod messages;
+pub mod object_header;
+pub mod read;
+pub mod select;
+pub mod superblock;
+pub mod write;
+
+pub use append::FileAppender;
+pub use array::{Array, Data};
+pub use datatype::Datatype;
+pub use error::{FormatError, Result};
+pub use half::f16;
+pub use read::dataset::Dataset;
+pub use read::file::{Entry, EntryKind, H5File};
+pub use write::dataset::DatasetOptions;
+pub use write::writer::FileWriter;

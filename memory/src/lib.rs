@@ -1,1 +1,24 @@
-//! clawhdf5-memory (work in progress).
+//! clawhdf5-memory: an agent's memories in one HDF5 file — records, write-ahead log, checkpoints, keyword and
+//! vector search with fusion and filters.
+
+pub mod bm25;
+pub mod cognitive;
+pub mod config;
+pub mod error;
+pub mod filter;
+pub mod integrity;
+pub mod record;
+pub mod schema;
+pub mod search;
+pub mod store;
+pub mod tokenize;
+pub mod vectors;
+pub mod wal;
+
+pub use config::{StoreConfig, VectorPrecision};
+pub use error::{MemoryError, Result};
+pub use filter::Filter;
+pub use record::{format_time, now_ms, parse_time, NewMemory, Origin, Record, Source, Tier};
+pub use search::{SearchHit, SearchMode, SearchQuery};
+pub use store::{verify_store, wal_path, SaveOutcome, Store, StoreOptions, StoreStats};
+pub use wal::Durability;

@@ -1,0 +1,117 @@
+//! Per-agent isolation: every agent id maps to its own store file under the store directory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use clawhdf5_memory::{Store, StoreOptions};
+
+use crate::error::BackendError;
+
+/// Agent ids are file-name safe: letters, digits, `_`, `.`, `-`; 1 to 64 characters; no leading dot.
+pub fn validate_agent(agent: &str) -> Result<(), BackendError> {
+    let ok = (1..=64).contains(&agent.len())
+        && !agent.starts_with('.')
+        && agent.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(BackendError::Invalid(format!(
+            "agent id {agent:?} must be 1-64 characters of letters, digits, '_', '.', '-' (not starting with '.')"
+        )))
+    }
+}
+
+/// Open stores, one per agent, opened on first use.
+pub struct AgentStores {
+    dir: PathBuf,
+    options: StoreOptions,
+    open: Mutex<HashMap<String, Arc<RwLock<Store>>>>,
+}
+
+impl AgentStores {
+    /// Stores live in `dir` (created if missing) as `<agent>.h5`.
+    pub fn new(dir: &Path, options: StoreOptions) -> Result<Self, BackendError> {
+        std::fs::create_dir_all(dir).map_err(|source| BackendError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        Ok(AgentStores {
+            dir: dir.to_path_buf(),
+            options,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The file of an agent's store.
+    pub fn path_of(&self, agent: &str) -> PathBuf {
+        self.dir.join(format!("{agent}.h5"))
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The agent's store, opening (or creating) it on first use.
+    pub fn get(&self, agent: &str) -> Result<Arc<RwLock<Store>>, BackendError> {
+        validate_agent(agent)?;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = open.get(agent) {
+            return Ok(Arc::clone(s));
+        }
+        let mut opts = self.options.clone();
+        opts.default_agent = agent.to_string();
+        let store = Store::open_with(&self.path_of(agent), opts)?;
+        let store = Arc::new(RwLock::new(store));
+        open.insert(agent.to_string(), Arc::clone(&store));
+        Ok(store)
+    }
+
+    /// Checkpoint every open store; returns the first error but tries them all.
+    pub fn checkpoint_all(&self) -> Result<(), BackendError> {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut first = None;
+        for store in open.values() {
+            let mut s = store.write().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = s.checkpoint() {
+                first.get_or_insert(e);
+            }
+        }
+        match first {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_are_checked() {
+        for ok in ["main", "agent-7", "a.b_c"] {
+            assert!(validate_agent(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "../x", "a/b", ".hidden", &"x".repeat(65)] {
+            assert!(validate_agent(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn agents_get_separate_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = AgentStores::new(dir.path(), StoreOptions::default()).unwrap();
+        let a = stores.get("alice").unwrap();
+        let b = stores.get("bob").unwrap();
+        a.write()
+            .unwrap()
+            .save(clawhdf5_memory::NewMemory::text("alice likes tea"))
+            .unwrap();
+        assert_eq!(a.read().unwrap().len(), 1);
+        assert_eq!(b.read().unwrap().len(), 0);
+        assert!(stores.path_of("alice").exists());
+        assert!(Arc::ptr_eq(&a, &stores.get("alice").unwrap()));
+    }
+}

@@ -1,0 +1,254 @@
+//! The `MemoryBackend` trait that agents and frameworks call, and its implementation over clawhdf5 stores.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clawhdf5_memory::{NewMemory, Record, SaveOutcome, SearchHit, SearchQuery, StoreOptions};
+use serde::Serialize;
+
+use crate::agents::AgentStores;
+use crate::error::BackendError;
+use crate::workspace::{self, FileSlice, SyncReport};
+
+/// What to forget.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForgetTarget {
+    /// One record.
+    Id(u64),
+    /// Every record the query finds with at least this score (at most `limit`).
+    Query {
+        query: String,
+        min_score: f32,
+        limit: usize,
+    },
+}
+
+/// A backend's state, for `status`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BackendStatus {
+    /// Always "clawhdf5".
+    pub backend: &'static str,
+    /// Live records of the agent.
+    pub records: usize,
+    /// Bytes of the agent's store file.
+    pub file_bytes: u64,
+    /// Store schema version.
+    pub schema_version: u32,
+    /// Path of the agent's store file.
+    pub store_path: String,
+    /// Workspace indexed by `sync`, if any.
+    pub workspace: Option<String>,
+    /// Files indexed by the last sync.
+    pub files: usize,
+    /// Chunks indexed by the last sync.
+    pub chunks: usize,
+    /// Records carrying an embedding.
+    pub embedded: usize,
+    /// Embedding model, if any.
+    pub embedding_model: Option<String>,
+    /// Vector search available.
+    pub vector: bool,
+    /// Keyword search available (always).
+    pub fts: bool,
+}
+
+/// A sync request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SyncRequest {
+    /// Workspace root; the backend's default when absent.
+    pub workspace: Option<PathBuf>,
+    /// Extra files or directories, relative to the workspace.
+    pub extra_paths: Vec<String>,
+    /// Re-index every file even when unchanged.
+    pub force: bool,
+}
+
+/// What agents and frameworks call. Every method is per agent; nothing crosses agents.
+#[async_trait]
+pub trait MemoryBackend: Send + Sync {
+    /// Save a memory; returns once it is durable.
+    async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError>;
+    /// Ranked results for a query.
+    async fn search(&self, agent: &str, query: SearchQuery) -> Result<Vec<SearchHit>, BackendError>;
+    /// One record by id.
+    async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError>;
+    /// Lines of a synced workspace file.
+    async fn read_file(
+        &self,
+        agent: &str,
+        path: &str,
+        from: Option<u32>,
+        lines: Option<u32>,
+    ) -> Result<FileSlice, BackendError>;
+    /// Forget records; returns the ids forgotten.
+    async fn forget(&self, agent: &str, target: ForgetTarget) -> Result<Vec<u64>, BackendError>;
+    /// State of the agent's store.
+    async fn status(&self, agent: &str) -> Result<BackendStatus, BackendError>;
+    /// Index a workspace's memory files.
+    async fn sync(&self, agent: &str, request: SyncRequest) -> Result<SyncReport, BackendError>;
+    /// Checkpoint everything; the backend stays usable.
+    async fn close(&self) -> Result<(), BackendError>;
+}
+
+/// The clawhdf5 implementation: one store file per agent under a directory.
+pub struct HdfBackend {
+    stores: Arc<AgentStores>,
+    workspace: Option<PathBuf>,
+}
+
+impl HdfBackend {
+    /// A backend keeping stores in `dir`, syncing `workspace` by default.
+    pub fn new(dir: &Path, workspace: Option<PathBuf>, options: StoreOptions) -> Result<Self, BackendError> {
+        Ok(HdfBackend {
+            stores: Arc::new(AgentStores::new(dir, options)?),
+            workspace,
+        })
+    }
+
+    /// The per-agent stores.
+    pub fn stores(&self) -> &Arc<AgentStores> {
+        &self.stores
+    }
+}
+
+/// Run blocking store work off the async executor.
+async fn blocking<T, F>(f: F) -> Result<T, BackendError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, BackendError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| BackendError::Internal(e.to_string()))?
+}
+
+fn poisoned<T>(p: std::sync::PoisonError<T>) -> T {
+    p.into_inner()
+}
+
+#[async_trait]
+impl MemoryBackend for HdfBackend {
+    async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
+        let store = self.stores.get(agent)?;
+        blocking(move || {
+            let (outcome, ticket) = store.write().unwrap_or_else(poisoned).save_deferred(memory)?;
+            // Wait outside the lock so concurrent saves share one fsync.
+            if let Some(t) = ticket {
+                t.wait()?;
+            }
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn search(&self, agent: &str, query: SearchQuery) -> Result<Vec<SearchHit>, BackendError> {
+        let store = self.stores.get(agent)?;
+        blocking(move || Ok(store.read().unwrap_or_else(poisoned).search(&query)?)).await
+    }
+
+    async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError> {
+        let store = self.stores.get(agent)?;
+        blocking(move || {
+            let s = store.read().unwrap_or_else(poisoned);
+            match s.get(id) {
+                Some(mut r) if !r.tombstone => {
+                    r.embedding = None;
+                    Ok(r)
+                }
+                _ => Err(BackendError::NotFound(format!("no memory with id {id}"))),
+            }
+        })
+        .await
+    }
+
+    async fn read_file(
+        &self,
+        agent: &str,
+        path: &str,
+        from: Option<u32>,
+        lines: Option<u32>,
+    ) -> Result<FileSlice, BackendError> {
+        crate::agents::validate_agent(agent)?;
+        let ws = self
+            .workspace
+            .clone()
+            .ok_or_else(|| BackendError::Invalid("no workspace is configured (start with --workspace)".into()))?;
+        let path = path.to_string();
+        blocking(move || workspace::read_lines(&ws, &path, from, lines)).await
+    }
+
+    async fn forget(&self, agent: &str, target: ForgetTarget) -> Result<Vec<u64>, BackendError> {
+        let store = self.stores.get(agent)?;
+        blocking(move || {
+            let mut s = store.write().unwrap_or_else(poisoned);
+            let ids: Vec<u64> = match target {
+                ForgetTarget::Id(id) => vec![id],
+                ForgetTarget::Query {
+                    query,
+                    min_score,
+                    limit,
+                } => {
+                    let mut q = SearchQuery::new(query, limit);
+                    q.min_score = Some(min_score);
+                    s.search(&q)?.into_iter().map(|h| h.record.id).collect()
+                }
+            };
+            let mut done = Vec::new();
+            for id in ids {
+                if s.forget(id)? {
+                    done.push(id);
+                }
+            }
+            Ok(done)
+        })
+        .await
+    }
+
+    async fn status(&self, agent: &str) -> Result<BackendStatus, BackendError> {
+        let store = self.stores.get(agent)?;
+        let workspace = self.workspace.as_ref().map(|w| w.display().to_string());
+        blocking(move || {
+            let s = store.read().unwrap_or_else(poisoned);
+            let st = s.stats();
+            let (files, chunks) = workspace::sync_counts(&s);
+            Ok(BackendStatus {
+                backend: "clawhdf5",
+                records: st.records,
+                file_bytes: st.file_bytes,
+                schema_version: st.schema_version,
+                store_path: st.path.display().to_string(),
+                workspace,
+                files,
+                chunks,
+                embedded: st.embedded,
+                embedding_model: st.embedding_model,
+                vector: st.embedded > 0,
+                fts: true,
+            })
+        })
+        .await
+    }
+
+    async fn sync(&self, agent: &str, request: SyncRequest) -> Result<SyncReport, BackendError> {
+        let store = self.stores.get(agent)?;
+        let ws = request
+            .workspace
+            .clone()
+            .or_else(|| self.workspace.clone())
+            .ok_or_else(|| BackendError::Invalid("no workspace given and none configured".into()))?;
+        if !ws.is_dir() {
+            return Err(BackendError::NotFound(format!("workspace {} is not a directory", ws.display())));
+        }
+        blocking(move || {
+            let mut s = store.write().unwrap_or_else(poisoned);
+            workspace::sync(&mut s, &ws, &request.extra_paths, request.force)
+        })
+        .await
+    }
+
+    async fn close(&self) -> Result<(), BackendError> {
+        let stores = Arc::clone(&self.stores);
+        blocking(move || stores.checkpoint_all()).await
+    }
+}

@@ -1,0 +1,108 @@
+//! Subcommands of the `clawhdf5` program.
+
+mod records;
+mod save;
+mod search;
+mod serve;
+mod stats;
+mod verify;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// clawhdf5: an agent's memory in one HDF5 file.
+#[derive(Debug, Parser)]
+#[command(name = "clawhdf5", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Save one memory; prints {"id": N} once it is durable.
+    Save(save::SaveArgs),
+    /// Search the store; best results first.
+    Search(search::SearchArgs),
+    /// Record count, file size and schema version of a store.
+    Stats(stats::StatsArgs),
+    /// Print one memory by id.
+    Get(records::GetArgs),
+    /// Forget a memory by id, or what a query finds.
+    Forget(records::ForgetArgs),
+    /// Write every memory as JSON lines.
+    Export(records::ExportArgs),
+    /// Read memories from JSON lines (as written by export).
+    Import(records::ImportArgs),
+    /// Check a signed store for tampering; reports changed, added and removed records.
+    Verify(verify::VerifyArgs),
+    /// Create (or show) an Ed25519 signing key; prints its public key.
+    Keygen(verify::KeygenArgs),
+    /// JSON-RPC 2.0 server over stdio (one store per agent under --dir); what the OpenClaw plugin runs.
+    Serve(serve::ServeArgs),
+}
+
+/// Options shared by every command that works on one store file.
+#[derive(Debug, clap::Args)]
+pub struct StoreArg {
+    /// The store's HDF5 file.
+    #[arg(long, value_name = "PATH")]
+    pub store: PathBuf,
+}
+
+/// Options for commands that write a store.
+#[derive(Debug, clap::Args)]
+pub struct WriteOpts {
+    /// Sign every checkpoint with this Ed25519 key file (created if missing; see `keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+}
+
+impl WriteOpts {
+    /// Store options with the signing key loaded.
+    pub fn store_options(&self) -> anyhow::Result<clawhdf5_memory::StoreOptions> {
+        let signing_key = match &self.sign_key {
+            Some(p) => Some(clawhdf5_memory::integrity::load_or_create_key(p)?),
+            None => None,
+        };
+        Ok(clawhdf5_memory::StoreOptions {
+            signing_key,
+            ..Default::default()
+        })
+    }
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Save(a) => save::run(a),
+        Command::Search(a) => search::run(a),
+        Command::Stats(a) => stats::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Get(a) => records::get(a),
+        Command::Verify(a) => verify::verify(a),
+        Command::Keygen(a) => verify::keygen(a),
+        Command::Forget(a) => records::forget(a),
+        Command::Export(a) => records::export(a),
+        Command::Import(a) => records::import(a),
+    }
+}
+
+/// The first non-empty line of a message, without clap's "error: " prefix.
+pub fn first_line(s: &str) -> String {
+    let line = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+/// An error and its causes on one line.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string().replace('\n', " ");
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}

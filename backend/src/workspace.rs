@@ -1,0 +1,322 @@
+//! Workspace sync: index OpenClaw's memory files (`MEMORY.md`, `USER.md`, `memory/*.md`, extra paths) as
+//! cited chunks, re-indexing only files whose content changed; and reading line ranges back.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use clawhdf5_memory::{NewMemory, Origin, Store};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::chunk::chunk_lines;
+use crate::error::BackendError;
+
+/// Name of the store extension holding sync state.
+const EXTENSION: &str = "workspace_sync";
+/// Chunk size and overlap in tokens.
+const CHUNK_TOKENS: usize = 400;
+const CHUNK_OVERLAP: usize = 80;
+
+/// What a sync did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SyncReport {
+    /// Files (re-)indexed.
+    pub files_indexed: usize,
+    /// Files skipped because their content had not changed.
+    pub files_unchanged: usize,
+    /// Files indexed before that no longer exist (their chunks were forgotten).
+    pub files_removed: usize,
+    /// Chunks saved.
+    pub chunks_added: usize,
+    /// Chunks forgotten.
+    pub chunks_removed: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct FileState {
+    sha256: String,
+    ids: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct SyncState {
+    workspace: String,
+    files: BTreeMap<String, FileState>,
+}
+
+/// Workspace-relative paths of the memory files: `MEMORY.md`, `USER.md`, `memory/**/*.md`, plus `extra`
+/// (files or directories of `.md` files, relative to the workspace).
+pub fn memory_files(workspace: &Path, extra: &[String]) -> Result<Vec<String>, BackendError> {
+    let mut out = Vec::new();
+    for name in ["MEMORY.md", "memory.md", "USER.md"] {
+        if workspace.join(name).is_file() {
+            out.push(name.to_string());
+        }
+    }
+    let mut dirs = vec!["memory".to_string()];
+    for e in extra {
+        let rel = relative_inside(e)?;
+        let full = workspace.join(&rel);
+        if full.is_file() {
+            out.push(rel);
+        } else if full.is_dir() {
+            dirs.push(rel);
+        }
+    }
+    for d in dirs {
+        collect_md(workspace, &d, &mut out, 0)?;
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn collect_md(workspace: &Path, rel: &str, out: &mut Vec<String>, depth: usize) -> Result<(), BackendError> {
+    let full = workspace.join(rel);
+    if depth > 8 || !full.is_dir() {
+        return Ok(());
+    }
+    let rd = std::fs::read_dir(&full).map_err(|source| BackendError::Io {
+        path: full.display().to_string(),
+        source,
+    })?;
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let child = format!("{rel}/{name}");
+        let ft = entry.file_type().map_err(|source| BackendError::Io {
+            path: child.clone(),
+            source,
+        })?;
+        if ft.is_dir() {
+            collect_md(workspace, &child, out, depth + 1)?;
+        } else if ft.is_file() && name.ends_with(".md") {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+/// A workspace-relative path with no `..`, no root and no prefix, normalised to '/' separators.
+pub fn relative_inside(p: &str) -> Result<String, BackendError> {
+    let path = Path::new(p);
+    let mut parts = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            _ => {
+                return Err(BackendError::Invalid(format!(
+                    "path {p:?} is outside the workspace (only relative paths without '..' are allowed)"
+                )))
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(BackendError::Invalid("empty path".into()));
+    }
+    Ok(parts.join("/"))
+}
+
+/// The date in a daily-note name like `memory/2026-05-01.md`, as ms since epoch.
+fn date_of(rel: &str) -> Option<i64> {
+    let stem = Path::new(rel).file_stem()?.to_str()?;
+    clawhdf5_memory::parse_time(stem.get(..10)?)
+}
+
+/// Index the workspace's memory files into `store` (only changed files), forgetting chunks of files that changed
+/// or disappeared.
+pub fn sync(store: &mut Store, workspace: &Path, extra: &[String], force: bool) -> Result<SyncReport, BackendError> {
+    let mut state: SyncState = store
+        .extension(EXTENSION)
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .unwrap_or_default();
+    let ws = workspace.display().to_string();
+    if state.workspace != ws {
+        // A different workspace: its files are different files.
+        for f in state.files.values() {
+            for &id in &f.ids {
+                store.forget(id)?;
+            }
+        }
+        state = SyncState {
+            workspace: ws,
+            files: BTreeMap::new(),
+        };
+    }
+    let files = memory_files(workspace, extra)?;
+    let mut report = SyncReport::default();
+    let mut seen = BTreeMap::new();
+    for rel in &files {
+        let full = workspace.join(rel);
+        let bytes = std::fs::read(&full).map_err(|source| BackendError::Io {
+            path: full.display().to_string(),
+            source,
+        })?;
+        let sha = hex(&Sha256::digest(&bytes));
+        if !force {
+            if let Some(old) = state.files.get(rel) {
+                if old.sha256 == sha {
+                    report.files_unchanged += 1;
+                    seen.insert(rel.clone(), old.clone());
+                    continue;
+                }
+            }
+        }
+        if let Some(old) = state.files.get(rel) {
+            for &id in &old.ids {
+                if store.forget(id)? {
+                    report.chunks_removed += 1;
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let event_time = date_of(rel);
+        let mut ids = Vec::new();
+        for ch in chunk_lines(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
+            let out = store.save(NewMemory {
+                text: ch.text,
+                source: Some("document".into()),
+                session: Some(rel.clone()),
+                origin: Some(Origin {
+                    path: rel.clone(),
+                    start_line: ch.start_line,
+                    end_line: ch.end_line,
+                }),
+                event_time,
+                ..NewMemory::default()
+            })?;
+            if !out.deduplicated {
+                report.chunks_added += 1;
+            }
+            ids.push(out.id);
+        }
+        report.files_indexed += 1;
+        seen.insert(rel.clone(), FileState { sha256: sha, ids });
+    }
+    for (rel, old) in &state.files {
+        if !seen.contains_key(rel) {
+            report.files_removed += 1;
+            for &id in &old.ids {
+                if store.forget(id)? {
+                    report.chunks_removed += 1;
+                }
+            }
+        }
+    }
+    state.files = seen;
+    let payload = serde_json::to_vec(&state).map_err(|e| BackendError::Internal(e.to_string()))?;
+    store.put_extension(EXTENSION, payload)?;
+    Ok(report)
+}
+
+/// Number of files and chunks the last sync recorded.
+pub fn sync_counts(store: &Store) -> (usize, usize) {
+    let state: SyncState = store
+        .extension(EXTENSION)
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .unwrap_or_default();
+    (state.files.len(), state.files.values().map(|f| f.ids.len()).sum())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lines read back from a workspace file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileSlice {
+    /// Workspace-relative path.
+    pub path: String,
+    /// The lines, joined by '\n'.
+    pub text: String,
+    /// First line returned (1-based).
+    pub from: u32,
+    /// Number of lines returned.
+    pub lines: u32,
+    /// True when the file continues past the returned lines.
+    pub truncated: bool,
+    /// Line to ask for next, when truncated.
+    pub next_from: Option<u32>,
+}
+
+/// Most lines returned by one read.
+pub const MAX_READ_LINES: u32 = 2000;
+
+/// Read `lines` lines from line `from` (1-based) of a workspace file; refuses paths that leave the workspace,
+/// through `..` or through a symbolic link.
+pub fn read_lines(workspace: &Path, rel: &str, from: Option<u32>, lines: Option<u32>) -> Result<FileSlice, BackendError> {
+    let rel = relative_inside(rel)?;
+    let root = workspace.canonicalize().map_err(|source| BackendError::Io {
+        path: workspace.display().to_string(),
+        source,
+    })?;
+    let full: PathBuf = root.join(&rel);
+    let real = full
+        .canonicalize()
+        .map_err(|_| BackendError::NotFound(format!("{rel} does not exist in the workspace")))?;
+    if !real.starts_with(&root) {
+        return Err(BackendError::Invalid(format!("{rel} resolves outside the workspace")));
+    }
+    if !real.is_file() {
+        return Err(BackendError::NotFound(format!("{rel} is not a file")));
+    }
+    let text = std::fs::read_to_string(&real).map_err(|source| BackendError::Io {
+        path: rel.clone(),
+        source,
+    })?;
+    let all: Vec<&str> = text.lines().collect();
+    let from = from.unwrap_or(1).max(1);
+    let want = lines.unwrap_or(MAX_READ_LINES).clamp(1, MAX_READ_LINES);
+    let start = (from as usize - 1).min(all.len());
+    let end = (start + want as usize).min(all.len());
+    let truncated = end < all.len();
+    Ok(FileSlice {
+        path: rel,
+        text: all[start..end].join("\n"),
+        from,
+        lines: (end - start) as u32,
+        truncated,
+        next_from: truncated.then_some(end as u32 + 1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_confined() {
+        assert_eq!(relative_inside("memory/./2026-01-01.md").unwrap(), "memory/2026-01-01.md");
+        for bad in ["../etc/passwd", "/etc/passwd", "memory/../../x", ""] {
+            assert!(relative_inside(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn daily_note_dates() {
+        assert!(date_of("memory/2026-05-01.md").is_some());
+        assert!(date_of("MEMORY.md").is_none());
+    }
+
+    #[test]
+    fn read_lines_windows_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("MEMORY.md"), "a\nb\nc\nd\n").unwrap();
+        let s = read_lines(dir.path(), "MEMORY.md", Some(2), Some(2)).unwrap();
+        assert_eq!(s.text, "b\nc");
+        assert!(s.truncated);
+        assert_eq!(s.next_from, Some(4));
+        assert!(read_lines(dir.path(), "../x", None, None).is_err());
+        assert!(matches!(read_lines(dir.path(), "nope.md", None, None), Err(BackendError::NotFound(_))));
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::write(outside.path().join("secret.md"), "s").unwrap();
+            std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("link.md")).unwrap();
+            assert!(matches!(read_lines(dir.path(), "link.md", None, None), Err(BackendError::Invalid(_))));
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The `clawhdf5` command line: save, search, stats, and clear errors for bad invocations.
+
+mod common;
+
+use common::{clawhdf5, stderr, stdout};
+
+#[test]
+fn save_then_search_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("m.h5");
+    let s = store.to_str().unwrap();
+    let o = clawhdf5(&["save", "--store", s, "--session", "s1", "The user's cat is called Miso"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let saved: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let id = saved["id"].as_u64().unwrap();
+    let o = clawhdf5(&["save", "--store", s, "--source", "user_correction", "The user prefers tea over coffee"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let o = clawhdf5(&["search", "--store", s, "--json", "-k", "3", "what is the cat called"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let hits: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0]["id"].as_u64(), Some(id));
+    assert_eq!(hits[0]["session"], "s1");
+    assert_eq!(hits[0]["source"], "conversation");
+    for key in ["score", "text", "created_at"] {
+        assert!(hits[0].get(key).is_some(), "missing {key}");
+    }
+
+    let o = clawhdf5(&["stats", "--store", s]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(out.contains("records:        2"), "{out}");
+    assert!(out.contains("schema version: 1"), "{out}");
+}
+
+#[test]
+fn identical_save_is_deduplicated() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let s = s.to_str().unwrap();
+    let a = clawhdf5(&["save", "--store", s, "same text"]);
+    let b = clawhdf5(&["save", "--store", s, "same text"]);
+    let a: serde_json::Value = serde_json::from_str(stdout(&a).trim()).unwrap();
+    let b: serde_json::Value = serde_json::from_str(stdout(&b).trim()).unwrap();
+    assert_eq!(a["id"], b["id"]);
+    assert_eq!(b["deduplicated"], true);
+}
+
+fn assert_one_line_error(o: &std::process::Output, needle: &str) {
+    assert!(!o.status.success());
+    let err = stderr(o);
+    assert_eq!(err.trim().lines().count(), 1, "error is not one line: {err:?}");
+    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+}
+
+#[test]
+fn unknown_flag_is_a_one_line_error() {
+    let o = clawhdf5(&["search", "--store", "x.h5", "--frobnicate", "q"]);
+    assert_one_line_error(&o, "--frobnicate");
+}
+
+#[test]
+fn missing_store_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("absent.h5");
+    let o = clawhdf5(&["search", "--store", s.to_str().unwrap(), "anything"]);
+    assert_one_line_error(&o, "store not found");
+    let o = clawhdf5(&["stats", "--store", s.to_str().unwrap()]);
+    assert_one_line_error(&o, "store not found");
+}
+
+#[test]
+fn non_hdf5_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("notes.txt");
+    std::fs::write(&s, "just some text, definitely not HDF5\n").unwrap();
+    for args in [
+        vec!["search", "--store", s.to_str().unwrap(), "q"],
+        vec!["save", "--store", s.to_str().unwrap(), "hello"],
+        vec!["stats", "--store", s.to_str().unwrap()],
+    ] {
+        let o = clawhdf5(&args);
+        assert_one_line_error(&o, "not a clawhdf5 store");
+    }
+    // The file is untouched.
+    assert_eq!(std::fs::read_to_string(&s).unwrap(), "just some text, definitely not HDF5\n");
+}
+
+#[test]
+fn empty_text_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let o = clawhdf5(&["save", "--store", s.to_str().unwrap(), "   "]);
+    assert_one_line_error(&o, "must not be empty");
+}
+
+#[test]
+fn bad_event_time_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let o = clawhdf5(&["save", "--store", s.to_str().unwrap(), "--event-time", "someday", "x"]);
+    assert_one_line_error(&o, "someday");
+}

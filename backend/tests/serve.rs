@@ -1,0 +1,143 @@
+//! `clawhdf5 serve`: JSON-RPC over stdio end to end through the real binary.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{json, Value};
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Server {
+    fn start(dir: &std::path::Path, workspace: &std::path::Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
+            .args(["serve", "--dir"])
+            .arg(dir)
+            .arg("--workspace")
+            .arg(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) -> Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut resp = String::new();
+        self.stdout.read_line(&mut resp).unwrap();
+        serde_json::from_str(&resp).unwrap()
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let r = self.send_raw(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        assert_eq!(r["id"], id);
+        r
+    }
+
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        assert!(r.get("error").is_none(), "{method} failed: {r}");
+        r["result"].clone()
+    }
+}
+
+#[test]
+fn save_search_get_forget_status_sync_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("memory")).unwrap();
+    std::fs::write(ws.path().join("MEMORY.md"), "# Facts\n\nThe deploy key lives in the vault.\n").unwrap();
+    std::fs::write(
+        ws.path().join("memory/2026-05-01.md"),
+        "Met Priya about the Zurich office move.\nShe prefers Tuesday meetings.\n",
+    )
+    .unwrap();
+    let mut s = Server::start(dir.path(), ws.path());
+
+    assert_eq!(s.ok("ping", json!({}))["ok"], true);
+    let a = s.ok("save", json!({"text": "Bob's favourite colour is green", "session": "s1"}));
+    let id = a["id"].as_u64().unwrap();
+    s.ok("save", json!({"agent": "other", "text": "Bob's favourite colour is purple"}));
+
+    let r = s.ok("search", json!({"query": "favourite colour"}));
+    let results = r["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "agents are isolated: {r}");
+    assert_eq!(results[0]["id"].as_u64(), Some(id));
+
+    let sync = s.ok("sync", json!({}));
+    assert_eq!(sync["files_indexed"], 2);
+    let again = s.ok("sync", json!({}));
+    assert_eq!(again["files_unchanged"], 2);
+    assert_eq!(again["files_indexed"], 0);
+
+    let r = s.ok("search", json!({"query": "Zurich office"}));
+    let top = &r["results"][0];
+    assert_eq!(top["path"], "memory/2026-05-01.md");
+    assert_eq!(top["start_line"], 1);
+    assert_eq!(top["end_line"], 2);
+    assert!(top["event_time"].as_str().unwrap().starts_with("2026-05-01"));
+
+    let g = s.ok("get", json!({"path": "memory/2026-05-01.md", "from": 2, "lines": 1}));
+    assert_eq!(g["text"], "She prefers Tuesday meetings.");
+    let g = s.ok("get", json!({"id": id}));
+    assert_eq!(g["record"]["text"], "Bob's favourite colour is green");
+    let g = s.ok("get", json!({"path": format!("clawhdf5/{id}")}));
+    assert_eq!(g["record"]["id"].as_u64(), Some(id));
+
+    let bad = s.call("get", json!({"path": "../../etc/passwd"}));
+    assert_eq!(bad["error"]["code"], -32602);
+    let bad = s.call("save", json!({"text": ""}));
+    assert_eq!(bad["error"]["code"], -32602);
+    let bad = s.call("save", json!({"text": "x", "bogus": 1}));
+    assert_eq!(bad["error"]["code"], -32602);
+    let bad = s.call("nope", json!({}));
+    assert_eq!(bad["error"]["code"], -32601);
+    let bad = s.send_raw("{not json");
+    assert_eq!(bad["error"]["code"], -32700);
+    let bad = s.call("save", json!({"agent": "../evil", "text": "x"}));
+    assert_eq!(bad["error"]["code"], -32602);
+
+    let f = s.ok("forget", json!({"id": id}));
+    assert_eq!(f["forgotten"], json!([id]));
+    let r = s.ok("search", json!({"query": "favourite colour"}));
+    assert!(r["results"].as_array().unwrap().is_empty());
+    let st = s.ok("status", json!({}));
+    assert_eq!(st["backend"], "clawhdf5");
+    assert_eq!(st["files"], 2);
+    assert_eq!(st["fts"], true);
+
+    let bye = s.ok("shutdown", json!({}));
+    assert_eq!(bye["ok"], true);
+    let status = s.child.wait().unwrap();
+    assert!(status.success());
+    // Shutdown checkpointed: the HDF5 file alone holds the records, the log is empty.
+    let wal = std::fs::metadata(dir.path().join("main.h5.wal")).unwrap().len();
+    assert_eq!(wal, 16);
+}
+
+#[test]
+fn end_of_input_shuts_down_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let mut s = Server::start(dir.path(), ws.path());
+    s.ok("save", json!({"text": "remember this"}));
+    drop(s.stdin.take());
+    assert!(s.child.wait().unwrap().success());
+    assert!(dir.path().join("main.h5").exists());
+}

@@ -1,0 +1,796 @@
+//! [`FileAppender`]: changes an existing file without rewriting it.
+//!
+//! Copy-on-write: every changed object (dataset header, chunk, chunk index, group header, heap
+//! block) is written anew past the committed end of file; the parents of changed objects are
+//! rewritten up to the root. [`FileAppender::commit`] writes all of that, fsyncs, then switches
+//! the superblock (one 48-byte write holding the new root address, end of file and checksum)
+//! and fsyncs again. A crash at any point leaves the previous state readable, because no byte
+//! that state uses is ever overwritten before the switch. Space held by superseded versions is
+//! not reclaimed (rewrite the file with [`FileWriter`](crate::FileWriter) to compact it).
+
+use crate::array::Array;
+use crate::btree::v1::{write_chunk_tree, ChunkEntry};
+use crate::convert;
+use crate::dataspace::Dataspace;
+use crate::datatype::Datatype;
+use crate::error::{invalid, unsupported, FormatError, Result};
+use crate::io::Cursor;
+use crate::messages::{self, ChunkIndex, Layout, LinkTarget};
+use crate::object_header::mtype;
+use crate::read::attrs::raw_attrs;
+use crate::read::file::H5File;
+use crate::read::groups::{self, ObjectKind};
+use crate::superblock;
+use crate::write::dataset::{encode_data, write_chunks, write_dataset, DatasetOptions};
+use crate::write::object::{attribute_message, write_object};
+use crate::write::sink::Sink;
+use crate::write::writer::components;
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Messages dropped when an object header is rewritten (they are regenerated).
+fn regenerated(t: u16) -> bool {
+    matches!(
+        t,
+        mtype::LINK
+            | mtype::LINK_INFO
+            | mtype::GROUP_INFO
+            | mtype::SYMBOL_TABLE
+            | mtype::ATTRIBUTE
+            | mtype::ATTR_INFO
+    )
+}
+
+type Msgs = Vec<(u16, u8, Vec<u8>)>;
+
+struct GroupState {
+    links: BTreeMap<String, LinkTarget>,
+    attrs: Vec<(String, Vec<u8>)>,
+    extra: Msgs,
+    children: BTreeMap<String, Node>,
+}
+
+struct DatasetState {
+    /// Committed object header address.
+    addr: u64,
+    /// Header messages other than attributes, in order.
+    msgs: Msgs,
+    attrs: Vec<(String, Vec<u8>)>,
+    /// Set once the data changed: current shape and the full chunk list (chunked) or new layout.
+    change: Option<DataChange>,
+}
+
+enum DataChange {
+    Chunked {
+        dims: Vec<u64>,
+        chunk: Vec<u64>,
+        entries: Vec<ChunkEntry>,
+    },
+    Layout(Layout),
+}
+
+enum Node {
+    Group(GroupState),
+    Dataset(DatasetState),
+    /// A dataset created in this session (written at commit).
+    New {
+        array: Array,
+        opts: DatasetOptions,
+        attrs: Vec<(String, Array)>,
+    },
+}
+
+/// Opens an existing file (ours) and changes it without rewriting it.
+pub struct FileAppender {
+    path: PathBuf,
+    h5: H5File,
+    sb: superblock::Superblock,
+    root: GroupState,
+    sink: Sink,
+    dirty: bool,
+}
+
+fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
+    match v.iter_mut().find(|(n, _)| n == name) {
+        Some(slot) => slot.1 = value,
+        None => v.push((name.to_string(), value)),
+    }
+}
+
+impl FileAppender {
+    /// Opens `path` for appending (superblock v2/v3 files with 8-byte addresses).
+    pub fn open(path: &Path) -> Result<Self> {
+        let h5 = H5File::open(path)?;
+        let sb = h5.superblock().clone();
+        if sb.version < 2 {
+            return unsupported(format!(
+                "appending to a file with superblock v{} (only v2/v3)",
+                sb.version
+            ));
+        }
+        if sb.so != 8 || sb.sl != 8 || sb.at != 0 || sb.base != 0 {
+            return unsupported("appending to a file with non-default address sizes or base");
+        }
+        let file_len = h5.bytes().len() as u64;
+        // New bytes go after both the committed EOF and anything a crashed commit left behind.
+        let start = sb.eof.max(file_len);
+        let root = load_group(&h5, sb.root)?;
+        Ok(FileAppender {
+            path: path.to_path_buf(),
+            h5,
+            sb,
+            root,
+            sink: Sink::new(start),
+            dirty: false,
+        })
+    }
+
+    /// Walks to the group at `parts`, loading (and optionally creating) groups on the way.
+    fn group_mut(&mut self, parts: &[&str], create: bool) -> Result<&mut GroupState> {
+        group_in(&self.h5, &mut self.root, parts, create)
+    }
+}
+
+fn group_in<'g>(
+    h5: &H5File,
+    root: &'g mut GroupState,
+    parts: &[&str],
+    create: bool,
+) -> Result<&'g mut GroupState> {
+    {
+        let mut g = root;
+        for (i, p) in parts.iter().enumerate() {
+            if !g.children.contains_key(*p) {
+                match g.links.get(*p) {
+                    Some(LinkTarget::Hard(a)) => {
+                        let node = load_node(h5, *a)?;
+                        g.children.insert(p.to_string(), node);
+                    }
+                    Some(_) => {
+                        return unsupported(format!(
+                            "changing objects through a soft or external link ({})",
+                            parts[..=i].join("/")
+                        ))
+                    }
+                    None if create => {
+                        g.children.insert(
+                            p.to_string(),
+                            Node::Group(GroupState {
+                                links: BTreeMap::new(),
+                                attrs: vec![],
+                                extra: vec![],
+                                children: BTreeMap::new(),
+                            }),
+                        );
+                    }
+                    None => {
+                        return Err(FormatError::NotFound(format!("/{}", parts[..=i].join("/"))))
+                    }
+                }
+            }
+            g = match g.children.get_mut(*p) {
+                Some(Node::Group(s)) => s,
+                Some(_) => {
+                    return Err(FormatError::TypeMismatch(format!(
+                        "/{} is not a group",
+                        parts[..=i].join("/")
+                    )))
+                }
+                None => return Err(FormatError::NotFound(format!("/{}", parts[..=i].join("/")))),
+            };
+        }
+        Ok(g)
+    }
+}
+
+impl FileAppender {
+    /// Loads the child `name` of the group at `parents` into the dirty tree, returning it.
+    fn child(&mut self, path: &str) -> Result<&mut Node> {
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("path names the root group"),
+        };
+        let h5 = &self.h5;
+        // group_mut borrows self mutably; replicate its walk with the h5 borrow split.
+        let mut g = &mut self.root;
+        for (i, p) in parents.iter().enumerate() {
+            ensure_loaded(h5, g, p, &parts[..=i])?;
+            g = match g.children.get_mut(*p) {
+                Some(Node::Group(s)) => s,
+                _ => {
+                    return Err(FormatError::TypeMismatch(format!(
+                        "/{} is not a group",
+                        parts[..=i].join("/")
+                    )))
+                }
+            };
+        }
+        ensure_loaded(h5, g, name, &parts)?;
+        g.children
+            .get_mut(*name)
+            .ok_or_else(|| FormatError::NotFound(path.to_string()))
+    }
+
+    /// Creates a group (and missing parents).
+    pub fn create_group(&mut self, path: &str) -> Result<()> {
+        let parts = components(path)?;
+        self.group_mut(&parts, true)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a new dataset (parents created as needed); fails if the path exists.
+    pub fn write_dataset(&mut self, path: &str, array: Array, opts: DatasetOptions) -> Result<()> {
+        self.put_dataset(path, array, opts, false)
+    }
+
+    /// Replaces a dataset (the old one is unlinked; its space is not reclaimed).
+    pub fn replace_dataset(
+        &mut self,
+        path: &str,
+        array: Array,
+        opts: DatasetOptions,
+    ) -> Result<()> {
+        self.put_dataset(path, array, opts, true)
+    }
+
+    fn put_dataset(
+        &mut self,
+        path: &str,
+        array: Array,
+        opts: DatasetOptions,
+        replace: bool,
+    ) -> Result<()> {
+        crate::write::dataset::plan(&array, &opts)?;
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("dataset path is empty"),
+        };
+        let h5 = &self.h5;
+        let g = group_in(h5, &mut self.root, parents, true)?;
+        let exists = g.links.contains_key(*name) || g.children.contains_key(*name);
+        if exists && !replace {
+            return invalid(format!("{path} already exists"));
+        }
+        if replace && exists {
+            let is_group = match g.children.get(*name) {
+                Some(Node::Group(_)) => true,
+                Some(_) => false,
+                None => match g.links.get(*name) {
+                    Some(LinkTarget::Hard(a)) => {
+                        let oh = h5.header_at(*a)?;
+                        groups::kind(&oh) == ObjectKind::Group
+                    }
+                    _ => false,
+                },
+            };
+            if is_group {
+                return Err(FormatError::TypeMismatch(format!("{path} is a group")));
+            }
+        }
+        let g = self.group_mut(parents, true)?;
+        g.links.remove(*name);
+        g.children.insert(
+            name.to_string(),
+            Node::New {
+                array,
+                opts,
+                attrs: vec![],
+            },
+        );
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Sets (or replaces) an attribute on "/" or any group or dataset.
+    pub fn set_attr(&mut self, object_path: &str, name: &str, value: Array) -> Result<()> {
+        if name.is_empty() {
+            return invalid("attribute name is empty");
+        }
+        convert::dtype_for(&value.data)?;
+        if value.shape.iter().product::<u64>() != value.data.len() as u64 {
+            return invalid("attribute shape does not match its data");
+        }
+        let parts = components(object_path)?;
+        if parts.is_empty() {
+            let msg = attribute_message(&mut self.sink, name, &value)?;
+            set_named(&mut self.root.attrs, name, msg);
+            self.dirty = true;
+            return Ok(());
+        }
+        // Encode first (needs the sink), then attach.
+        let is_new = matches!(self.child(object_path)?, Node::New { .. });
+        if is_new {
+            if let Node::New { attrs, .. } = self.child(object_path)? {
+                set_named(attrs, name, value);
+            }
+        } else {
+            let msg = attribute_message(&mut self.sink, name, &value)?;
+            match self.child(object_path)? {
+                Node::Group(g) => set_named(&mut g.attrs, name, msg),
+                Node::Dataset(d) => set_named(&mut d.attrs, name, msg),
+                Node::New { .. } => {}
+            }
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Appends rows along dimension 0 of a chunked dataset whose dimension 0 can grow.
+    pub fn append_rows(&mut self, dataset_path: &str, rows: Array) -> Result<()> {
+        let cur = self.current_dims(dataset_path)?;
+        let start = cur.first().copied().unwrap_or(0);
+        self.put_rows(dataset_path, start, rows, true)
+    }
+
+    /// Overwrites rows `start..start + rows.shape[0]` (copy-on-write of the touched chunks).
+    pub fn write_rows(&mut self, dataset_path: &str, start: u64, rows: Array) -> Result<()> {
+        self.put_rows(dataset_path, start, rows, false)
+    }
+
+    fn current_dims(&mut self, path: &str) -> Result<Vec<u64>> {
+        match self.child(path)? {
+            Node::Dataset(d) => match &d.change {
+                Some(DataChange::Chunked { dims, .. }) => Ok(dims.clone()),
+                _ => Ok(dataspace_of(&d.msgs)?.dims),
+            },
+            Node::New { array, .. } => Ok(array.shape.clone()),
+            Node::Group(_) => Err(FormatError::TypeMismatch(format!("{path} is a group"))),
+        }
+    }
+
+    fn put_rows(&mut self, path: &str, start: u64, rows: Array, append: bool) -> Result<()> {
+        if rows.shape.is_empty() {
+            return invalid("rows must have at least one dimension");
+        }
+        if rows.shape.iter().product::<u64>() != rows.data.len() as u64 {
+            return invalid("rows shape does not match its data");
+        }
+        // Datasets created in this session are still in memory: edit them there.
+        if let Node::New { array, .. } = self.child(path)? {
+            return edit_in_memory(array, start, rows, append);
+        }
+        let addr = match self.child(path)? {
+            Node::Dataset(d) => d.addr,
+            _ => {
+                return Err(FormatError::TypeMismatch(format!(
+                    "{path} is not a dataset"
+                )))
+            }
+        };
+        let (space, dtype, layout, filters) = {
+            let d = self.h5.dataset_at(addr)?;
+            (
+                Dataspace {
+                    dims: d.shape().to_vec(),
+                    max: d.max_shape().map(|m| m.to_vec()),
+                    null: false,
+                },
+                d.dtype().clone(),
+                d.layout().clone(),
+                d.filters().to_vec(),
+            )
+        };
+        let rank = space.dims.len();
+        if rows.shape.len() != rank || rows.shape[1..] != space.dims[1..] {
+            return invalid(format!(
+                "rows of shape {:?} do not fit dataset {path} of shape {:?}",
+                rows.shape, space.dims
+            ));
+        }
+        check_compatible(&dtype, &rows, path)?;
+        let elem = dtype.size();
+        // Current state (possibly already changed in this session).
+        let (dims, chunk, mut entries) = match self.child(path)? {
+            Node::Dataset(DatasetState {
+                change:
+                    Some(DataChange::Chunked {
+                        dims,
+                        chunk,
+                        entries,
+                    }),
+                ..
+            }) => (dims.clone(), chunk.clone(), entries.clone()),
+            Node::Dataset(DatasetState {
+                change: Some(DataChange::Layout(_)),
+                ..
+            }) => {
+                return unsupported("changing rows twice in one session of a non-chunked dataset")
+            }
+            _ => match &layout {
+                Layout::Chunked { chunk, .. } => {
+                    let d = self.h5.dataset_at(addr)?;
+                    (space.dims.clone(), chunk.clone(), d.chunk_entries()?)
+                }
+                _ => (space.dims.clone(), vec![], vec![]),
+            },
+        };
+        let n0 = rows.shape[0];
+        let end = start
+            .checked_add(n0)
+            .ok_or_else(|| FormatError::Invalid("row range overflows".into()))?;
+        if append {
+            let max0 = space.max.as_ref().and_then(|m| m[0]).unwrap_or(u64::MAX);
+            let fixed = space.max.is_none();
+            if fixed || end > max0 || chunk.is_empty() {
+                return invalid(format!(
+                    "{path} cannot grow along dimension 0 (needs a chunked dataset with a larger maximum shape)"
+                ));
+            }
+        } else if end > dims[0] {
+            return invalid(format!(
+                "rows {start}..{end} outside {path} with {} rows",
+                dims[0]
+            ));
+        }
+        let new_raw = encode_data(&mut self.sink, &rows.data)?;
+        let row_bytes = dims[1..].iter().product::<u64>() as usize * elem;
+        if chunk.is_empty() {
+            // Contiguous or compact: rewrite the whole data with the rows patched in.
+            let all = {
+                let d = self.h5.dataset_at(addr)?;
+                d.read_box_raw(&vec![0; rank], &dims)?
+            };
+            let mut all = all;
+            let a = start as usize * row_bytes;
+            all[a..a + new_raw.len()].copy_from_slice(&new_raw);
+            let new_layout = match layout {
+                Layout::Compact(_) => Layout::Compact(all),
+                _ => {
+                    let size = all.len() as u64;
+                    Layout::Contiguous {
+                        addr: self.sink.append(&all),
+                        size,
+                    }
+                }
+            };
+            if let Node::Dataset(d) = self.child(path)? {
+                d.change = Some(DataChange::Layout(new_layout));
+            }
+            self.dirty = true;
+            return Ok(());
+        }
+        // Chunked: rewrite the chunk bands [a, b) touched by [start, end).
+        let c0 = chunk[0];
+        let a = (start / c0) * c0;
+        let new_dims0 = if append { end } else { dims[0] };
+        let b = (end.div_ceil(c0) * c0).min(new_dims0);
+        let mut band = vec![0u8; (b - a) as usize * row_bytes];
+        let old_end = dims[0].min(b);
+        if old_end > a {
+            let mut s = vec![0u64; rank];
+            s[0] = a;
+            let mut c = dims.clone();
+            c[0] = old_end - a;
+            let old = read_raw_with(&self.h5, &self.sink, addr, &dims, &entries, &s, &c)?;
+            band[..old.len()].copy_from_slice(&old);
+        }
+        let off = (start - a) as usize * row_bytes;
+        band[off..off + new_raw.len()].copy_from_slice(&new_raw);
+        let mut shape = dims.clone();
+        shape[0] = b - a;
+        let mut origin = vec![0u64; rank];
+        origin[0] = a;
+        let fresh = write_chunks(
+            &mut self.sink,
+            &band,
+            &shape,
+            &origin,
+            &chunk,
+            elem,
+            &filters,
+        )?;
+        entries.retain(|e| e.offset[0] < a || e.offset[0] >= b);
+        entries.extend(fresh);
+        entries.sort_by(|x, y| x.offset.cmp(&y.offset));
+        let mut new_dims = dims.clone();
+        new_dims[0] = new_dims0;
+        if let Node::Dataset(d) = self.child(path)? {
+            d.change = Some(DataChange::Chunked {
+                dims: new_dims,
+                chunk,
+                entries,
+            });
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Writes all changes past the committed end, fsyncs, switches the superblock, fsyncs.
+    pub fn commit(mut self) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let root = write_group(&mut self.sink, &mut self.root)?;
+        let new_eof = self.sink.pos();
+        let f = OpenOptions::new().write(true).open(&self.path)?;
+        f.write_all_at(&self.sink.buf, self.sink.base)?;
+        f.sync_all()?;
+        let mut sb = superblock::encode_v2(new_eof, root);
+        if self.sb.version == 3 || self.sb.ext != crate::io::UNDEF {
+            sb[8] = self.sb.version;
+            sb[20..28].copy_from_slice(&self.sb.ext.to_le_bytes());
+            let n = sb.len() - 4;
+            let sum = crate::checksum::lookup3(&sb[..n], 0);
+            sb[n..].copy_from_slice(&sum.to_le_bytes());
+        }
+        f.write_all_at(&sb, 0)?;
+        f.sync_all()?;
+        Ok(())
+    }
+}
+
+fn ensure_loaded(h5: &H5File, g: &mut GroupState, name: &str, parts: &[&str]) -> Result<()> {
+    if g.children.contains_key(name) {
+        return Ok(());
+    }
+    match g.links.get(name) {
+        Some(LinkTarget::Hard(a)) => {
+            let node = load_node(h5, *a)?;
+            g.children.insert(name.to_string(), node);
+            Ok(())
+        }
+        Some(_) => unsupported(format!(
+            "changing objects through a soft or external link (/{})",
+            parts.join("/")
+        )),
+        None => Err(FormatError::NotFound(format!("/{}", parts.join("/")))),
+    }
+}
+
+fn load_group(h5: &H5File, addr: u64) -> Result<GroupState> {
+    let oh = h5.header_at(addr)?;
+    let ctx = h5.ctx();
+    let links = groups::links(&ctx, &oh)?
+        .into_iter()
+        .map(|l| (l.name, l.target))
+        .collect();
+    let attrs = raw_attrs(h5, &oh)?;
+    let extra = oh
+        .messages
+        .iter()
+        .filter(|m| !regenerated(m.mtype))
+        .map(|m| (m.mtype, m.flags, m.data.to_vec()))
+        .collect();
+    Ok(GroupState {
+        links,
+        attrs,
+        extra,
+        children: BTreeMap::new(),
+    })
+}
+
+fn load_node(h5: &H5File, addr: u64) -> Result<Node> {
+    let oh = h5.header_at(addr)?;
+    match groups::kind(&oh) {
+        ObjectKind::Group => Ok(Node::Group(load_group(h5, addr)?)),
+        ObjectKind::Dataset => {
+            let attrs = raw_attrs(h5, &oh)?;
+            let msgs = oh
+                .messages
+                .iter()
+                .filter(|m| m.mtype != mtype::ATTRIBUTE && m.mtype != mtype::ATTR_INFO)
+                .map(|m| (m.mtype, m.flags, m.data.to_vec()))
+                .collect();
+            Ok(Node::Dataset(DatasetState {
+                addr,
+                msgs,
+                attrs,
+                change: None,
+            }))
+        }
+        ObjectKind::Other => unsupported(format!(
+            "changing the object at {addr:#x} (not a group or dataset)"
+        )),
+    }
+}
+
+fn dataspace_of(msgs: &Msgs) -> Result<Dataspace> {
+    let m = msgs
+        .iter()
+        .find(|m| m.0 == mtype::DATASPACE)
+        .ok_or_else(|| FormatError::Corrupt("dataset without dataspace".into()))?;
+    Dataspace::parse(&mut Cursor::new(&m.2, "dataspace"), 8)
+}
+
+fn check_compatible(file: &Datatype, rows: &Array, path: &str) -> Result<()> {
+    let ours = convert::dtype_for(&rows.data)?;
+    let ok = match (file, &ours) {
+        (
+            Datatype::Int {
+                size: a,
+                signed: sa,
+                be: false,
+                offset: 0,
+                precision: pa,
+            },
+            Datatype::Int {
+                size: b,
+                signed: sb,
+                ..
+            },
+        ) => a == b && sa == sb && *pa as usize == a * 8,
+        (
+            Datatype::Float {
+                size: a, be: false, ..
+            },
+            Datatype::Float { size: b, .. },
+        ) => a == b,
+        (Datatype::VarStr { .. }, Datatype::VarStr { .. }) => true,
+        (Datatype::FixedStr { size: a, .. }, Datatype::FixedStr { size: b, .. }) => a == b,
+        _ => false,
+    };
+    if !ok {
+        return Err(FormatError::TypeMismatch(format!(
+            "{path} holds {} but the rows are {}",
+            file.describe(),
+            rows.data.type_name()
+        )));
+    }
+    Ok(())
+}
+
+/// Reads raw elements of a box of a chunked dataset using an explicit chunk list, which may
+/// include chunks written in this session (still in the sink).
+fn read_raw_with(
+    h5: &H5File,
+    sink: &Sink,
+    addr: u64,
+    dims: &[u64],
+    entries: &[ChunkEntry],
+    start: &[u64],
+    count: &[u64],
+) -> Result<Vec<u8>> {
+    let d = h5.dataset_at(addr)?;
+    let ctx = h5.ctx();
+    let fetch = |a: u64, n: u64| -> Result<Vec<u8>> {
+        if a >= sink.base {
+            let off = (a - sink.base) as usize;
+            match sink.buf.get(off..off + n as usize) {
+                Some(s) => Ok(s.to_vec()),
+                None => Err(FormatError::Corrupt(
+                    "chunk outside the pending data".into(),
+                )),
+            }
+        } else {
+            Ok(ctx.slice(a, n)?.to_vec())
+        }
+    };
+    d.chunked_box(dims, entries, start, count, &fetch)
+}
+
+fn edit_in_memory(array: &mut Array, start: u64, rows: Array, append: bool) -> Result<()> {
+    if rows.shape[1..] != array.shape[1..] || rows.data.type_name() != array.data.type_name() {
+        return invalid("rows do not match the dataset's shape or type");
+    }
+    let row_elems = array.shape[1..].iter().product::<u64>() as usize;
+    let n0 = array.shape[0];
+    if append {
+        let mut new = array.data.clone();
+        append_data(&mut new, rows.data)?;
+        array.shape[0] = n0 + rows.shape[0];
+        array.data = new;
+    } else {
+        if start + rows.shape[0] > n0 {
+            return invalid("rows outside the dataset");
+        }
+        let at = start as usize * row_elems;
+        let head = array.data.slice(0, at);
+        let tail_start = at + rows.data.len();
+        let tail = array.data.slice(tail_start, array.data.len() - tail_start);
+        let mut new = head;
+        append_data(&mut new, rows.data)?;
+        append_data(&mut new, tail)?;
+        array.data = new;
+    }
+    Ok(())
+}
+
+fn append_data(a: &mut crate::Data, b: crate::Data) -> Result<()> {
+    use crate::Data::*;
+    match (a, b) {
+        (I8(x), I8(y)) => x.extend(y),
+        (I16(x), I16(y)) => x.extend(y),
+        (I32(x), I32(y)) => x.extend(y),
+        (I64(x), I64(y)) => x.extend(y),
+        (U8(x), U8(y)) => x.extend(y),
+        (U16(x), U16(y)) => x.extend(y),
+        (U32(x), U32(y)) => x.extend(y),
+        (U64(x), U64(y)) => x.extend(y),
+        (F16(x), F16(y)) => x.extend(y),
+        (F32(x), F32(y)) => x.extend(y),
+        (F64(x), F64(y)) => x.extend(y),
+        (VarStr(x), VarStr(y)) => x.extend(y),
+        (
+            FixedStr { len, values },
+            FixedStr {
+                len: l2,
+                values: v2,
+            },
+        ) if *len == l2 => values.extend(v2),
+        _ => return invalid("rows do not match the dataset's type"),
+    }
+    Ok(())
+}
+
+fn write_group(sink: &mut Sink, g: &mut GroupState) -> Result<u64> {
+    let children = std::mem::take(&mut g.children);
+    for (name, node) in children {
+        let addr = match node {
+            Node::Group(mut s) => write_group(sink, &mut s)?,
+            Node::Dataset(mut d) => write_changed_dataset(sink, &mut d)?,
+            Node::New { array, opts, attrs } => {
+                let mut enc = Vec::with_capacity(attrs.len());
+                for (n, a) in &attrs {
+                    enc.push((n.clone(), attribute_message(sink, n, a)?));
+                }
+                write_dataset(sink, &array, &opts, &enc)?
+            }
+        };
+        g.links.insert(name, LinkTarget::Hard(addr));
+    }
+    let links: Vec<(String, LinkTarget)> = g
+        .links
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    write_object(sink, g.extra.clone(), Some(&links), &g.attrs)
+}
+
+fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
+    let mut msgs = d.msgs.clone();
+    match d.change.take() {
+        None => {}
+        Some(DataChange::Layout(layout)) => {
+            let elem = elem_size(&msgs)?;
+            let body = messages::encode_layout(&layout, elem)?;
+            replace_msg(&mut msgs, mtype::LAYOUT, body);
+        }
+        Some(DataChange::Chunked {
+            dims,
+            chunk,
+            entries,
+        }) => {
+            let elem = elem_size(&msgs)?;
+            let mut space = dataspace_of(&msgs)?;
+            space.dims = dims;
+            let mut sb = Vec::new();
+            space.encode(&mut sb);
+            replace_msg(&mut msgs, mtype::DATASPACE, sb);
+            let base = sink.base;
+            let root = write_chunk_tree(&entries, &chunk, base, &mut sink.buf);
+            let layout = Layout::Chunked {
+                chunk,
+                index: ChunkIndex::BTreeV1 { addr: root },
+            };
+            replace_msg(
+                &mut msgs,
+                mtype::LAYOUT,
+                messages::encode_layout(&layout, elem)?,
+            );
+        }
+    }
+    write_object(sink, msgs, None, &d.attrs)
+}
+
+fn elem_size(msgs: &Msgs) -> Result<usize> {
+    let m = msgs
+        .iter()
+        .find(|m| m.0 == mtype::DATATYPE)
+        .ok_or_else(|| FormatError::Corrupt("dataset without datatype".into()))?;
+    if m.1 & 0x02 != 0 {
+        return unsupported("appending to a dataset with a committed (shared) datatype");
+    }
+    Ok(Datatype::parse(&mut Cursor::new(&m.2, "datatype"))?.size())
+}
+
+fn replace_msg(msgs: &mut Msgs, t: u16, body: Vec<u8>) {
+    match msgs.iter_mut().find(|m| m.0 == t) {
+        Some(m) => m.2 = body,
+        None => msgs.push((t, 0, body)),
+    }
+}

@@ -1,0 +1,391 @@
+//! Conversion between raw element bytes (in a file datatype) and [`Data`].
+
+use crate::array::Data;
+use crate::datatype::{Datatype, StrPad};
+use crate::error::{corrupt, invalid, unsupported, Result};
+use crate::io::{le_uint, PutLe};
+use half::f16;
+
+/// Where variable-length element bodies live when reading (the global heap).
+pub trait VlenSource {
+    /// Size of file addresses.
+    fn offset_size(&self) -> usize;
+    /// The bytes of global-heap object `index` in the collection at `coll`.
+    fn vlen_object(&self, coll: u64, index: u32) -> Result<&[u8]>;
+}
+
+/// Where variable-length element bodies go when writing.
+pub trait VlenSink {
+    /// Stores `bytes` as one global-heap object; returns (collection address, index).
+    fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)>;
+}
+
+fn raw_uint(raw: &[u8], be: bool) -> u64 {
+    if be {
+        let mut v = 0u64;
+        for b in raw.iter().take(8) {
+            v = (v << 8) | *b as u64;
+        }
+        v
+    } else {
+        le_uint(raw)
+    }
+}
+
+fn adjust_int(v: u64, size: usize, signed: bool, offset: u16, precision: u16) -> i128 {
+    let full = size * 8;
+    let prec = (precision as usize).clamp(1, 64);
+    let mut x = v;
+    if offset as usize > 0 || prec < full {
+        x = if (offset as usize) < 64 {
+            x >> offset
+        } else {
+            0
+        };
+        if prec < 64 {
+            x &= (1u64 << prec) - 1;
+        }
+    }
+    if signed {
+        if prec < 64 && x & (1u64 << (prec - 1)) != 0 {
+            (x as i128) - (1i128 << prec)
+        } else if prec == 64 {
+            (x as i64) as i128
+        } else {
+            x as i128
+        }
+    } else {
+        x as i128
+    }
+}
+
+/// One integer element of an integer (or enum-base) datatype, as i64.
+pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
+    match dt {
+        Datatype::Int {
+            size,
+            signed,
+            be,
+            offset,
+            precision,
+        } => {
+            if raw.len() < *size {
+                return corrupt("short integer");
+            }
+            Ok(adjust_int(
+                raw_uint(&raw[..*size], *be),
+                *size,
+                *signed,
+                *offset,
+                *precision,
+            ) as i64)
+        }
+        other => unsupported(format!("enum base type {}", other.describe())),
+    }
+}
+
+fn trim_fixed(b: &[u8], pad: StrPad) -> String {
+    let s = match pad {
+        StrPad::NullTerm | StrPad::NullPad => {
+            let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+            &b[..end]
+        }
+        StrPad::SpacePad => {
+            let end = b
+                .iter()
+                .rposition(|&x| x != b' ' && x != 0)
+                .map(|i| i + 1)
+                .unwrap_or(0);
+            &b[..end]
+        }
+    };
+    String::from_utf8_lossy(s).into_owned()
+}
+
+macro_rules! ints {
+    ($raw:expr, $size:expr, $be:expr, $t:ty, $ut:ty, $signed:expr, $fix:expr) => {{
+        $raw.chunks_exact($size)
+            .map(|c| {
+                let v = raw_uint(c, $be);
+                match $fix {
+                    Some((o, p)) => adjust_int(v, $size, $signed, o, p) as $t,
+                    None => v as $ut as $t,
+                }
+            })
+            .collect::<Vec<$t>>()
+    }};
+}
+
+/// Decodes `n` elements of type `dt` from `raw` (exactly `n * dt.size()` bytes).
+pub fn decode(dt: &Datatype, raw: &[u8], n: usize, src: &dyn VlenSource) -> Result<Data> {
+    decode_depth(dt, raw, n, src, 0)
+}
+
+fn decode_depth(
+    dt: &Datatype,
+    raw: &[u8],
+    n: usize,
+    src: &dyn VlenSource,
+    depth: u32,
+) -> Result<Data> {
+    if depth > 16 {
+        return corrupt("data nested too deeply");
+    }
+    let size = dt.size();
+    if size == 0 && n > 0 {
+        return corrupt("zero-size datatype");
+    }
+    if raw.len() < n.saturating_mul(size) {
+        return corrupt("element data shorter than its shape");
+    }
+    let raw = &raw[..n * size];
+    Ok(match dt {
+        Datatype::Int {
+            size,
+            signed,
+            be,
+            offset,
+            precision,
+        } => {
+            let fix = if *offset != 0 || (*precision as usize) < size * 8 {
+                Some((*offset, *precision))
+            } else {
+                None
+            };
+            let s = *size;
+            match (s, signed) {
+                (1, true) => Data::I8(ints!(raw, 1, *be, i8, u8, true, fix)),
+                (1, false) => Data::U8(ints!(raw, 1, *be, u8, u8, false, fix)),
+                (2, true) => Data::I16(ints!(raw, 2, *be, i16, u16, true, fix)),
+                (2, false) => Data::U16(ints!(raw, 2, *be, u16, u16, false, fix)),
+                (3..=4, true) => Data::I32(ints!(raw, s, *be, i32, u32, true, fix)),
+                (3..=4, false) => Data::U32(ints!(raw, s, *be, u32, u32, false, fix)),
+                (_, true) => Data::I64(ints!(raw, s, *be, i64, u64, true, fix)),
+                (_, false) => Data::U64(ints!(raw, s, *be, u64, u64, false, fix)),
+            }
+        }
+        Datatype::Float {
+            size,
+            be,
+            exp_size,
+            mant_size,
+            ..
+        } => match (size, exp_size, mant_size) {
+            (2, 5, 10) => Data::F16(
+                raw.chunks_exact(2)
+                    .map(|c| f16::from_bits(raw_uint(c, *be) as u16))
+                    .collect(),
+            ),
+            (4, 8, 23) => Data::F32(
+                raw.chunks_exact(4)
+                    .map(|c| f32::from_bits(raw_uint(c, *be) as u32))
+                    .collect(),
+            ),
+            (8, 11, 52) => Data::F64(
+                raw.chunks_exact(8)
+                    .map(|c| f64::from_bits(raw_uint(c, *be)))
+                    .collect(),
+            ),
+            _ => {
+                return unsupported(format!(
+                "float layout of {size} bytes, exponent {exp_size} bits, mantissa {mant_size} bits"
+            ))
+            }
+        },
+        Datatype::FixedStr { size, pad, .. } => Data::FixedStr {
+            len: *size,
+            values: raw
+                .chunks_exact(*size)
+                .map(|c| trim_fixed(c, *pad))
+                .collect(),
+        },
+        Datatype::VarStr { .. } => {
+            let so = src.offset_size();
+            let mut out = Vec::with_capacity(n);
+            for c in raw.chunks_exact(size) {
+                let len = le_uint(&c[0..4]) as usize;
+                let coll = le_uint(&c[4..4 + so]);
+                let idx = le_uint(&c[4 + so..8 + so]) as u32;
+                if len == 0 || coll == 0 {
+                    out.push(String::new());
+                    continue;
+                }
+                let obj = src.vlen_object(coll, idx)?;
+                let body = &obj[..len.min(obj.len())];
+                let body = match body.iter().position(|&b| b == 0) {
+                    Some(i) => &body[..i],
+                    None => body,
+                };
+                out.push(String::from_utf8_lossy(body).into_owned());
+            }
+            Data::VarStr(out)
+        }
+        Datatype::VarSeq(base) => {
+            let so = src.offset_size();
+            let bsize = base.size();
+            let mut out = Vec::with_capacity(n);
+            for c in raw.chunks_exact(size) {
+                let len = le_uint(&c[0..4]) as usize;
+                let coll = le_uint(&c[4..4 + so]);
+                let idx = le_uint(&c[4 + so..8 + so]) as u32;
+                if len == 0 || coll == 0 {
+                    out.push(decode_depth(base, &[], 0, src, depth + 1)?);
+                    continue;
+                }
+                let obj = src.vlen_object(coll, idx)?;
+                if len.saturating_mul(bsize) > obj.len() {
+                    return corrupt("variable-length sequence longer than its heap object");
+                }
+                out.push(decode_depth(base, obj, len, src, depth + 1)?);
+            }
+            Data::VarLen(out)
+        }
+        Datatype::Compound { size, members } => {
+            let mut fields = Vec::with_capacity(members.len());
+            for m in members {
+                let ms = m.dtype.size();
+                let mut buf = Vec::with_capacity(ms * n);
+                for c in raw.chunks_exact(*size) {
+                    buf.extend_from_slice(&c[m.offset..m.offset + ms]);
+                }
+                fields.push((
+                    m.name.clone(),
+                    decode_depth(&m.dtype, &buf, n, src, depth + 1)?,
+                ));
+            }
+            Data::Compound(fields)
+        }
+        Datatype::Enum { base, members } => {
+            let bs = base.size();
+            let mut values = Vec::with_capacity(n);
+            for c in raw.chunks_exact(bs) {
+                values.push(int_from_bytes(base, c)?);
+            }
+            Data::Enum {
+                values,
+                members: members.clone(),
+            }
+        }
+        Datatype::Array { dims, base } => {
+            let per = dims.iter().product::<u64>() as usize;
+            Data::ArrayOf {
+                dims: dims.clone(),
+                data: Box::new(decode_depth(base, raw, n * per, src, depth + 1)?),
+            }
+        }
+        Datatype::Opaque { size, tag } => Data::Opaque {
+            size: *size,
+            tag: tag.clone(),
+            bytes: raw.to_vec(),
+        },
+        Datatype::Bitfield { size, be } => Data::Bitfield {
+            size: *size,
+            values: raw.chunks_exact(*size).map(|c| raw_uint(c, *be)).collect(),
+        },
+        Datatype::Reference { size, kind } => {
+            if *kind != 0 {
+                return unsupported("dataset region references");
+            }
+            Data::ObjectRef(raw.chunks_exact(*size).map(le_uint).collect())
+        }
+        Datatype::Time { .. } => return unsupported("time datatype class"),
+    })
+}
+
+/// The datatype the writer uses for `data`.
+pub fn dtype_for(data: &Data) -> Result<Datatype> {
+    let int = |size: usize, signed: bool| Datatype::Int {
+        size,
+        signed,
+        be: false,
+        offset: 0,
+        precision: (size * 8) as u16,
+    };
+    let float = |size: usize| {
+        let (exp_loc, exp_size, mant_size, bias) = match size {
+            2 => (10, 5, 10, 15),
+            4 => (23, 8, 23, 127),
+            _ => (52, 11, 52, 1023),
+        };
+        Datatype::Float {
+            size,
+            be: false,
+            exp_loc,
+            exp_size,
+            mant_size,
+            bias,
+        }
+    };
+    Ok(match data {
+        Data::I8(_) => int(1, true),
+        Data::I16(_) => int(2, true),
+        Data::I32(_) => int(4, true),
+        Data::I64(_) => int(8, true),
+        Data::U8(_) => int(1, false),
+        Data::U16(_) => int(2, false),
+        Data::U32(_) => int(4, false),
+        Data::U64(_) => int(8, false),
+        Data::F16(_) => float(2),
+        Data::F32(_) => float(4),
+        Data::F64(_) => float(8),
+        Data::VarStr(_) => Datatype::VarStr { utf8: true },
+        Data::FixedStr { len, values } => {
+            if *len == 0 {
+                return invalid("fixed-length strings need len >= 1");
+            }
+            Datatype::FixedStr {
+                size: *len,
+                pad: StrPad::NullPad,
+                utf8: values.iter().any(|s| !s.is_ascii()),
+            }
+        }
+        other => {
+            return unsupported(format!("writing {} data", other.type_name()));
+        }
+    })
+}
+
+/// Encodes `data` as raw little-endian elements of the writer's datatype for it.
+pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match data {
+        Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
+        Data::U8(v) => out.extend_from_slice(v),
+        Data::I16(v) => v.iter().for_each(|x| out.put_u16(*x as u16)),
+        Data::U16(v) => v.iter().for_each(|x| out.put_u16(*x)),
+        Data::I32(v) => v.iter().for_each(|x| out.put_u32(*x as u32)),
+        Data::U32(v) => v.iter().for_each(|x| out.put_u32(*x)),
+        Data::I64(v) => v.iter().for_each(|x| out.put_u64(*x as u64)),
+        Data::U64(v) => v.iter().for_each(|x| out.put_u64(*x)),
+        Data::F16(v) => v.iter().for_each(|x| out.put_u16(x.to_bits())),
+        Data::F32(v) => v.iter().for_each(|x| out.put_u32(x.to_bits())),
+        Data::F64(v) => v.iter().for_each(|x| out.put_u64(x.to_bits())),
+        Data::FixedStr { len, values } => {
+            for s in values {
+                let b = s.as_bytes();
+                if b.len() > *len {
+                    return invalid(format!(
+                        "string of {} bytes does not fit fixed length {len}",
+                        b.len()
+                    ));
+                }
+                out.extend_from_slice(b);
+                out.resize(out.len() + len - b.len(), 0);
+            }
+        }
+        Data::VarStr(v) => {
+            for s in v {
+                let b = s.as_bytes();
+                if b.len() > u32::MAX as usize {
+                    return invalid("string longer than 4 GiB");
+                }
+                let (coll, idx) = if b.is_empty() { (0, 0) } else { sink.put(b)? };
+                out.put_u32(b.len() as u32);
+                out.put_u64(coll);
+                out.put_u32(idx);
+            }
+        }
+        other => return unsupported(format!("writing {} data", other.type_name())),
+    }
+    Ok(out)
+}

@@ -1,0 +1,392 @@
+//! The datatype message: parsing every class HDF5 defines and encoding the ones we write.
+
+use crate::error::{corrupt, unsupported, Result};
+use crate::io::{Cursor, PutLe};
+
+/// String padding as stored in string datatypes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrPad {
+    NullTerm,
+    NullPad,
+    SpacePad,
+}
+
+/// A compound member.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub name: String,
+    pub offset: usize,
+    pub dtype: Datatype,
+}
+
+/// A parsed HDF5 datatype.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Datatype {
+    /// Fixed-point integer (`offset`/`precision` in bits for reduced precision).
+    Int {
+        size: usize,
+        signed: bool,
+        be: bool,
+        offset: u16,
+        precision: u16,
+    },
+    /// IEEE-like float; only the f16/f32/f64 layouts are decoded.
+    Float {
+        size: usize,
+        be: bool,
+        exp_loc: u8,
+        exp_size: u8,
+        mant_size: u8,
+        bias: u32,
+    },
+    /// Fixed-length string of `size` bytes.
+    FixedStr {
+        size: usize,
+        pad: StrPad,
+        utf8: bool,
+    },
+    /// Variable-length string (global heap).
+    VarStr { utf8: bool },
+    /// Variable-length sequence of `base`.
+    VarSeq(Box<Datatype>),
+    /// Compound of named members at byte offsets.
+    Compound { size: usize, members: Vec<Member> },
+    /// Enumeration over an integer base type.
+    Enum {
+        base: Box<Datatype>,
+        members: Vec<(String, i64)>,
+    },
+    /// Fixed-size array of `base`.
+    Array { dims: Vec<u64>, base: Box<Datatype> },
+    /// Opaque bytes with a tag.
+    Opaque { size: usize, tag: String },
+    /// Bitfield of `size` bytes.
+    Bitfield { size: usize, be: bool },
+    /// Reference (`kind` 0 = object, 1 = region); `size` bytes each.
+    Reference { size: usize, kind: u8 },
+    /// Time class (obsolete in HDF5; parsed to report it).
+    Time { size: usize },
+}
+
+impl Datatype {
+    /// Element size in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            Datatype::Int { size, .. }
+            | Datatype::Float { size, .. }
+            | Datatype::FixedStr { size, .. }
+            | Datatype::Compound { size, .. }
+            | Datatype::Opaque { size, .. }
+            | Datatype::Bitfield { size, .. }
+            | Datatype::Reference { size, .. }
+            | Datatype::Time { size } => *size,
+            Datatype::VarStr { .. } | Datatype::VarSeq(_) => 16,
+            Datatype::Enum { base, .. } => base.size(),
+            Datatype::Array { dims, base } => dims.iter().product::<u64>() as usize * base.size(),
+        }
+    }
+
+    /// A short human-readable description ("i32le", "f64", "vlen-str", ...).
+    pub fn describe(&self) -> String {
+        match self {
+            Datatype::Int {
+                size, signed, be, ..
+            } => format!(
+                "{}{}{}",
+                if *signed { "i" } else { "u" },
+                size * 8,
+                if *be { "be" } else { "" }
+            ),
+            Datatype::Float { size, be, .. } => {
+                format!("f{}{}", size * 8, if *be { "be" } else { "" })
+            }
+            Datatype::FixedStr { size, utf8, .. } => {
+                format!("str[{}]{}", size, if *utf8 { " utf8" } else { "" })
+            }
+            Datatype::VarStr { .. } => "vlen-str".into(),
+            Datatype::VarSeq(b) => format!("vlen<{}>", b.describe()),
+            Datatype::Compound { members, .. } => format!(
+                "compound{{{}}}",
+                members
+                    .iter()
+                    .map(|m| format!("{}: {}", m.name, m.dtype.describe()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Datatype::Enum { base, .. } => format!("enum<{}>", base.describe()),
+            Datatype::Array { dims, base } => format!("array{:?}<{}>", dims, base.describe()),
+            Datatype::Opaque { size, .. } => format!("opaque[{size}]"),
+            Datatype::Bitfield { size, .. } => format!("bitfield[{size}]"),
+            Datatype::Reference { kind, .. } => {
+                if *kind == 0 {
+                    "object-ref".into()
+                } else {
+                    "region-ref".into()
+                }
+            }
+            Datatype::Time { .. } => "time".into(),
+        }
+    }
+
+    /// Parses a datatype message body.
+    pub fn parse(c: &mut Cursor<'_>) -> Result<Datatype> {
+        Self::parse_depth(c, 0)
+    }
+
+    fn parse_depth(c: &mut Cursor<'_>, depth: u32) -> Result<Datatype> {
+        if depth > 16 {
+            return corrupt("datatype nested too deeply");
+        }
+        let b0 = c.u8()?;
+        let class = b0 & 0x0f;
+        let version = b0 >> 4;
+        let bits = c.uint(3)? as u32;
+        let size = c.u32()? as usize;
+        if version == 0 || version > 5 {
+            return corrupt(format!("datatype version {version}"));
+        }
+        Ok(match class {
+            0 => {
+                let offset = c.u16()?;
+                let precision = c.u16()?;
+                if size == 0 || size > 8 {
+                    return unsupported(format!("integer of {size} bytes"));
+                }
+                Datatype::Int {
+                    size,
+                    signed: bits & 0x08 != 0,
+                    be: bits & 0x01 != 0,
+                    offset,
+                    precision,
+                }
+            }
+            1 => {
+                let _offset = c.u16()?;
+                let _precision = c.u16()?;
+                let exp_loc = c.u8()?;
+                let exp_size = c.u8()?;
+                let _mant_loc = c.u8()?;
+                let mant_size = c.u8()?;
+                let bias = c.u32()?;
+                if bits & 0x40 != 0 {
+                    return unsupported("VAX-endian floating point");
+                }
+                Datatype::Float {
+                    size,
+                    be: bits & 0x01 != 0,
+                    exp_loc,
+                    exp_size,
+                    mant_size,
+                    bias,
+                }
+            }
+            2 => {
+                let _ = c.u16()?;
+                Datatype::Time { size }
+            }
+            3 => {
+                let pad = match bits & 0x0f {
+                    0 => StrPad::NullTerm,
+                    1 => StrPad::NullPad,
+                    _ => StrPad::SpacePad,
+                };
+                Datatype::FixedStr {
+                    size,
+                    pad,
+                    utf8: (bits >> 4) & 0x0f == 1,
+                }
+            }
+            4 => {
+                let _ = c.u16()?;
+                let _ = c.u16()?;
+                Datatype::Bitfield {
+                    size,
+                    be: bits & 1 != 0,
+                }
+            }
+            5 => {
+                let taglen = (bits & 0xff) as usize;
+                let raw = c.bytes(taglen)?;
+                let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                Datatype::Opaque {
+                    size,
+                    tag: String::from_utf8_lossy(&raw[..end]).into_owned(),
+                }
+            }
+            6 => {
+                let n = (bits & 0xffff) as usize;
+                let mut members = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let start = c.pos();
+                    let name = String::from_utf8_lossy(c.cstr()?).into_owned();
+                    if version < 3 {
+                        let used = c.pos() - start;
+                        let padded = used.div_ceil(8) * 8;
+                        c.skip(padded - used)?;
+                    }
+                    let offset = if version >= 3 {
+                        c.uint(crate::io::bytes_for(size as u64))? as usize
+                    } else {
+                        c.u32()? as usize
+                    };
+                    let mut dims = Vec::new();
+                    if version == 1 {
+                        let nd = c.u8()? as usize;
+                        c.skip(3)?;
+                        c.skip(4)?; // permutation
+                        c.skip(4)?;
+                        for i in 0..4 {
+                            let d = c.u32()?;
+                            if i < nd {
+                                dims.push(d as u64);
+                            }
+                        }
+                    }
+                    let mut dtype = Self::parse_depth(c, depth + 1)?;
+                    if !dims.is_empty() {
+                        dtype = Datatype::Array {
+                            dims,
+                            base: Box::new(dtype),
+                        };
+                    }
+                    if offset.saturating_add(dtype.size()) > size {
+                        return corrupt(format!("compound member {name} beyond type size"));
+                    }
+                    members.push(Member {
+                        name,
+                        offset,
+                        dtype,
+                    });
+                }
+                Datatype::Compound { size, members }
+            }
+            7 => {
+                if version >= 4 {
+                    return unsupported("revised (HDF5 1.12) references");
+                }
+                Datatype::Reference {
+                    size,
+                    kind: (bits & 0x0f) as u8,
+                }
+            }
+            8 => {
+                let n = (bits & 0xffff) as usize;
+                let base = Self::parse_depth(c, depth + 1)?;
+                let mut names = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let start = c.pos();
+                    let name = String::from_utf8_lossy(c.cstr()?).into_owned();
+                    if version < 3 {
+                        let used = c.pos() - start;
+                        let padded = used.div_ceil(8) * 8;
+                        c.skip(padded - used)?;
+                    }
+                    names.push(name);
+                }
+                let bsize = base.size();
+                let mut members = Vec::with_capacity(names.len());
+                for name in names {
+                    let raw = c.bytes(bsize)?;
+                    let v = crate::convert::int_from_bytes(&base, raw)?;
+                    members.push((name, v));
+                }
+                Datatype::Enum {
+                    base: Box::new(base),
+                    members,
+                }
+            }
+            9 => {
+                let kind = bits & 0x0f;
+                let base = Self::parse_depth(c, depth + 1)?;
+                if kind == 1 {
+                    Datatype::VarStr {
+                        utf8: (bits >> 8) & 0x0f == 1,
+                    }
+                } else {
+                    Datatype::VarSeq(Box::new(base))
+                }
+            }
+            10 => {
+                let nd = c.u8()? as usize;
+                if version < 3 {
+                    c.skip(3)?;
+                }
+                let mut dims = Vec::with_capacity(nd);
+                for _ in 0..nd {
+                    dims.push(c.u32()? as u64);
+                }
+                if version < 3 {
+                    c.skip(4 * nd)?;
+                }
+                let base = Self::parse_depth(c, depth + 1)?;
+                Datatype::Array {
+                    dims,
+                    base: Box::new(base),
+                }
+            }
+            other => return corrupt(format!("unknown datatype class {other}")),
+        })
+    }
+
+    /// Encodes this datatype as a message body (only the classes the writer produces).
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Datatype::Int {
+                size, signed, be, ..
+            } => {
+                out.put_u8(0x10);
+                out.put_uint(
+                    (if *signed { 0x08 } else { 0 }) | (if *be { 1 } else { 0 }),
+                    3,
+                );
+                out.put_u32(*size as u32);
+                out.put_u16(0);
+                out.put_u16((*size * 8) as u16);
+            }
+            Datatype::Float { size, be, .. } => {
+                let (sign, eloc, esize, msize, bias) = match size {
+                    2 => (15u32, 10u8, 5u8, 10u8, 15u32),
+                    4 => (31, 23, 8, 23, 127),
+                    8 => (63, 52, 11, 52, 1023),
+                    _ => return unsupported(format!("writing float of {size} bytes")),
+                };
+                out.put_u8(0x11);
+                out.put_uint(0x20 | (sign << 8) as u64 | (if *be { 1 } else { 0 }), 3);
+                out.put_u32(*size as u32);
+                out.put_u16(0);
+                out.put_u16((*size * 8) as u16);
+                out.put_u8(eloc);
+                out.put_u8(esize);
+                out.put_u8(0);
+                out.put_u8(msize);
+                out.put_u32(bias);
+            }
+            Datatype::FixedStr { size, pad, utf8 } => {
+                let p = match pad {
+                    StrPad::NullTerm => 0,
+                    StrPad::NullPad => 1,
+                    StrPad::SpacePad => 2,
+                };
+                out.put_u8(0x13);
+                out.put_uint(p | if *utf8 { 0x10 } else { 0 }, 3);
+                out.put_u32(*size as u32);
+            }
+            Datatype::VarStr { utf8 } => {
+                out.put_u8(0x19);
+                out.put_uint(1 | if *utf8 { 0x100 } else { 0 }, 3);
+                out.put_u32(16);
+                // Base type: unsigned 8-bit integer, as libhdf5 writes it.
+                Datatype::Int {
+                    size: 1,
+                    signed: false,
+                    be: false,
+                    offset: 0,
+                    precision: 8,
+                }
+                .encode(out)?;
+            }
+            other => return unsupported(format!("writing datatype {}", other.describe())),
+        }
+        Ok(())
+    }
+}

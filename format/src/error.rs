@@ -1,0 +1,45 @@
+//! Error type shared by the reader and the writer.
+
+/// Everything that can go wrong while reading or writing an HDF5 file.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// Operating-system I/O failure.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// No HDF5 signature found at offset 0 or 512·2ⁿ.
+    #[error("not an HDF5 file (no superblock signature found)")]
+    NotHdf5,
+    /// The file is damaged or truncated; the message says where.
+    #[error("corrupt HDF5 file: {0}")]
+    Corrupt(String),
+    /// A valid HDF5 feature this crate does not implement, named.
+    #[error("unsupported HDF5 feature: {0}")]
+    Unsupported(String),
+    /// No object at this path.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The object exists but is not of the kind the call needs.
+    #[error("type mismatch: {0}")]
+    TypeMismatch(String),
+    /// The caller passed an invalid argument (bad shape, bad path, ...).
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T> = std::result::Result<T, FormatError>;
+
+/// Builds a [`FormatError::Corrupt`].
+pub(crate) fn corrupt<T>(msg: impl Into<String>) -> Result<T> {
+    Err(FormatError::Corrupt(msg.into()))
+}
+
+/// Builds a [`FormatError::Unsupported`].
+pub(crate) fn unsupported<T>(msg: impl Into<String>) -> Result<T> {
+    Err(FormatError::Unsupported(msg.into()))
+}
+
+/// Builds a [`FormatError::Invalid`].
+pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T> {
+    Err(FormatError::Invalid(msg.into()))
+}

@@ -1,0 +1,198 @@
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32 (others are reported by name).
+
+use crate::checksum::fletcher32;
+use crate::error::{corrupt, unsupported, Result};
+use crate::messages::Filter;
+use std::io::{Read, Write};
+
+pub const DEFLATE: u16 = 1;
+pub const SHUFFLE: u16 = 2;
+pub const FLETCHER32: u16 = 3;
+
+/// Name of a registered filter id (for messages).
+pub fn filter_name(id: u16) -> &'static str {
+    match id {
+        1 => "deflate",
+        2 => "shuffle",
+        3 => "fletcher32",
+        4 => "szip",
+        5 => "nbit",
+        6 => "scaleoffset",
+        305 => "lzo",
+        307 => "bzip2",
+        32000 => "lzf",
+        32001 => "blosc",
+        32004 => "lz4",
+        32008 => "bitshuffle",
+        32015 => "zstd",
+        32026 => "blosc2",
+        _ => "unknown",
+    }
+}
+
+/// Undoes the pipeline on one stored chunk. `mask` bit i set = filter i was skipped.
+/// `max_out` bounds the decoded size (the chunk's nominal byte size).
+pub fn decode(
+    filters: &[Filter],
+    mask: u32,
+    data: &[u8],
+    elem: usize,
+    max_out: usize,
+) -> Result<Vec<u8>> {
+    let mut buf = data.to_vec();
+    for (i, f) in filters.iter().enumerate().rev() {
+        if i < 32 && mask & (1 << i) != 0 {
+            continue;
+        }
+        buf = match f.id {
+            DEFLATE => inflate(&buf, max_out)?,
+            SHUFFLE => {
+                let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
+                unshuffle(&buf, size)
+            }
+            FLETCHER32 => {
+                if buf.len() < 4 {
+                    return corrupt("fletcher32 chunk shorter than its checksum");
+                }
+                let n = buf.len() - 4;
+                let stored = u32::from_le_bytes([buf[n], buf[n + 1], buf[n + 2], buf[n + 3]]);
+                let sum = fletcher32(&buf[..n]);
+                if sum != stored && sum.swap_bytes() != stored {
+                    return corrupt("fletcher32 checksum mismatch in chunk");
+                }
+                buf.truncate(n);
+                buf
+            }
+            id => {
+                return unsupported(format!("filter {id} ({})", filter_name(id)));
+            }
+        };
+    }
+    Ok(buf)
+}
+
+fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(max_out.min(64 << 20));
+    let d = flate2::read::ZlibDecoder::new(data);
+    d.take(max_out as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| crate::FormatError::Corrupt(format!("deflate stream: {e}")))?;
+    if out.len() > max_out {
+        return corrupt("deflated chunk larger than the chunk size");
+    }
+    Ok(out)
+}
+
+fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
+    if size <= 1 || data.len() < size {
+        return data.to_vec();
+    }
+    let n = data.len() / size;
+    let mut out = vec![0u8; data.len()];
+    for b in 0..size {
+        let src = &data[b * n..(b + 1) * n];
+        for (i, v) in src.iter().enumerate() {
+            out[i * size + b] = *v;
+        }
+    }
+    // Trailing bytes that do not form a whole element are copied as is.
+    out[n * size..].copy_from_slice(&data[n * size..]);
+    out
+}
+
+fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
+    if size <= 1 || data.len() < size {
+        return data.to_vec();
+    }
+    let n = data.len() / size;
+    let mut out = vec![0u8; data.len()];
+    for b in 0..size {
+        let dst = &mut out[b * n..(b + 1) * n];
+        for (i, v) in dst.iter_mut().enumerate() {
+            *v = data[i * size + b];
+        }
+    }
+    out[n * size..].copy_from_slice(&data[n * size..]);
+    out
+}
+
+/// Applies the pipeline to one chunk.
+pub fn encode(filters: &[Filter], data: &[u8], elem: usize) -> Result<Vec<u8>> {
+    let mut buf = data.to_vec();
+    for f in filters {
+        buf = match f.id {
+            DEFLATE => {
+                let level = f.params.first().copied().unwrap_or(6).min(9);
+                let mut e = flate2::write::ZlibEncoder::new(
+                    Vec::with_capacity(buf.len() / 2),
+                    flate2::Compression::new(level),
+                );
+                e.write_all(&buf)?;
+                e.finish()?
+            }
+            SHUFFLE => shuffle(&buf, f.params.first().map(|&s| s as usize).unwrap_or(elem)),
+            FLETCHER32 => {
+                let sum = fletcher32(&buf);
+                buf.extend_from_slice(&sum.to_le_bytes());
+                buf
+            }
+            id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
+        };
+    }
+    Ok(buf)
+}
+
+/// The pipeline the writer uses for the given options.
+pub fn pipeline(deflate: Option<u32>, shuffle: bool, fletcher: bool, elem: usize) -> Vec<Filter> {
+    let mut v = Vec::new();
+    if shuffle {
+        v.push(Filter {
+            id: SHUFFLE,
+            flags: 1,
+            name: String::new(),
+            params: vec![elem as u32],
+        });
+    }
+    if let Some(level) = deflate {
+        v.push(Filter {
+            id: DEFLATE,
+            flags: 1,
+            name: String::new(),
+            params: vec![level.min(9)],
+        });
+    }
+    if fletcher {
+        v.push(Filter {
+            id: FLETCHER32,
+            flags: 0,
+            name: String::new(),
+            params: vec![],
+        });
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_all_filters() {
+        let f = pipeline(Some(4), true, true, 4);
+        let data: Vec<u8> = (0..4003u32).flat_map(|x| (x * 7).to_le_bytes()).collect();
+        let enc = encode(&f, &data, 4).unwrap();
+        assert_eq!(decode(&f, 0, &enc, 4, data.len()).unwrap(), data);
+    }
+
+    #[test]
+    fn unknown_filter_is_named() {
+        let f = vec![Filter {
+            id: 32000,
+            flags: 0,
+            name: String::new(),
+            params: vec![],
+        }];
+        let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
+        assert!(e.contains("lzf"), "{e}");
+    }
+}

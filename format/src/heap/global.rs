@@ -1,0 +1,108 @@
+//! Global heap collections (`GCOL`): reading objects and writing new collections.
+
+use crate::ctx::Ctx;
+use crate::error::{corrupt, Result};
+use crate::io::PutLe;
+use std::collections::HashMap;
+
+/// Object index → (absolute start, length) within the file, for one collection.
+pub type CollectionIndex = HashMap<u16, (usize, usize)>;
+
+/// Parses the collection at `addr` into an index of its objects.
+pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
+    let mut c = ctx.cursor(addr, "global heap collection")?;
+    c.expect_sig(b"GCOL")?;
+    let v = c.u8()?;
+    if v != 1 {
+        return corrupt(format!("global heap version {v}"));
+    }
+    c.skip(3)?;
+    let size = c.uint(ctx.sl)?;
+    let base = ctx.pos(addr)?;
+    let block = ctx.slice(addr, size)?;
+    let hdr = 8 + ctx.sl;
+    let mut pos = hdr;
+    let mut map = HashMap::new();
+    while pos + 8 + ctx.sl <= block.len() {
+        let idx = u16::from_le_bytes([block[pos], block[pos + 1]]);
+        let osize = crate::io::le_uint(&block[pos + 8..pos + 8 + ctx.sl]);
+        let start = pos + 8 + ctx.sl;
+        if idx == 0 {
+            break;
+        }
+        if osize > (block.len() - start) as u64 {
+            return corrupt("global heap object runs past its collection");
+        }
+        map.insert(idx, (base + start, osize as usize));
+        pos = start + (osize as usize).div_ceil(8) * 8;
+    }
+    Ok(map)
+}
+
+/// Builds one collection in memory: objects get indices 1, 2, ...
+pub struct CollectionBuilder {
+    buf: Vec<u8>,
+    next: u16,
+}
+
+impl Default for CollectionBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Smallest collection libhdf5 creates; we pad to it as well.
+pub const MIN_COLLECTION: usize = 4096;
+
+impl CollectionBuilder {
+    pub fn new() -> Self {
+        let mut buf = Vec::with_capacity(MIN_COLLECTION);
+        buf.extend_from_slice(b"GCOL");
+        buf.extend_from_slice(&[1, 0, 0, 0]);
+        buf.put_u64(0);
+        CollectionBuilder { buf, next: 1 }
+    }
+
+    /// True when no more objects fit (index space exhausted).
+    pub fn full(&self) -> bool {
+        self.next == u16::MAX
+    }
+
+    /// Bytes so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when no object was added.
+    pub fn is_empty(&self) -> bool {
+        self.next == 1
+    }
+
+    /// Adds an object; returns its index.
+    pub fn add(&mut self, data: &[u8]) -> u16 {
+        let idx = self.next;
+        self.next += 1;
+        self.buf.put_u16(idx);
+        self.buf.put_u16(0);
+        self.buf.put_u32(0);
+        self.buf.put_u64(data.len() as u64);
+        self.buf.extend_from_slice(data);
+        let padded = self.buf.len().div_ceil(8) * 8;
+        self.buf.resize(padded, 0);
+        idx
+    }
+
+    /// Finishes: appends the free-space object, pads to the minimum size, fills the size field.
+    pub fn finish(mut self) -> Vec<u8> {
+        let target = self.buf.len().max(MIN_COLLECTION - 16) + 16;
+        let free = target - self.buf.len();
+        self.buf.put_u16(0);
+        self.buf.put_u16(0);
+        self.buf.put_u32(0);
+        self.buf.put_u64(free as u64);
+        self.buf.resize(target, 0);
+        let n = self.buf.len() as u64;
+        self.buf[8..16].copy_from_slice(&n.to_le_bytes());
+        self.buf
+    }
+}

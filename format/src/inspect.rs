@@ -1,0 +1,195 @@
+//! Inspection helpers behind `clawhdf5 h5 ls` and `clawhdf5 h5 dump --json`.
+
+use crate::array::{Array, Data};
+use crate::error::Result;
+use crate::filters::filter_name;
+use crate::read::file::{EntryKind, H5File};
+use serde_json::{json, Map, Value};
+
+fn f64_json(v: f64) -> Value {
+    serde_json::Number::from_f64(v)
+        .map(Value::Number)
+        .unwrap_or_else(|| Value::String(format!("{v}")))
+}
+
+/// Element `i` of `data` as JSON (strings as strings, NaN/inf as strings).
+fn elem_json(data: &Data, i: usize) -> Value {
+    match data {
+        Data::I8(v) => json!(v[i]),
+        Data::I16(v) => json!(v[i]),
+        Data::I32(v) => json!(v[i]),
+        Data::I64(v) => json!(v[i]),
+        Data::U8(v) => json!(v[i]),
+        Data::U16(v) => json!(v[i]),
+        Data::U32(v) => json!(v[i]),
+        Data::U64(v) => json!(v[i]),
+        Data::F16(v) => f64_json(v[i].to_f64()),
+        Data::F32(v) => f64_json(v[i] as f64),
+        Data::F64(v) => f64_json(v[i]),
+        Data::VarStr(v) => json!(v[i]),
+        Data::FixedStr { values, .. } => json!(values[i]),
+        Data::Compound(fields) => {
+            let mut m = Map::new();
+            for (n, d) in fields {
+                m.insert(n.clone(), elem_json(d, i));
+            }
+            Value::Object(m)
+        }
+        Data::Enum { values, .. } => json!(values[i]),
+        Data::ArrayOf { dims, data } => {
+            let per = dims.iter().product::<u64>() as usize;
+            let sub = data.slice(i * per, per);
+            nested(&sub, dims)
+        }
+        Data::Opaque { size, bytes, .. } => {
+            json!(bytes[i * size..(i + 1) * size].to_vec())
+        }
+        Data::Bitfield { values, .. } => json!(values[i]),
+        Data::ObjectRef(v) => json!(v[i]),
+        Data::VarLen(v) => {
+            let d = &v[i];
+            nested(d, &[d.len() as u64])
+        }
+    }
+}
+
+fn nested(data: &Data, shape: &[u64]) -> Value {
+    fn rec(data: &Data, shape: &[u64], offset: usize) -> Value {
+        match shape.split_first() {
+            None => elem_json(data, offset),
+            Some((first, rest)) => {
+                let step = rest.iter().product::<u64>() as usize;
+                Value::Array(
+                    (0..*first as usize)
+                        .map(|k| rec(data, rest, offset + k * step))
+                        .collect(),
+                )
+            }
+        }
+    }
+    if (shape.iter().product::<u64>() as usize) > data.len() {
+        return Value::Null;
+    }
+    rec(data, shape, 0)
+}
+
+/// An array as nested JSON lists (a scalar as a bare value).
+pub fn array_to_json(a: &Array) -> Value {
+    nested(&a.data, &a.shape)
+}
+
+fn shape_str(shape: &[u64], max: Option<&[Option<u64>]>) -> String {
+    let parts: Vec<String> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match max.and_then(|m| m.get(i)) {
+            Some(None) => format!("{d}/Inf"),
+            Some(Some(m)) if m != d => format!("{d}/{m}"),
+            _ => format!("{d}"),
+        })
+        .collect();
+    if shape.is_empty() {
+        "SCALAR".into()
+    } else {
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+/// One line per link of the group at `path` (h5ls style: name, kind, shape, type).
+pub fn ls(file: &H5File, path: &str) -> Result<Vec<String>> {
+    let kind = file.kind(path)?;
+    if kind == EntryKind::Dataset {
+        let d = file.dataset(path)?;
+        return Ok(vec![format!(
+            "{:<24} Dataset {} {}",
+            path.rsplit('/').next().unwrap_or(path),
+            shape_str(d.shape(), d.max_shape()),
+            d.dtype().describe()
+        )]);
+    }
+    let base = path.trim_end_matches('/');
+    let mut out = Vec::new();
+    for e in file.list(path)? {
+        let line = match &e.kind {
+            EntryKind::Group => format!("{:<24} Group", e.name),
+            EntryKind::Dataset => match file.dataset(&format!("{base}/{}", e.name)) {
+                Ok(d) => format!(
+                    "{:<24} Dataset {} {}",
+                    e.name,
+                    shape_str(d.shape(), d.max_shape()),
+                    d.dtype().describe()
+                ),
+                Err(err) => format!("{:<24} Dataset (unreadable: {err})", e.name),
+            },
+            EntryKind::SoftLink(t) => format!("{:<24} Soft Link {{{t}}}", e.name),
+            EntryKind::ExternalLink { file, path } => {
+                format!("{:<24} External Link {{{file}/{path}}}", e.name)
+            }
+            EntryKind::Other => format!("{:<24} Other", e.name),
+        };
+        out.push(line);
+    }
+    Ok(out)
+}
+
+fn attrs_json(file: &H5File, path: &str) -> Result<Value> {
+    let mut m = Map::new();
+    for n in file.attr_names(path)? {
+        let v = match file.attr(path, &n) {
+            Ok(a) => array_to_json(&a),
+            Err(e) => json!({ "error": e.to_string() }),
+        };
+        m.insert(n, v);
+    }
+    Ok(Value::Object(m))
+}
+
+/// A JSON description of one object: attributes, and for datasets dtype, shape, layout,
+/// filters and the values; for groups the links.
+pub fn dump_json(file: &H5File, object: &str) -> Result<Value> {
+    match file.kind(object)? {
+        EntryKind::Dataset => {
+            let d = file.dataset(object)?;
+            let value = array_to_json(&d.read()?);
+            Ok(json!({
+                "path": object,
+                "kind": "dataset",
+                "dtype": d.dtype().describe(),
+                "shape": d.shape(),
+                "max_shape": d.max_shape().map(|m| m.iter().map(|x| match x { Some(v) => json!(v), None => Value::Null }).collect::<Vec<_>>()),
+                "layout": d.layout_kind(),
+                "chunks": d.chunk(),
+                "filters": d.filters().iter().map(|f| json!({"id": f.id, "name": filter_name(f.id), "params": f.params})).collect::<Vec<_>>(),
+                "attributes": attrs_json(file, object)?,
+                "value": value,
+            }))
+        }
+        EntryKind::Group => {
+            let links: Vec<Value> = file
+                .list(object)?
+                .into_iter()
+                .map(|e| {
+                    let kind = match e.kind {
+                        EntryKind::Group => json!("group"),
+                        EntryKind::Dataset => json!("dataset"),
+                        EntryKind::SoftLink(t) => json!({ "soft": t }),
+                        EntryKind::ExternalLink { file, path } => {
+                            json!({ "external": { "file": file, "path": path } })
+                        }
+                        EntryKind::Other => json!("other"),
+                    };
+                    json!({ "name": e.name, "kind": kind })
+                })
+                .collect();
+            Ok(json!({
+                "path": object,
+                "kind": "group",
+                "attributes": attrs_json(file, object)?,
+                "links": links,
+            }))
+        }
+        _ => {
+            Ok(json!({ "path": object, "kind": "other", "attributes": attrs_json(file, object)? }))
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! [`H5File`]: a read-only HDF5 file over mmap'ed or owned bytes.
+
+use crate::array::Array;
+use crate::convert::VlenSource;
+use crate::ctx::Ctx;
+use crate::datatype::Datatype;
+use crate::error::{corrupt, unsupported, FormatError, Result};
+use crate::heap::global::{read_collection, CollectionIndex};
+use crate::io::{Cursor, UNDEF};
+use crate::messages::LinkTarget;
+use crate::object_header::{self, mtype, ObjectHeader};
+use crate::read::dataset::Dataset;
+use crate::read::groups::{self, ObjectKind};
+use crate::superblock::{self, Superblock};
+use crate::write::writer::components;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+enum Storage {
+    Map(memmap2::Mmap),
+    Bytes(Vec<u8>),
+}
+
+/// A read-only open HDF5 file.
+pub struct H5File {
+    storage: Storage,
+    sb: Superblock,
+    gheap: Mutex<HashMap<u64, Arc<CollectionIndex>>>,
+}
+
+/// One link in a group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub name: String,
+    pub kind: EntryKind,
+}
+
+/// What a link leads to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EntryKind {
+    Group,
+    Dataset,
+    SoftLink(String),
+    ExternalLink {
+        file: String,
+        path: String,
+    },
+    /// Committed datatype, user-defined link, or an object we cannot classify.
+    Other,
+}
+
+/// Soft links followed in a row before giving up.
+const MAX_SOFT_HOPS: usize = 32;
+
+impl H5File {
+    /// Opens (memory-maps) a file.
+    pub fn open(path: &std::path::Path) -> Result<Self> {
+        let f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        if len == 0 {
+            return Err(FormatError::NotHdf5);
+        }
+        // SAFETY: the map is read-only; this crate's appender only ever writes past the committed
+        // end of file or rewrites the superblock, and other writers modifying the file while it is
+        // open is outside the contract (as with libhdf5).
+        let map = unsafe { memmap2::Mmap::map(&f)? };
+        Self::with_storage(Storage::Map(map))
+    }
+
+    /// Opens a file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::with_storage(Storage::Bytes(bytes))
+    }
+
+    fn with_storage(storage: Storage) -> Result<Self> {
+        let data: &[u8] = match &storage {
+            Storage::Map(m) => m,
+            Storage::Bytes(b) => b,
+        };
+        let sb = superblock::read(data)?;
+        let f = H5File {
+            storage,
+            sb,
+            gheap: Mutex::new(HashMap::new()),
+        };
+        // The root object header must parse.
+        object_header::parse(&f.ctx(), f.sb.root)?;
+        Ok(f)
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Map(m) => m,
+            Storage::Bytes(b) => b,
+        }
+    }
+
+    /// Superblock information.
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+
+    pub(crate) fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            data: self.bytes(),
+            so: self.sb.so,
+            sl: self.sb.sl,
+            base: self.sb.at,
+        }
+    }
+
+    /// Address of the root group's object header.
+    pub fn root_addr(&self) -> u64 {
+        self.sb.root
+    }
+
+    /// Resolves a path to an object header address, following hard and soft links.
+    pub fn resolve(&self, path: &str) -> Result<u64> {
+        self.resolve_from(self.sb.root, path, 0)
+    }
+
+    fn resolve_from(&self, start: u64, path: &str, hops: usize) -> Result<u64> {
+        if hops > MAX_SOFT_HOPS {
+            return corrupt(format!("too many soft links resolving {path}"));
+        }
+        let ctx = self.ctx();
+        let mut cur = if path.starts_with('/') {
+            self.sb.root
+        } else {
+            start
+        };
+        let parts = components(path)?;
+        for (i, p) in parts.iter().enumerate() {
+            let oh = object_header::parse(&ctx, cur)?;
+            let link = groups::find_link(&ctx, &oh, p)?
+                .ok_or_else(|| FormatError::NotFound(format!("/{}", parts[..=i].join("/"))))?;
+            cur = match link {
+                LinkTarget::Hard(a) => a,
+                LinkTarget::Soft(t) => self.resolve_from(cur, &t, hops + 1)?,
+                LinkTarget::External { file, path } => {
+                    return unsupported(format!("following external link to {file}:{path}"))
+                }
+                LinkTarget::Other(t) => return unsupported(format!("user-defined link type {t}")),
+            };
+        }
+        Ok(cur)
+    }
+
+    pub(crate) fn header_at(&self, addr: u64) -> Result<ObjectHeader<'_>> {
+        object_header::parse(&self.ctx(), addr)
+    }
+
+    /// The links of a group, sorted by name.
+    pub fn list(&self, group_path: &str) -> Result<Vec<Entry>> {
+        let ctx = self.ctx();
+        let addr = self.resolve(group_path)?;
+        let oh = object_header::parse(&ctx, addr)?;
+        if groups::kind(&oh) != ObjectKind::Group {
+            return Err(FormatError::TypeMismatch(format!(
+                "{group_path} is not a group"
+            )));
+        }
+        let mut links = groups::links(&ctx, &oh)?;
+        links.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = Vec::with_capacity(links.len());
+        for l in links {
+            let kind = match l.target {
+                LinkTarget::Hard(a) => match object_header::parse(&ctx, a) {
+                    Ok(h) => match groups::kind(&h) {
+                        ObjectKind::Group => EntryKind::Group,
+                        ObjectKind::Dataset => EntryKind::Dataset,
+                        ObjectKind::Other => EntryKind::Other,
+                    },
+                    Err(_) => EntryKind::Other,
+                },
+                LinkTarget::Soft(s) => EntryKind::SoftLink(s),
+                LinkTarget::External { file, path } => EntryKind::ExternalLink { file, path },
+                LinkTarget::Other(_) => EntryKind::Other,
+            };
+            out.push(Entry { name: l.name, kind });
+        }
+        Ok(out)
+    }
+
+    /// True when the path resolves to an object.
+    pub fn exists(&self, path: &str) -> bool {
+        self.resolve(path).is_ok()
+    }
+
+    /// Whether the object at `path` is a group, a dataset or something else.
+    pub fn kind(&self, path: &str) -> Result<EntryKind> {
+        let oh = self.header_at(self.resolve(path)?)?;
+        Ok(match groups::kind(&oh) {
+            ObjectKind::Group => EntryKind::Group,
+            ObjectKind::Dataset => EntryKind::Dataset,
+            ObjectKind::Other => EntryKind::Other,
+        })
+    }
+
+    /// Reads one attribute of an object.
+    pub fn attr(&self, object_path: &str, name: &str) -> Result<Array> {
+        let addr = self.resolve(object_path)?;
+        let oh = self.header_at(addr)?;
+        crate::read::attrs::read_attr(self, &oh, name)?
+            .ok_or_else(|| FormatError::NotFound(format!("attribute {name} of {object_path}")))
+    }
+
+    /// Names of an object's attributes (storage order for compact, name order for dense).
+    pub fn attr_names(&self, object_path: &str) -> Result<Vec<String>> {
+        let addr = self.resolve(object_path)?;
+        let oh = self.header_at(addr)?;
+        crate::read::attrs::attr_names(self, &oh)
+    }
+
+    /// Opens a dataset.
+    pub fn dataset(&self, path: &str) -> Result<Dataset<'_>> {
+        let addr = self.resolve(path)?;
+        Dataset::open(self, addr, path)
+    }
+
+    /// One line per header message of the object at `addr` (type, flags, size, first bytes).
+    pub fn debug_messages(&self, addr: u64) -> Result<Vec<String>> {
+        let oh = self.header_at(addr)?;
+        Ok(oh
+            .messages
+            .iter()
+            .map(|m| {
+                let head: Vec<String> = m.data.iter().take(24).map(|b| format!("{b:02x}")).collect();
+                format!("type {:>2} flags {:#04x} size {:>5}: {}", m.mtype, m.flags, m.data.len(), head.join(" "))
+            })
+            .collect())
+    }
+
+    /// Opens the dataset whose object header is at `addr`.
+    pub fn dataset_at(&self, addr: u64) -> Result<Dataset<'_>> {
+        Dataset::open(self, addr, &format!("object at {addr:#x}"))
+    }
+
+    /// Resolves a (possibly shared) datatype message body.
+    pub(crate) fn datatype_msg(&self, flags: u8, data: &[u8]) -> Result<Datatype> {
+        if flags & 0x02 != 0 {
+            return self.shared_datatype(data);
+        }
+        Datatype::parse(&mut Cursor::new(data, "datatype message"))
+    }
+
+    /// Follows a shared-message reference to a committed datatype.
+    pub(crate) fn shared_datatype(&self, data: &[u8]) -> Result<Datatype> {
+        let mut c = Cursor::new(data, "shared message");
+        let v = c.u8()?;
+        let t = c.u8()?;
+        let addr = match v {
+            1 => {
+                c.skip(6)?;
+                c.addr(self.sb.so)?
+            }
+            2 => c.addr(self.sb.so)?,
+            3 if t == 2 || t == 0 => c.addr(self.sb.so)?,
+            3 => return unsupported("datatype in the shared object header message heap"),
+            _ => return corrupt(format!("shared message version {v}")),
+        };
+        if addr == UNDEF {
+            return corrupt("shared datatype with undefined address");
+        }
+        let oh = self.header_at(addr)?;
+        let m = oh
+            .find(mtype::DATATYPE)
+            .ok_or_else(|| FormatError::Corrupt("committed datatype without datatype".into()))?;
+        if m.flags & 0x02 != 0 {
+            return unsupported("shared datatype pointing at another shared datatype");
+        }
+        Datatype::parse(&mut Cursor::new(m.data, "committed datatype"))
+    }
+}
+
+impl VlenSource for H5File {
+    fn offset_size(&self) -> usize {
+        self.sb.so
+    }
+
+    fn vlen_object(&self, coll: u64, index: u32) -> Result<&[u8]> {
+        let idx = {
+            let mut cache = self
+                .gheap
+                .lock()
+                .map_err(|_| FormatError::Corrupt("global heap cache poisoned".into()))?;
+            match cache.get(&coll) {
+                Some(i) => i.clone(),
+                None => {
+                    let i = Arc::new(read_collection(&self.ctx(), coll)?);
+                    if cache.len() > 4096 {
+                        cache.clear();
+                    }
+                    cache.insert(coll, i.clone());
+                    i
+                }
+            }
+        };
+        let (start, len) = u16::try_from(index)
+            .ok()
+            .and_then(|i| idx.get(&i).copied())
+            .ok_or_else(|| {
+                FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"))
+            })?;
+        Ok(&self.bytes()[start..start + len])
+    }
+}

@@ -1,0 +1,7 @@
+//! Reading: the open file ([`H5File`](crate::H5File)), groups and links, attributes, datasets.
+
+pub mod attrs;
+pub mod chunks;
+pub mod dataset;
+pub mod file;
+pub mod groups;

@@ -1,0 +1,126 @@
+//! The superblock: locating it (offset 0 or 512·2ⁿ), parsing versions 0–3, encoding version 2.
+
+use crate::checksum::lookup3;
+use crate::error::{corrupt, unsupported, FormatError, Result};
+use crate::io::{Cursor, PutLe, UNDEF};
+
+/// HDF5 file signature.
+pub const SIGNATURE: [u8; 8] = [0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n'];
+
+/// Size in bytes of the version-2 superblock we write.
+pub const SB2_SIZE: usize = 48;
+
+/// What the reader needs from the superblock.
+#[derive(Clone, Debug)]
+pub struct Superblock {
+    pub version: u8,
+    pub so: usize,
+    pub sl: usize,
+    pub base: u64,
+    pub eof: u64,
+    /// Root group object header address.
+    pub root: u64,
+    /// Superblock extension address (v2/v3), or UNDEF.
+    pub ext: u64,
+    /// Absolute offset of the signature.
+    pub at: u64,
+}
+
+/// Finds and parses the superblock.
+pub fn read(data: &[u8]) -> Result<Superblock> {
+    let mut at = 0usize;
+    loop {
+        if at + 8 > data.len() {
+            return Err(FormatError::NotHdf5);
+        }
+        if data[at..at + 8] == SIGNATURE {
+            break;
+        }
+        at = if at == 0 { 512 } else { at * 2 };
+    }
+    let mut c = Cursor::new(&data[at..], "superblock");
+    c.skip(8)?;
+    let version = c.u8()?;
+    match version {
+        0 | 1 => {
+            c.skip(4)?; // free-space, root sym table, reserved, shared header versions
+            let so = c.u8()? as usize;
+            let sl = c.u8()? as usize;
+            check_sizes(so, sl)?;
+            c.skip(1)?;
+            c.skip(4)?; // group leaf/internal K
+            c.skip(4)?; // consistency flags
+            if version == 1 {
+                c.skip(4)?;
+            }
+            let base = c.addr(so)?;
+            let _free = c.addr(so)?;
+            let eof = c.addr(so)?;
+            let _driver = c.addr(so)?;
+            // Root group symbol table entry.
+            let _name_off = c.uint(so)?;
+            let root = c.addr(so)?;
+            Ok(Superblock {
+                version,
+                so,
+                sl,
+                base: if base == UNDEF { 0 } else { base },
+                eof,
+                root,
+                ext: UNDEF,
+                at: at as u64,
+            })
+        }
+        2 | 3 => {
+            let so = c.u8()? as usize;
+            let sl = c.u8()? as usize;
+            check_sizes(so, sl)?;
+            c.skip(1)?;
+            let base = c.addr(so)?;
+            let ext = c.addr(so)?;
+            let eof = c.addr(so)?;
+            let root = c.addr(so)?;
+            let end = c.pos();
+            let stored = c.u32()?;
+            let computed = lookup3(&data[at..at + end], 0);
+            if stored != computed {
+                return corrupt("superblock checksum mismatch");
+            }
+            Ok(Superblock {
+                version,
+                so,
+                sl,
+                base: if base == UNDEF { 0 } else { base },
+                eof,
+                root,
+                ext,
+                at: at as u64,
+            })
+        }
+        v => unsupported(format!("superblock version {v}")),
+    }
+}
+
+fn check_sizes(so: usize, sl: usize) -> Result<()> {
+    if !matches!(so, 2 | 4 | 8) || !matches!(sl, 2 | 4 | 8) {
+        return corrupt(format!("size of offsets {so} / lengths {sl}"));
+    }
+    Ok(())
+}
+
+/// Encodes a version-2 superblock (8-byte offsets and lengths, base 0, no extension).
+pub fn encode_v2(eof: u64, root: u64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(SB2_SIZE);
+    b.extend_from_slice(&SIGNATURE);
+    b.put_u8(2);
+    b.put_u8(8);
+    b.put_u8(8);
+    b.put_u8(0);
+    b.put_u64(0);
+    b.put_u64(UNDEF);
+    b.put_u64(eof);
+    b.put_u64(root);
+    let sum = lookup3(&b, 0);
+    b.put_u32(sum);
+    b
+}

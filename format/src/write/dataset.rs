@@ -1,0 +1,277 @@
+//! Writing a dataset: layout choice, chunking + filters, and its object header.
+
+use crate::array::{Array, Data};
+use crate::btree::v1::{write_chunk_tree, ChunkEntry};
+use crate::convert;
+use crate::dataspace::Dataspace;
+use crate::datatype::Datatype;
+use crate::error::{invalid, Result};
+use crate::filters;
+use crate::io::UNDEF;
+use crate::messages::{self, ChunkIndex, Filter, Layout};
+use crate::object_header::mtype;
+use crate::select::copy_box;
+use crate::write::object::write_object;
+use crate::write::sink::{HeapSink, Sink};
+use rayon::prelude::*;
+
+/// How a dataset is stored. The default is contiguous, unfiltered, fixed-size.
+#[derive(Clone, Debug, Default)]
+pub struct DatasetOptions {
+    /// Chunk shape (required for filters and resizable datasets; chosen if absent).
+    pub chunk: Option<Vec<u64>>,
+    /// Deflate level 0–9.
+    pub deflate: Option<u32>,
+    pub shuffle: bool,
+    pub fletcher32: bool,
+    /// Maximum shape; a `None` entry is unlimited.
+    pub max_shape: Option<Vec<Option<u64>>>,
+    /// Store the data inside the object header (small datasets only).
+    pub compact: bool,
+}
+
+/// Largest compact dataset we write.
+const MAX_COMPACT_DATA: usize = 60 * 1024;
+
+/// Chunk size we aim for when choosing a chunk shape.
+const AUTO_CHUNK_BYTES: u64 = 256 * 1024;
+
+/// Picks a chunk shape: full inner dimensions, enough rows for about 256 KiB.
+pub fn auto_chunk(shape: &[u64], elem: usize) -> Vec<u64> {
+    let mut c: Vec<u64> = shape.iter().map(|&d| d.clamp(1, 1 << 16)).collect();
+    let inner: u64 = c.iter().skip(1).product::<u64>().max(1) * elem as u64;
+    if let Some(first) = c.first_mut() {
+        *first = (AUTO_CHUNK_BYTES / inner).clamp(1, shape[0].clamp(1, 1 << 20));
+    }
+    c
+}
+
+/// Validated storage plan for one dataset.
+pub struct Plan {
+    pub space: Dataspace,
+    pub dtype: Datatype,
+    pub chunk: Option<Vec<u64>>,
+    pub filters: Vec<Filter>,
+    pub compact: bool,
+}
+
+/// Checks options against the array and settles chunking.
+pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
+    let shape = &array.shape;
+    let n: u64 = shape.iter().product();
+    if n != array.data.len() as u64 {
+        return invalid(format!(
+            "shape {:?} needs {} elements, data has {}",
+            shape,
+            n,
+            array.data.len()
+        ));
+    }
+    let dtype = convert::dtype_for(&array.data)?;
+    let elem = dtype.size();
+    if let Some(m) = &opts.max_shape {
+        if m.len() != shape.len() {
+            return invalid("max_shape rank differs from the shape");
+        }
+        for (d, mx) in shape.iter().zip(m) {
+            if let Some(mx) = mx {
+                if mx < d {
+                    return invalid("max_shape smaller than the shape");
+                }
+            }
+        }
+    }
+    let resizable = opts
+        .max_shape
+        .as_ref()
+        .is_some_and(|m| m.iter().zip(shape).any(|(mx, d)| *mx != Some(*d)));
+    let filtered = opts.deflate.is_some() || opts.shuffle || opts.fletcher32;
+    if opts.compact && (resizable || filtered || opts.chunk.is_some()) {
+        return invalid("compact datasets cannot be chunked, filtered or resizable");
+    }
+    let chunk = match &opts.chunk {
+        Some(c) => {
+            if c.len() != shape.len() || c.contains(&0) {
+                return invalid("chunk shape must have the dataset's rank and no zero dimension");
+            }
+            Some(c.clone())
+        }
+        None if resizable || filtered => Some(auto_chunk(shape, elem)),
+        None => None,
+    };
+    if let Some(c) = &chunk {
+        if shape.is_empty() {
+            return invalid("scalar datasets cannot be chunked");
+        }
+        let bytes = c.iter().product::<u64>().saturating_mul(elem as u64);
+        if bytes >= u32::MAX as u64 {
+            return invalid("chunk larger than 4 GiB");
+        }
+        if let Some(m) = &opts.max_shape {
+            for (cd, mx) in c.iter().zip(m) {
+                if let Some(mx) = mx {
+                    if cd > mx && *mx > 0 {
+                        return invalid("chunk dimension larger than the maximum dimension");
+                    }
+                }
+            }
+        }
+    }
+    let filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
+    Ok(Plan {
+        space: Dataspace {
+            dims: shape.clone(),
+            max: opts.max_shape.clone(),
+            null: false,
+        },
+        dtype,
+        chunk,
+        filters,
+        compact: opts.compact,
+    })
+}
+
+/// Splits raw elements `raw` (shape `shape`, positioned at element origin `origin` of the dataset)
+/// into whole chunks, filters them in parallel and appends them to the sink.
+/// `origin` must be chunk-aligned; edge chunks are zero-padded.
+pub fn write_chunks(
+    sink: &mut Sink,
+    raw: &[u8],
+    shape: &[u64],
+    origin: &[u64],
+    chunk: &[u64],
+    elem: usize,
+    filters: &[Filter],
+) -> Result<Vec<ChunkEntry>> {
+    let r = shape.len();
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(chunk)
+        .map(|(s, c)| s.div_ceil(*c))
+        .collect();
+    let total: u64 = grid.iter().product();
+    let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+    let coords: Vec<Vec<u64>> = (0..total)
+        .map(|mut i| {
+            let mut v = vec![0u64; r];
+            for d in (0..r).rev() {
+                v[d] = i % grid[d];
+                i /= grid[d];
+            }
+            v
+        })
+        .collect();
+    let encoded: Vec<Result<(Vec<u64>, Vec<u8>)>> = coords
+        .par_iter()
+        .map(|g| {
+            let start: Vec<u64> = g.iter().zip(chunk).map(|(a, c)| a * c).collect();
+            let count: Vec<u64> = (0..r).map(|d| chunk[d].min(shape[d] - start[d])).collect();
+            let mut buf = vec![0u8; chunk_bytes];
+            copy_box(
+                raw,
+                shape,
+                &start,
+                &mut buf,
+                chunk,
+                &vec![0; r],
+                &count,
+                elem,
+            );
+            let enc = if filters.is_empty() {
+                buf
+            } else {
+                filters::encode(filters, &buf, elem)?
+            };
+            let off = start.iter().zip(origin).map(|(s, o)| s + o).collect();
+            Ok((off, enc))
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(encoded.len());
+    for e in encoded {
+        let (offset, bytes) = e?;
+        let addr = sink.append(&bytes);
+        entries.push(ChunkEntry {
+            offset,
+            addr,
+            size: bytes.len() as u64,
+            filter_mask: 0,
+        });
+    }
+    Ok(entries)
+}
+
+/// Encodes element data (vlen bodies go to the global heap in the sink).
+pub fn encode_data(sink: &mut Sink, data: &Data) -> Result<Vec<u8>> {
+    let mut hs = HeapSink::new(sink);
+    let raw = convert::encode(data, &mut hs)?;
+    hs.finish();
+    Ok(raw)
+}
+
+/// The messages describing a dataset (dataspace, datatype, fill, layout, filters).
+pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Vec<u8>)>> {
+    let mut ds = Vec::new();
+    plan.space.encode(&mut ds);
+    let mut dt = Vec::new();
+    plan.dtype.encode(&mut dt)?;
+    let alloc = match layout {
+        Layout::Compact(_) => 1,
+        Layout::Contiguous { .. } => 2,
+        Layout::Chunked { .. } => 3,
+    };
+    let mut v = vec![
+        (mtype::DATASPACE, 0, ds),
+        (mtype::DATATYPE, 1, dt),
+        (mtype::FILL, 1, messages::encode_fill(alloc)),
+        (
+            mtype::LAYOUT,
+            0,
+            messages::encode_layout(layout, plan.dtype.size())?,
+        ),
+    ];
+    if !plan.filters.is_empty() {
+        v.push((mtype::FILTERS, 0, messages::encode_filters(&plan.filters)));
+    }
+    Ok(v)
+}
+
+/// Writes a dataset's data and object header; returns the header address.
+pub fn write_dataset(
+    sink: &mut Sink,
+    array: &Array,
+    opts: &DatasetOptions,
+    attrs: &[(String, Vec<u8>)],
+) -> Result<u64> {
+    let plan = plan(array, opts)?;
+    let elem = plan.dtype.size();
+    let raw = encode_data(sink, &array.data)?;
+    let layout = if plan.compact {
+        if raw.len() > MAX_COMPACT_DATA {
+            return invalid(format!(
+                "compact dataset of {} bytes exceeds {MAX_COMPACT_DATA}",
+                raw.len()
+            ));
+        }
+        Layout::Compact(raw)
+    } else if let Some(chunk) = &plan.chunk {
+        let zero = vec![0u64; chunk.len()];
+        let entries = write_chunks(sink, &raw, &array.shape, &zero, chunk, elem, &plan.filters)?;
+        let base = sink.base;
+        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf);
+        Layout::Chunked {
+            chunk: chunk.clone(),
+            index: ChunkIndex::BTreeV1 { addr },
+        }
+    } else if raw.is_empty() {
+        Layout::Contiguous {
+            addr: UNDEF,
+            size: 0,
+        }
+    } else {
+        let size = raw.len() as u64;
+        let addr = sink.append(&raw);
+        Layout::Contiguous { addr, size }
+    };
+    let msgs = dataset_messages(&plan, &layout)?;
+    write_object(sink, msgs, None, attrs)
+}

@@ -1,0 +1,287 @@
+//! FileAppender: appends, overwrites, new objects and attributes land in place; h5py reads the
+//! result; a commit cut short leaves the previous state intact for us and for h5py.
+
+mod common;
+
+use clawhdf5_format::inspect::array_to_json;
+use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, H5File};
+use serde_json::json;
+use std::path::Path;
+
+fn growable(chunk: Vec<u64>, inner: Vec<Option<u64>>) -> DatasetOptions {
+    let mut max = vec![None];
+    max.extend(inner);
+    DatasetOptions {
+        chunk: Some(chunk),
+        deflate: Some(4),
+        shuffle: true,
+        max_shape: Some(max),
+        ..Default::default()
+    }
+}
+
+fn vec_rows(from: u64, n: u64) -> Array {
+    Array::matrix(
+        n,
+        4,
+        Data::F32(
+            (from * 4..(from + n) * 4)
+                .map(|x| x as f32 * 0.25)
+                .collect(),
+        ),
+    )
+    .unwrap()
+}
+
+fn texts(from: u64, n: u64) -> Array {
+    Array::vector(Data::VarStr(
+        (from..from + n).map(|i| format!("memory {i} ✓")).collect(),
+    ))
+}
+
+fn initial(path: &Path) {
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/mem/vectors",
+        vec_rows(0, 5),
+        growable(vec![16, 4], vec![Some(4)]),
+    )
+    .unwrap();
+    w.write_dataset("/mem/texts", texts(0, 5), growable(vec![32], vec![]))
+        .unwrap();
+    w.write_dataset(
+        "/mem/ids",
+        Array::vector(Data::U64((0..5).collect())),
+        growable(vec![10], vec![]),
+    )
+    .unwrap();
+    w.write_dataset(
+        "/big",
+        Array::vector(Data::F64((0..200_000).map(|x| x as f64).collect())),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.set_attr("/", "generation", Array::scalar(Data::U64(vec![1])))
+        .unwrap();
+    w.write_file(path).unwrap();
+}
+
+fn check_rows(f: &H5File, n: u64) {
+    assert_eq!(
+        f.dataset("/mem/vectors").unwrap().read().unwrap(),
+        vec_rows(0, n)
+    );
+    assert_eq!(
+        f.dataset("/mem/texts").unwrap().read().unwrap(),
+        texts(0, n)
+    );
+    assert_eq!(
+        f.dataset("/mem/ids")
+            .unwrap()
+            .read()
+            .unwrap()
+            .as_u64()
+            .unwrap(),
+        &(0..n).collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn append_commit_reopen_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    initial(&path);
+    let size0 = std::fs::metadata(&path).unwrap().len();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/vectors", vec_rows(5, 10)).unwrap();
+    a.append_rows("/mem/texts", texts(5, 10)).unwrap();
+    a.append_rows("/mem/ids", Array::vector(Data::U64((5..15).collect())))
+        .unwrap();
+    a.set_attr("/", "generation", Array::scalar(Data::U64(vec![2])))
+        .unwrap();
+    a.commit().unwrap();
+    let size1 = std::fs::metadata(&path).unwrap().len();
+    // The 1.6 MB dataset is not rewritten: growth is metadata + a few chunks + one heap.
+    assert!(size1 - size0 < 64 * 1024, "grew by {}", size1 - size0);
+    let f = H5File::open(&path).unwrap();
+    check_rows(&f, 15);
+    assert_eq!(
+        f.attr("/", "generation").unwrap().as_u64(),
+        Some(&[2u64][..])
+    );
+    drop(f);
+
+    // Several appends in one session, crossing chunk boundaries, then more in the next.
+    let mut a = FileAppender::open(&path).unwrap();
+    for k in 0..4 {
+        a.append_rows("/mem/vectors", vec_rows(15 + k * 7, 7))
+            .unwrap();
+        a.append_rows("/mem/texts", texts(15 + k * 7, 7)).unwrap();
+        a.append_rows(
+            "/mem/ids",
+            Array::vector(Data::U64((15 + k * 7..22 + k * 7).collect())),
+        )
+        .unwrap();
+    }
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    check_rows(&f, 43);
+    let d = f.dataset("/mem/vectors").unwrap();
+    assert_eq!(d.read_rows(40, 3).unwrap(), vec_rows(40, 3));
+}
+
+#[test]
+fn overwrite_create_replace_and_h5py_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    initial(&path);
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/vectors", vec_rows(5, 30)).unwrap();
+    a.commit().unwrap();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.write_rows(
+        "/mem/vectors",
+        14,
+        Array::matrix(3, 4, Data::F32(vec![-1.0; 12])).unwrap(),
+    )
+    .unwrap();
+    a.write_rows("/mem/texts", 1, texts(100, 2)).unwrap();
+    a.create_group("/sessions/s1").unwrap();
+    a.write_dataset("/sessions/s1/turns", texts(0, 3), DatasetOptions::default())
+        .unwrap();
+    a.set_attr(
+        "/sessions/s1/turns",
+        "speaker",
+        Array::scalar(Data::VarStr(vec!["ann".into()])),
+    )
+    .unwrap();
+    a.replace_dataset(
+        "/mem/ids",
+        Array::vector(Data::I32(vec![7, 8, 9])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    for i in 0..10 {
+        a.create_group(&format!("/sessions/s{}", i + 2)).unwrap();
+        a.set_attr(
+            "/mem/vectors",
+            &format!("a{i}"),
+            Array::scalar(Data::I64(vec![i])),
+        )
+        .unwrap();
+    }
+    a.commit().unwrap();
+
+    let mut expect = vec_rows(0, 35);
+    if let Data::F32(v) = &mut expect.data {
+        for x in &mut v[14 * 4..17 * 4] {
+            *x = -1.0;
+        }
+    }
+    let mut tx = texts(0, 5);
+    if let Data::VarStr(v) = &mut tx.data {
+        v[1] = "memory 100 ✓".into();
+        v[2] = "memory 101 ✓".into();
+    }
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(f.dataset("/mem/vectors").unwrap().read().unwrap(), expect);
+    assert_eq!(f.dataset("/mem/texts").unwrap().read().unwrap(), tx);
+    assert_eq!(
+        f.dataset("/mem/ids").unwrap().read().unwrap().as_i32(),
+        Some(&[7, 8, 9][..])
+    );
+    assert_eq!(
+        f.dataset("/sessions/s1/turns").unwrap().read().unwrap(),
+        texts(0, 3)
+    );
+    assert_eq!(f.list("/sessions").unwrap().len(), 11);
+    assert_eq!(f.attr_names("/mem/vectors").unwrap().len(), 10);
+
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dump = common::h5py_dump(&path);
+    assert_eq!(dump["/mem/vectors"]["value"], array_to_json(&expect));
+    assert_eq!(dump["/mem/vectors"]["shape"], json!([35, 4]));
+    assert_eq!(dump["/mem/texts"]["value"], array_to_json(&tx));
+    assert_eq!(dump["/mem/ids"]["value"], json!([7, 8, 9]));
+    assert_eq!(dump["/sessions/s1/turns"]["attrs"]["speaker"], json!("ann"));
+    assert_eq!(dump["/sessions"]["links"].as_array().unwrap().len(), 11);
+    assert_eq!(dump["/mem/vectors"]["attrs"]["a9"], json!(9));
+}
+
+#[test]
+fn commit_cut_short_keeps_previous_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    initial(&path);
+    let old = std::fs::read(&path).unwrap();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/vectors", vec_rows(5, 40)).unwrap();
+    a.append_rows("/mem/texts", texts(5, 40)).unwrap();
+    a.append_rows("/mem/ids", Array::vector(Data::U64((5..45).collect())))
+        .unwrap();
+    a.set_attr("/", "generation", Array::scalar(Data::U64(vec![2])))
+        .unwrap();
+    a.create_group("/new").unwrap();
+    a.commit().unwrap();
+    let new = std::fs::read(&path).unwrap();
+    assert!(new.len() > old.len());
+    // Everything written except the superblock switch, cut at several points of the tail.
+    let tail = new.len() - old.len();
+    let mut cuts: Vec<usize> = (0..8).map(|i| old.len() + tail * i / 8).collect();
+    cuts.push(new.len());
+    let mut last = None;
+    for cut in cuts {
+        let mut crashed = new[..cut].to_vec();
+        crashed[..48].copy_from_slice(&old[..48]);
+        assert_eq!(
+            &crashed[48..old.len()],
+            &old[48..],
+            "committed bytes were overwritten"
+        );
+        let f = H5File::from_bytes(crashed.clone()).unwrap();
+        check_rows(&f, 5);
+        assert_eq!(
+            f.attr("/", "generation").unwrap().as_u64(),
+            Some(&[1u64][..])
+        );
+        assert!(!f.exists("/new"));
+        last = Some(crashed);
+    }
+    // The switched file has the new state.
+    let f = H5File::from_bytes(new).unwrap();
+    check_rows(&f, 45);
+    assert!(f.exists("/new"));
+
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let crashed_path = dir.path().join("crashed.h5");
+    std::fs::write(&crashed_path, last.unwrap()).unwrap();
+    let dump = common::h5py_dump(&crashed_path);
+    assert_eq!(
+        dump["/mem/vectors"]["value"],
+        array_to_json(&vec_rows(0, 5))
+    );
+    assert_eq!(dump["/mem/texts"]["value"], array_to_json(&texts(0, 5)));
+    assert_eq!(dump["/"]["attrs"]["generation"], json!(1));
+    // And the file can be appended to again after the crash (new data goes past the garbage).
+    let mut a = FileAppender::open(&crashed_path).unwrap();
+    a.append_rows("/mem/vectors", vec_rows(5, 3)).unwrap();
+    a.commit().unwrap();
+    let f = H5File::open(&crashed_path).unwrap();
+    assert_eq!(
+        f.dataset("/mem/vectors").unwrap().read().unwrap(),
+        vec_rows(0, 8)
+    );
+    assert_eq!(
+        f.attr("/", "generation").unwrap().as_u64(),
+        Some(&[1u64][..])
+    );
+    let dump = common::h5py_dump(&crashed_path);
+    assert_eq!(
+        dump["/mem/vectors"]["value"],
+        array_to_json(&vec_rows(0, 8))
+    );
+}

@@ -1,0 +1,157 @@
+//! Helpers shared by the integration tests: finding python3 + h5py, running the dump script.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// True when running under CI (`CI=true`): missing requirements must fail there.
+pub fn in_ci() -> bool {
+    std::env::var("CI")
+        .map(|v| v == "true" || v == "1")
+        .unwrap_or(false)
+}
+
+/// Whether `python3 -c "import <module>"` works; under CI a missing module panics.
+pub fn have_python_module(module: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        if in_ci() {
+            panic!("python3 module {module} is required under CI (run scripts/setup/format.sh)");
+        }
+        eprintln!("SKIP: python3 module {module} not available");
+    }
+    ok
+}
+
+/// Path of a helper script under tests/py.
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(name)
+}
+
+/// Runs `python3 tests/py/dump_h5.py FILE` and parses its JSON.
+pub fn h5py_dump(file: &Path) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(script("dump_h5.py"))
+        .arg(file)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "h5py failed on {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("dump JSON")
+}
+
+/// Path of the shared read-only material.
+pub fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+}
+
+/// Normalises JSON for comparison: h5py shows complex numbers as [re, im] where we show the
+/// compound {r, i}; NaN/inf are strings on both sides.
+fn norm(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) if m.len() == 2 && m.contains_key("r") && m.contains_key("i") => {
+            Value::Array(vec![norm(&m["r"]), norm(&m["i"])])
+        }
+        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), norm(x))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+        other => other.clone(),
+    }
+}
+
+fn trunc(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// Compares everything in `path` with h5py's view. Returns (mismatches and non-Unsupported
+/// errors, Unsupported errors). Objects h5py itself cannot read are only required not to panic.
+pub fn compare_file(path: &Path) -> (Vec<String>, Vec<String>) {
+    use clawhdf5_format::inspect::array_to_json;
+    use clawhdf5_format::{FormatError, H5File};
+    let dump = h5py_dump(path);
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let mut bad = Vec::new();
+    let mut unsup = Vec::new();
+    let err = |what: String, e: FormatError, bad: &mut Vec<String>, unsup: &mut Vec<String>| match e {
+        FormatError::Unsupported(_) => unsup.push(format!("{what}: {e}")),
+        _ => bad.push(format!("{what}: {e}")),
+    };
+    let f = match H5File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            err(format!("{name}: open"), e, &mut bad, &mut unsup);
+            return (bad, unsup);
+        }
+    };
+    for (p, meta) in dump.as_object().unwrap() {
+        let kind = meta["kind"].as_str().unwrap();
+        if kind == "dataset" {
+            let theirs = &meta["value"];
+            let h5py_failed = theirs.get("h5py_error").is_some();
+            match f.dataset(p).and_then(|d| d.read()) {
+                Ok(a) => {
+                    let ours = norm(&array_to_json(&a));
+                    if !h5py_failed && ours != norm(theirs) {
+                        bad.push(format!(
+                            "{name}{p}: value differs\n  ours:   {}\n  theirs: {}",
+                            trunc(&ours),
+                            trunc(theirs)
+                        ));
+                    }
+                }
+                Err(e) if h5py_failed => unsup.push(format!("{name}{p}: (h5py fails too) {e}")),
+                Err(e) => err(format!("{name}{p}: read"), e, &mut bad, &mut unsup),
+            }
+        } else {
+            match f.list(p) {
+                Ok(entries) => {
+                    let mut names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
+                    names.sort();
+                    let theirs: Vec<String> = meta["links"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_str().unwrap().to_string())
+                        .collect();
+                    if names != theirs {
+                        bad.push(format!("{name}{p}: links {names:?} vs {theirs:?}"));
+                    }
+                }
+                Err(e) => err(format!("{name}{p}: list"), e, &mut bad, &mut unsup),
+            }
+        }
+        for (an, av) in meta["attrs"].as_object().unwrap() {
+            if av.get("error").is_some() {
+                continue;
+            }
+            match f.attr(p, an) {
+                Ok(a) => {
+                    let ours = norm(&array_to_json(&a));
+                    if ours != norm(av) {
+                        bad.push(format!(
+                            "{name}{p}@{an}: differs\n  ours:   {}\n  theirs: {}",
+                            trunc(&ours),
+                            trunc(av)
+                        ));
+                    }
+                }
+                Err(e) => err(format!("{name}{p}@{an}"), e, &mut bad, &mut unsup),
+            }
+        }
+    }
+    (bad, unsup)
+}

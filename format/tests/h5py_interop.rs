@@ -1,0 +1,274 @@
+//! Files written by FileWriter are opened by h5py (HDF5 2.0) with equal values, and read back
+//! by our own reader.
+
+mod common;
+
+use clawhdf5_format::inspect::array_to_json;
+use clawhdf5_format::{f16, Array, Data, DatasetOptions, FileWriter, H5File};
+use serde_json::{json, Value};
+
+fn sample() -> Vec<(&'static str, Array, DatasetOptions)> {
+    let chunked = DatasetOptions {
+        chunk: Some(vec![7]),
+        deflate: Some(6),
+        shuffle: true,
+        fletcher32: true,
+        ..Default::default()
+    };
+    let unlimited = DatasetOptions {
+        chunk: Some(vec![4, 3]),
+        max_shape: Some(vec![None, Some(3)]),
+        deflate: Some(1),
+        ..Default::default()
+    };
+    let compact = DatasetOptions {
+        compact: true,
+        ..Default::default()
+    };
+    vec![
+        (
+            "/ints/i8",
+            Array::vector(Data::I8(vec![-128, -1, 0, 127])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/ints/i16",
+            Array::vector(Data::I16(vec![-32768, 5, 32767])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/ints/i32",
+            Array::vector(Data::I32((0..100).map(|x| x * 1000 - 7).collect())),
+            chunked.clone(),
+        ),
+        (
+            "/ints/i64",
+            Array::vector(Data::I64(vec![i64::MIN, 0, i64::MAX])),
+            compact.clone(),
+        ),
+        (
+            "/ints/u8",
+            Array::vector(Data::U8(vec![0, 200, 255])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/ints/u16",
+            Array::vector(Data::U16(vec![0, 65535])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/ints/u32",
+            Array::vector(Data::U32(vec![0, u32::MAX])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/ints/u64",
+            Array::vector(Data::U64((0..50).map(|x| x * x * 1_000_000_007).collect())),
+            chunked.clone(),
+        ),
+        (
+            "/floats/f16",
+            Array::vector(Data::F16(vec![
+                f16::from_f32(1.5),
+                f16::from_f32(-0.25),
+                f16::from_f32(65504.0),
+            ])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/floats/f32",
+            Array::matrix(
+                3,
+                4,
+                Data::F32((0..12).map(|x| x as f32 * 0.5 - 2.0).collect()),
+            )
+            .unwrap(),
+            DatasetOptions::default(),
+        ),
+        (
+            "/floats/f64",
+            Array::matrix(10, 3, Data::F64((0..30).map(|x| x as f64 / 7.0).collect())).unwrap(),
+            unlimited,
+        ),
+        (
+            "/floats/scalar",
+            Array::scalar(Data::F64(vec![std::f64::consts::PI])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/strings/vlen",
+            Array::vector(Data::VarStr(vec![
+                "hello".into(),
+                "".into(),
+                "héllo wörld ✓".into(),
+                "x".repeat(5000),
+            ])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/strings/vlen_chunked",
+            Array::vector(Data::VarStr(
+                (0..300).map(|i| format!("memory #{i}")).collect(),
+            )),
+            DatasetOptions {
+                chunk: Some(vec![64]),
+                deflate: Some(4),
+                max_shape: Some(vec![None]),
+                ..Default::default()
+            },
+        ),
+        (
+            "/strings/fixed",
+            Array::vector(Data::FixedStr {
+                len: 6,
+                values: vec!["abc".into(), "abcdef".into(), "".into()],
+            }),
+            DatasetOptions::default(),
+        ),
+        (
+            "/strings/scalar",
+            Array::scalar(Data::VarStr(vec!["one string".into()])),
+            DatasetOptions::default(),
+        ),
+        (
+            "/empty/unlimited",
+            Array::new(vec![0, 8], Data::F32(vec![])).unwrap(),
+            DatasetOptions {
+                chunk: Some(vec![16, 8]),
+                max_shape: Some(vec![None, Some(8)]),
+                ..Default::default()
+            },
+        ),
+    ]
+}
+
+fn build() -> (FileWriter, Vec<(&'static str, Array, DatasetOptions)>) {
+    let mut w = FileWriter::new();
+    let items = sample();
+    for (p, a, o) in &items {
+        w.write_dataset(p, a.clone(), o.clone()).unwrap();
+    }
+    w.create_group("/a/b/c/d").unwrap();
+    for i in 0..20 {
+        w.create_group(&format!("/many/g{i:02}")).unwrap();
+    }
+    w.set_attr(
+        "/",
+        "title",
+        Array::scalar(Data::VarStr(vec!["agent memory".into()])),
+    )
+    .unwrap();
+    w.set_attr("/", "version", Array::scalar(Data::U32(vec![3])))
+        .unwrap();
+    w.set_attr(
+        "/floats/f32",
+        "units",
+        Array::scalar(Data::FixedStr {
+            len: 8,
+            values: vec!["meters".into()],
+        }),
+    )
+    .unwrap();
+    w.set_attr(
+        "/floats/f32",
+        "scale",
+        Array::vector(Data::F64(vec![0.5, 2.0])),
+    )
+    .unwrap();
+    for i in 0..12 {
+        w.set_attr(
+            "/many",
+            &format!("attr{i:02}"),
+            Array::vector(Data::I64(vec![i, -i])),
+        )
+        .unwrap();
+    }
+    w.set_attr(
+        "/many/g03",
+        "names",
+        Array::vector(Data::VarStr(vec!["a".into(), "bb".into()])),
+    )
+    .unwrap();
+    (w, items)
+}
+
+#[test]
+fn our_reader_reads_what_we_write() {
+    let (w, items) = build();
+    let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+    for (p, a, _) in &items {
+        let got = f.dataset(p).unwrap().read().unwrap();
+        assert_eq!(&got, a, "{p}");
+    }
+    assert_eq!(f.list("/many").unwrap().len(), 20);
+    assert!(f.exists("/a/b/c/d"));
+    assert!(!f.exists("/a/x"));
+    assert_eq!(f.attr("/", "version").unwrap().as_u32(), Some(&[3u32][..]));
+    assert_eq!(f.attr_names("/many").unwrap().len(), 12);
+    assert_eq!(
+        f.attr("/many", "attr07").unwrap().as_i64(),
+        Some(&[7i64, -7][..])
+    );
+    assert_eq!(
+        f.attr("/many/g03", "names").unwrap().as_strings().unwrap(),
+        &["a".to_string(), "bb".to_string()]
+    );
+    let ds = f.dataset("/ints/i32").unwrap();
+    let rows = ds.read_rows(10, 15).unwrap();
+    assert_eq!(
+        rows.as_i32().unwrap(),
+        &(10..25).map(|x| x * 1000 - 7).collect::<Vec<_>>()[..]
+    );
+    let m = f.dataset("/floats/f64").unwrap();
+    assert_eq!(m.max_shape().unwrap(), &[None, Some(3)]);
+    let r = m.read_rows(5, 3).unwrap();
+    assert_eq!(r.shape, vec![3, 3]);
+    assert_eq!(r.as_f64().unwrap()[0], 15.0 / 7.0);
+}
+
+fn h5py_value(dump: &Value, path: &str) -> Value {
+    dump.get(path)
+        .unwrap_or_else(|| panic!("h5py does not see {path}"))
+        .get("value")
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn h5py_reads_what_we_write() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let (w, items) = build();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ours.h5");
+    w.write_file(&path).unwrap();
+    let dump = common::h5py_dump(&path);
+    for (p, a, opts) in &items {
+        let theirs = h5py_value(&dump, p);
+        assert_eq!(theirs, array_to_json(a), "values of {p}");
+        let meta = &dump[*p];
+        if opts.deflate.is_some() {
+            assert_eq!(meta["compression"], json!("gzip"), "{p}");
+        }
+        if opts.shuffle {
+            assert_eq!(meta["shuffle"], json!(true), "{p}");
+        }
+        if opts.fletcher32 {
+            assert_eq!(meta["fletcher32"], json!(true), "{p}");
+        }
+        if let Some(c) = &opts.chunk {
+            assert_eq!(meta["chunks"], json!(c), "{p}");
+        }
+    }
+    assert_eq!(dump["/floats/f64"]["maxshape"], json!([null, 3]));
+    assert_eq!(dump["/"]["attrs"]["title"], json!("agent memory"));
+    assert_eq!(dump["/"]["attrs"]["version"], json!(3));
+    assert_eq!(dump["/floats/f32"]["attrs"]["units"], json!("meters"));
+    assert_eq!(dump["/floats/f32"]["attrs"]["scale"], json!([0.5, 2.0]));
+    assert_eq!(dump["/many"]["links"].as_array().unwrap().len(), 20);
+    assert_eq!(dump["/many"]["attrs"].as_object().unwrap().len(), 12);
+    assert_eq!(dump["/many"]["attrs"]["attr05"], json!([5, -5]));
+    assert_eq!(dump["/many/g03"]["attrs"]["names"], json!(["a", "bb"]));
+    assert_eq!(dump["/a/b/c/d"]["kind"], json!("group"));
+}

@@ -1,0 +1,113 @@
+"""Dump every object of an HDF5 file to JSON with h5py (used by the format crate's tests).
+
+usage: dump_h5.py FILE  -> prints {"/path": {...}} on stdout
+"""
+import json
+import sys
+
+import h5py
+import numpy as np
+
+
+def conv(v):
+    if isinstance(v, h5py.Empty):
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, np.void) and not v.dtype.names:
+        return list(v.tobytes())
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.ndarray):
+        if v.dtype.names:
+            return [conv(x) for x in v.tolist()] if v.ndim else conv(v[()])
+        if v.dtype.kind == "O":
+            return [conv(x) for x in v.tolist()]
+        if v.dtype.kind == "V":
+            return [conv(x) for x in v]
+        if v.dtype.kind == "b":
+            return v.astype("i1").tolist()
+        return conv(v.tolist())
+    if isinstance(v, np.void) and v.dtype.names:
+        return {n: conv(v[n]) for n in v.dtype.names}
+    if isinstance(v, tuple):
+        return [conv(x) for x in v]
+    if isinstance(v, list):
+        return [conv(x) for x in v]
+    if isinstance(v, np.generic):
+        return conv(v.item())
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return str(v)
+    if isinstance(v, complex):
+        return [v.real, v.imag]
+    if isinstance(v, h5py.Reference):
+        return "ref"
+    return v
+
+
+def structured(v, dt):
+    if dt.names:
+        if v.ndim == 0:
+            return {n: structured(v[n], dt.fields[n][0]) for n in dt.names}
+        return [structured(x, dt) for x in v]
+    return conv(v)
+
+
+def value(obj):
+    v = obj[()]
+    if isinstance(v, np.ndarray) and v.dtype.names:
+        return structured(v, v.dtype)
+    if isinstance(v, np.void) and v.dtype.names:
+        return {n: conv(v[n]) for n in v.dtype.names}
+    return conv(v)
+
+
+def attrs(obj):
+    out = {}
+    for k in obj.attrs.keys():
+        try:
+            out[k] = conv(obj.attrs[k])
+        except Exception as e:  # noqa: BLE001
+            out[k] = {"error": str(e)}
+    return out
+
+
+def main():
+    out = {}
+    with h5py.File(sys.argv[1], "r") as f:
+        # Objects reachable through several hard links are visited once, by their first name.
+        out["/"] = {"kind": "group", "attrs": attrs(f), "links": sorted(f.keys())}
+
+        def visit(name, obj):
+            p = "/" + name
+            if isinstance(obj, h5py.Dataset):
+                try:
+                    val = value(obj)
+                except Exception as e:  # noqa: BLE001
+                    val = {"h5py_error": str(e)}
+                try:
+                    str(obj.dtype)
+                except Exception as e:  # noqa: BLE001
+                    out[p] = {"kind": "dataset", "value": {"h5py_error": str(e)}, "attrs": attrs(obj)}
+                    return
+                out[p] = {
+                    "kind": "dataset",
+                    "dtype": str(obj.dtype),
+                    "shape": list(obj.shape),
+                    "maxshape": [None if m is None else m for m in (obj.maxshape or [])],
+                    "chunks": list(obj.chunks) if obj.chunks else None,
+                    "compression": obj.compression,
+                    "shuffle": obj.shuffle,
+                    "fletcher32": obj.fletcher32,
+                    "value": val,
+                    "attrs": attrs(obj),
+                }
+            elif isinstance(obj, h5py.Group):
+                out[p] = {"kind": "group", "attrs": attrs(obj), "links": sorted(obj.keys())}
+
+        f.visititems(visit)
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+//! Incremental BM25 keyword index over dense document numbers (the store's row numbers).
+
+use std::collections::HashMap;
+
+/// BM25 parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Length normalisation.
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// An inverted index kept up to date document by document; never rebuilt per query.
+#[derive(Clone, Debug, Default)]
+pub struct Bm25Index {
+    params: Bm25Params,
+    vocab: HashMap<String, u32>,
+    /// Per term: (document, term frequency), documents ascending.
+    postings: Vec<Vec<(u32, u32)>>,
+    /// Per term: number of live documents containing it.
+    doc_freq: Vec<u32>,
+    /// Per document: token count; `None` when the document is absent or removed.
+    doc_len: Vec<Option<u32>>,
+    live_docs: u32,
+    total_len: u64,
+}
+
+impl Bm25Index {
+    /// An empty index.
+    pub fn new(params: Bm25Params) -> Self {
+        Bm25Index {
+            params,
+            ..Default::default()
+        }
+    }
+
+    /// Number of live documents.
+    pub fn len(&self) -> usize {
+        self.live_docs as usize
+    }
+
+    /// True when no live document is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.live_docs == 0
+    }
+
+    /// Number of distinct terms seen.
+    pub fn vocabulary_size(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// Index document `doc` with its tokens. Re-adding a live document replaces it.
+    pub fn add(&mut self, doc: u32, tokens: &[String]) {
+        let d = doc as usize;
+        if self.doc_len.len() <= d {
+            self.doc_len.resize(d + 1, None);
+        }
+        if self.doc_len[d].is_some() {
+            // Replacing: we cannot subtract without the old tokens, so the caller must remove first.
+            // Treat as a no-op to keep statistics consistent.
+            return;
+        }
+        let mut tf: HashMap<u32, u32> = HashMap::new();
+        for t in tokens {
+            let next = self.vocab.len() as u32;
+            let id = *self.vocab.entry(t.clone()).or_insert(next);
+            if id as usize == self.postings.len() {
+                self.postings.push(Vec::new());
+                self.doc_freq.push(0);
+            }
+            *tf.entry(id).or_insert(0) += 1;
+        }
+        for (term, count) in tf {
+            let list = &mut self.postings[term as usize];
+            // Documents normally arrive in ascending order; keep the list sorted otherwise.
+            match list.last() {
+                Some(&(last, _)) if last > doc => {
+                    let pos = list.partition_point(|&(x, _)| x < doc);
+                    list.insert(pos, (doc, count));
+                }
+                _ => list.push((doc, count)),
+            }
+            self.doc_freq[term as usize] += 1;
+        }
+        self.doc_len[d] = Some(tokens.len() as u32);
+        self.live_docs += 1;
+        self.total_len += tokens.len() as u64;
+    }
+
+    /// Remove document `doc`, given the same tokens it was added with.
+    pub fn remove(&mut self, doc: u32, tokens: &[String]) {
+        let d = doc as usize;
+        let Some(Some(len)) = self.doc_len.get(d).copied() else {
+            return;
+        };
+        let mut seen: Vec<u32> = tokens.iter().filter_map(|t| self.vocab.get(t).copied()).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for term in seen {
+            let list = &mut self.postings[term as usize];
+            if let Ok(pos) = list.binary_search_by_key(&doc, |&(d, _)| d) {
+                list.remove(pos);
+                let df = &mut self.doc_freq[term as usize];
+                *df = df.saturating_sub(1);
+            }
+        }
+        self.doc_len[d] = None;
+        self.live_docs -= 1;
+        self.total_len -= len as u64;
+    }
+
+    /// Inverse document frequency of a term id.
+    fn idf(&self, term: u32) -> f32 {
+        let n = self.live_docs as f32;
+        let df = self.doc_freq[term as usize] as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Scores of every live document matching any query token, best first, at most `k`, restricted to documents
+    /// for which `allow` is true.
+    pub fn search(
+        &self,
+        query_tokens: &[String],
+        k: usize,
+        allow: &dyn Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        if k == 0 || self.live_docs == 0 {
+            return Vec::new();
+        }
+        let mut terms: Vec<u32> = query_tokens.iter().filter_map(|t| self.vocab.get(t).copied()).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        let avg_len = (self.total_len as f32 / self.live_docs as f32).max(1.0);
+        let Bm25Params { k1, b } = self.params;
+        let mut acc: HashMap<u32, f32> = HashMap::new();
+        for term in terms {
+            let idf = self.idf(term);
+            for &(doc, tf) in &self.postings[term as usize] {
+                let Some(Some(len)) = self.doc_len.get(doc as usize).copied() else {
+                    continue;
+                };
+                let tf = tf as f32;
+                let norm = k1 * (1.0 - b + b * len as f32 / avg_len);
+                *acc.entry(doc).or_insert(0.0) += idf * tf * (k1 + 1.0) / (tf + norm);
+            }
+        }
+        let mut scored: Vec<(u32, f32)> = acc.into_iter().filter(|&(d, _)| allow(d)).collect();
+        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if scored.len() > k {
+            scored.select_nth_unstable_by(k - 1, cmp);
+            scored.truncate(k);
+        }
+        scored.sort_by(cmp);
+        scored
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn index(docs: &[&str]) -> Bm25Index {
+        let mut ix = Bm25Index::new(Bm25Params::default());
+        for (i, d) in docs.iter().enumerate() {
+            ix.add(i as u32, &toks(d));
+        }
+        ix
+    }
+
+    #[test]
+    fn ranks_matching_documents() {
+        let ix = index(&["cat sat mat", "dog barked loud", "cat cat cat purr"]);
+        let r = ix.search(&toks("cat"), 10, &|_| true);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 0]);
+        assert!(r[0].1 > r[1].1);
+        assert!(ix.search(&toks("zebra"), 10, &|_| true).is_empty());
+    }
+
+    #[test]
+    fn rare_terms_weigh_more() {
+        let ix = index(&["apple banana", "apple cherry", "apple durian"]);
+        let r = ix.search(&toks("apple durian"), 3, &|_| true);
+        assert_eq!(r[0].0, 2);
+    }
+
+    #[test]
+    fn remove_and_filter() {
+        let mut ix = index(&["red fox", "red car", "blue car"]);
+        ix.remove(0, &toks("red fox"));
+        assert_eq!(ix.len(), 2);
+        let r = ix.search(&toks("red"), 10, &|_| true);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1]);
+        let r = ix.search(&toks("car"), 10, &|d| d != 1);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn top_k_truncates() {
+        let docs: Vec<String> = (0..50).map(|i| format!("word filler{i}")).collect();
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        assert_eq!(ix.search(&toks("word"), 5, &|_| true).len(), 5);
+        assert!(ix.search(&toks("word"), 0, &|_| true).is_empty());
+    }
+
+    #[test]
+    fn re_adding_a_removed_document_forgets_its_old_terms() {
+        let mut ix = index(&["old words here"]);
+        ix.remove(0, &toks("old words here"));
+        ix.add(0, &toks("new text"));
+        assert!(ix.search(&toks("old"), 5, &|_| true).is_empty());
+        assert_eq!(ix.search(&toks("new"), 5, &|_| true).len(), 1);
+    }
+
+    #[test]
+    fn many_removals_shrink_postings() {
+        let mut ix = Bm25Index::new(Bm25Params::default());
+        for i in 0..6000u32 {
+            ix.add(i, &toks("shared term"));
+        }
+        for i in 0..5990u32 {
+            ix.remove(i, &toks("shared term"));
+        }
+        let r = ix.search(&toks("shared"), 100, &|_| true);
+        assert_eq!(r.len(), 10);
+        assert_eq!(ix.postings[0].len(), 10);
+        assert!(r.iter().all(|&(d, _)| d >= 5990));
+    }
+}

@@ -1,0 +1,767 @@
+//! The store: an HDF5 snapshot plus a write-ahead log, loaded into memory with its keyword and vector indexes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::bm25::{Bm25Index, Bm25Params};
+use crate::config::StoreConfig;
+use crate::error::{io_err, MemoryError, Result};
+use crate::filter::Filter;
+use crate::record::{now_ms, NewMemory, Record, Source, Tier};
+use crate::schema::{self, Snapshot, StoreMeta, SCHEMA_VERSION};
+use crate::search::{fuse, Candidates, SearchHit, SearchMode, SearchQuery};
+use crate::tokenize::Tokenizer;
+use crate::vectors::{normalize, VectorTable};
+use crate::wal::{sync_dir, DurableTicket, Durability, Recovery, RecordChange, Wal, WalEntry, WalOp};
+
+/// How to open a store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Create the file when it does not exist.
+    pub create: bool,
+    /// Open without the writer lock; every change is refused.
+    pub read_only: bool,
+    /// When saves reach the disk.
+    pub durability: Durability,
+    /// Agent id given to records saved without one.
+    pub default_agent: String,
+    /// Configuration for a newly created store (ignored when the file exists: its own config wins).
+    pub config: StoreConfig,
+    /// Checkpoint automatically once the log grows past this many bytes.
+    pub auto_checkpoint_bytes: u64,
+    /// Sign every checkpoint with this Ed25519 key (see `integrity`).
+    pub signing_key: Option<ed25519_dalek::SigningKey>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            create: true,
+            read_only: false,
+            durability: Durability::EverySave,
+            default_agent: "main".into(),
+            config: StoreConfig::default(),
+            auto_checkpoint_bytes: 16 << 20,
+            signing_key: None,
+        }
+    }
+}
+
+/// Result of a save.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaveOutcome {
+    /// Id of the saved (or already present) record.
+    pub id: u64,
+    /// True when an identical memory was already stored and nothing new was written.
+    pub deduplicated: bool,
+}
+
+/// Numbers describing a store.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StoreStats {
+    /// Path of the HDF5 file.
+    pub path: PathBuf,
+    /// Live (not forgotten) records.
+    pub records: usize,
+    /// Forgotten records still held as tombstones.
+    pub tombstones: usize,
+    /// Bytes of the HDF5 file.
+    pub file_bytes: u64,
+    /// Bytes of the write-ahead log.
+    pub wal_bytes: u64,
+    /// Schema version of the file.
+    pub schema_version: u32,
+    /// Checkpoint generation.
+    pub generation: u64,
+    /// Records with an embedding.
+    pub embedded: usize,
+    /// Embedding model id, if any.
+    pub embedding_model: Option<String>,
+    /// Embedding dimension, if any.
+    pub embedding_dim: Option<u32>,
+    /// Distinct keyword terms.
+    pub vocabulary: usize,
+}
+
+/// An open memory store.
+pub struct Store {
+    path: PathBuf,
+    opts: StoreOptions,
+    meta: StoreMeta,
+    records: Vec<Record>,
+    by_id: HashMap<u64, u32>,
+    dedup: HashMap<u64, u64>,
+    vectors: VectorTable,
+    tokenizer: Tokenizer,
+    bm25: Bm25Index,
+    wal: Option<Wal>,
+    _lock: Option<File>,
+    /// Access statistics logged by searches, applied at the next change or checkpoint.
+    pending_access: Mutex<Vec<(Vec<u64>, i64)>>,
+    last_lsn: u64,
+    /// What the last open's log recovery reported.
+    recovery: Recovery,
+    extensions: BTreeMap<String, Vec<u8>>,
+    /// Public key of the file's signature, if it is signed.
+    file_signer: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("records", &self.records.len())
+            .finish()
+    }
+}
+
+/// The log that belongs to a store file.
+pub fn wal_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".wal");
+    PathBuf::from(s)
+}
+
+fn lock_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+fn dedup_key(agent: &str, session: &str, source: &str, text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (agent, session, source, text).hash(&mut h);
+    h.finish()
+}
+
+impl Store {
+    /// Open (or create) the store at `path` with default options.
+    pub fn open(path: &Path) -> Result<Store> {
+        Store::open_with(path, StoreOptions::default())
+    }
+
+    /// Open an existing store read-only (no lock, no writes; changes in its log are still visible).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        Store::open_with(
+            path,
+            StoreOptions {
+                create: false,
+                read_only: true,
+                ..StoreOptions::default()
+            },
+        )
+    }
+
+    /// Open with explicit options.
+    pub fn open_with(path: &Path, opts: StoreOptions) -> Result<Store> {
+        let exists = path.exists();
+        if !exists && (!opts.create || opts.read_only) {
+            return Err(MemoryError::NotFound(path.to_path_buf()));
+        }
+        if exists && path.is_dir() {
+            return Err(MemoryError::NotAStore {
+                path: path.to_path_buf(),
+                reason: "it is a directory".into(),
+            });
+        }
+        let lock = if opts.read_only { None } else { Some(take_lock(path)?) };
+        if !exists {
+            let snap = Snapshot {
+                meta: StoreMeta {
+                    schema_version: SCHEMA_VERSION,
+                    created_at: now_ms(),
+                    generation: 0,
+                    checkpoint_lsn: 0,
+                    next_id: 1,
+                    config: opts.config.clone(),
+                },
+                records: Vec::new(),
+                vectors: VectorTable::new(opts.config.embedding_dim.unwrap_or(0) as usize),
+                extensions: BTreeMap::new(),
+                manifest: None,
+            };
+            // A log left by an earlier store of the same name would replay into the new one.
+            let wal = wal_path(path);
+            if wal.exists() {
+                std::fs::remove_file(&wal).map_err(io_err(&wal))?;
+            }
+            write_atomically(path, &snap)?;
+        }
+        let snap = schema::read_snapshot(path)?;
+        let mut store = Store::from_snapshot(path, opts, snap, lock);
+        store.replay_log()?;
+        Ok(store)
+    }
+
+    fn from_snapshot(path: &Path, opts: StoreOptions, snap: Snapshot, lock: Option<File>) -> Store {
+        let tokenizer = Tokenizer::new(snap.meta.config.tokenizer.clone());
+        let mut store = Store {
+            path: path.to_path_buf(),
+            last_lsn: snap.meta.checkpoint_lsn,
+            meta: snap.meta,
+            records: Vec::with_capacity(snap.records.len()),
+            by_id: HashMap::with_capacity(snap.records.len()),
+            dedup: HashMap::with_capacity(snap.records.len()),
+            vectors: snap.vectors,
+            tokenizer,
+            bm25: Bm25Index::new(Bm25Params::default()),
+            wal: None,
+            _lock: lock,
+            pending_access: Mutex::new(Vec::new()),
+            recovery: Recovery::default(),
+            extensions: snap.extensions,
+            file_signer: snap.manifest.as_ref().map(|m| m.public_key),
+            opts,
+        };
+        for r in snap.records {
+            store.index_record(r, false);
+        }
+        store
+    }
+
+    /// Add a record to the in-memory structures; `push_vector` when the vector table lacks its row.
+    fn index_record(&mut self, r: Record, push_vector: bool) {
+        let row = self.records.len() as u32;
+        if push_vector {
+            self.vectors.push(r.embedding.as_deref());
+        }
+        if !r.tombstone {
+            let toks = self.tokenizer.tokens(&r.text);
+            self.bm25.add(row, &toks);
+            self.dedup.insert(
+                dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text),
+                r.id,
+            );
+        }
+        self.by_id.insert(r.id, row);
+        self.meta.next_id = self.meta.next_id.max(r.id + 1);
+        let mut r = r;
+        r.embedding = None;
+        self.records.push(r);
+    }
+
+    fn replay_log(&mut self) -> Result<()> {
+        let wal_file = wal_path(&self.path);
+        let recovery = if self.opts.read_only {
+            if wal_file.exists() {
+                crate::wal::read_log(&wal_file)?
+            } else {
+                Recovery::default()
+            }
+        } else {
+            let (wal, rec) = Wal::open(&wal_file, self.meta.checkpoint_lsn, self.opts.durability)?;
+            self.wal = Some(wal);
+            rec
+        };
+        for entry in &recovery.entries {
+            if entry.lsn <= self.meta.checkpoint_lsn {
+                continue;
+            }
+            self.apply(entry.clone())?;
+        }
+        self.recovery = Recovery {
+            entries: Vec::new(),
+            ..recovery
+        };
+        Ok(())
+    }
+
+    fn apply(&mut self, entry: WalEntry) -> Result<()> {
+        self.last_lsn = self.last_lsn.max(entry.lsn);
+        match entry.op {
+            WalOp::Save(r) => {
+                if self.by_id.contains_key(&r.id) {
+                    return Ok(());
+                }
+                if let Some(e) = &r.embedding {
+                    self.ensure_dim(e.len())?;
+                }
+                self.index_record(r, true);
+            }
+            WalOp::Update { id, change } => self.apply_change(id, change)?,
+            WalOp::Delete { id } => self.apply_delete(id),
+            WalOp::Access { ids, at } => self.apply_access(&ids, at),
+            WalOp::Extension { name, payload } => {
+                self.extensions.insert(name, payload);
+            }
+        }
+        Ok(())
+    }
+
+    fn ensure_dim(&mut self, dim: usize) -> Result<()> {
+        match self.meta.config.embedding_dim {
+            Some(d) if d as usize == dim => Ok(()),
+            Some(d) => Err(MemoryError::Embedding(format!(
+                "embedding has {dim} dimensions, the store holds {d}-dimensional vectors"
+            ))),
+            None => {
+                let d = u32::try_from(dim).map_err(|_| MemoryError::Embedding("dimension too large".into()))?;
+                if d == 0 {
+                    return Err(MemoryError::Embedding("empty embedding".into()));
+                }
+                self.meta.config.embedding_dim = Some(d);
+                self.vectors.set_dim(dim);
+                Ok(())
+            }
+        }
+    }
+
+    fn apply_change(&mut self, id: u64, change: RecordChange) -> Result<()> {
+        let Some(&row) = self.by_id.get(&id) else {
+            return Ok(());
+        };
+        let row_us = row as usize;
+        match change {
+            RecordChange::Text { text, embedding } => {
+                let old = std::mem::take(&mut self.records[row_us].text);
+                if !self.records[row_us].tombstone {
+                    let old_toks = self.tokenizer.tokens(&old);
+                    self.bm25.remove(row, &old_toks);
+                    let new_toks = self.tokenizer.tokens(&text);
+                    self.bm25.add(row, &new_toks);
+                }
+                self.records[row_us].text = text;
+                if let Some(e) = &embedding {
+                    self.ensure_dim(e.len())?;
+                }
+                if self.vectors.dim() > 0 {
+                    self.vectors.set(row_us, embedding.as_deref());
+                }
+            }
+            RecordChange::Tags(tags) => self.records[row_us].tags = tags,
+            RecordChange::Importance(x) => self.records[row_us].importance = x,
+            RecordChange::Tier(t) => {
+                if let Some(t) = Tier::from_code(t) {
+                    self.records[row_us].tier = t;
+                }
+            }
+            RecordChange::SupersededBy(other) => self.records[row_us].superseded_by = Some(other),
+        }
+        Ok(())
+    }
+
+    fn apply_delete(&mut self, id: u64) {
+        let Some(&row) = self.by_id.get(&id) else {
+            return;
+        };
+        let r = &mut self.records[row as usize];
+        if r.tombstone {
+            return;
+        }
+        r.tombstone = true;
+        let toks = self.tokenizer.tokens(&r.text);
+        let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
+        self.bm25.remove(row, &toks);
+        self.dedup.remove(&key);
+    }
+
+    fn apply_access(&mut self, ids: &[u64], at: i64) {
+        for id in ids {
+            if let Some(&row) = self.by_id.get(id) {
+                let r = &mut self.records[row as usize];
+                r.access_count = r.access_count.saturating_add(1);
+                r.last_access = r.last_access.max(at);
+            }
+        }
+    }
+
+    fn drain_pending_access(&mut self) {
+        let pending = std::mem::take(&mut *self.pending_access.lock().unwrap_or_else(|p| p.into_inner()));
+        for (ids, at) in pending {
+            self.apply_access(&ids, at);
+        }
+    }
+
+    fn writer(&self) -> Result<&Wal> {
+        self.wal
+            .as_ref()
+            .ok_or_else(|| MemoryError::ReadOnly(self.path.clone()))
+    }
+
+    /// Log `op`, apply it, and return the ticket that makes it durable.
+    fn log_and_apply(&mut self, op: WalOp) -> Result<DurableTicket> {
+        self.drain_pending_access();
+        let ticket = self.writer()?.append(op.clone())?;
+        self.apply(WalEntry {
+            lsn: ticket.lsn(),
+            op,
+        })?;
+        Ok(ticket)
+    }
+
+    /// Path of the HDF5 file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Store configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.meta.config
+    }
+
+    /// Store metadata (schema version, generation, ...).
+    pub fn meta(&self) -> &StoreMeta {
+        &self.meta
+    }
+
+    /// What log recovery found at open (dropped tail bytes and why).
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Number of live records.
+    pub fn len(&self) -> usize {
+        self.records.iter().filter(|r| !r.tombstone).count()
+    }
+
+    /// True when no live record exists.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every record in row order, tombstones included.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The embedding table.
+    pub fn vectors(&self) -> &VectorTable {
+        &self.vectors
+    }
+
+    /// The record with this id (tombstones included), embedding attached.
+    pub fn get(&self, id: u64) -> Option<Record> {
+        let row = *self.by_id.get(&id)? as usize;
+        let mut r = self.records[row].clone();
+        if self.vectors.has(row) {
+            r.embedding = Some(self.vectors.row(row).to_vec());
+        }
+        Some(r)
+    }
+
+    /// Save a memory and wait until it is durable (per the store's durability mode).
+    pub fn save(&mut self, m: NewMemory) -> Result<SaveOutcome> {
+        let (outcome, ticket) = self.save_deferred(m)?;
+        if let Some(t) = ticket {
+            t.wait()?;
+        }
+        self.maybe_checkpoint()?;
+        Ok(outcome)
+    }
+
+    /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
+    /// fsync). `None` when the memory was a duplicate and nothing was written.
+    pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+        let text = m.text.trim();
+        if text.is_empty() {
+            return Err(MemoryError::InvalidInput("a memory's text must not be empty".into()));
+        }
+        if text.len() > 1 << 20 {
+            return Err(MemoryError::InvalidInput(format!(
+                "a memory's text is limited to 1 MiB, got {} bytes",
+                text.len()
+            )));
+        }
+        if let Some(imp) = m.importance {
+            if !(0.0..=1.0).contains(&imp) {
+                return Err(MemoryError::InvalidInput(format!("importance {imp} is outside [0, 1]")));
+            }
+        }
+        let agent = m.agent.clone().unwrap_or_else(|| self.opts.default_agent.clone());
+        let session = m.session.clone().unwrap_or_default();
+        let source = Source::parse(m.source.as_deref().unwrap_or(""));
+        if let Some(&id) = self.dedup.get(&dedup_key(&agent, &session, source.as_str(), text)) {
+            return Ok((SaveOutcome { id, deduplicated: true }, None));
+        }
+        let mut embedding = m.embedding.clone();
+        if let Some(e) = embedding.as_mut() {
+            if e.iter().any(|x| !x.is_finite()) {
+                return Err(MemoryError::InvalidInput("embedding contains NaN or infinity".into()));
+            }
+            self.ensure_dim(e.len())?;
+            normalize(e);
+        }
+        let record = Record {
+            id: self.meta.next_id,
+            text: text.to_string(),
+            source,
+            agent,
+            session,
+            origin: m.origin.clone(),
+            tags: m.tags.clone(),
+            event_time: m.event_time,
+            created_at: now_ms(),
+            importance: m.importance.unwrap_or(0.5),
+            access_count: 0,
+            last_access: 0,
+            tier: Tier::Working,
+            supersedes: None,
+            superseded_by: None,
+            tombstone: false,
+            embedding,
+        };
+        let id = record.id;
+        let ticket = self.log_and_apply(WalOp::Save(record))?;
+        Ok((SaveOutcome { id, deduplicated: false }, Some(ticket)))
+    }
+
+    /// Forget (tombstone) a record. Returns false when no live record has this id.
+    pub fn forget(&mut self, id: u64) -> Result<bool> {
+        match self.by_id.get(&id) {
+            Some(&row) if !self.records[row as usize].tombstone => {}
+            _ => return Ok(false),
+        }
+        self.log_and_apply(WalOp::Delete { id })?.wait()?;
+        self.maybe_checkpoint()?;
+        Ok(true)
+    }
+
+    /// Change a record.
+    pub fn update(&mut self, id: u64, change: RecordChange) -> Result<()> {
+        match self.by_id.get(&id) {
+            Some(&row) if !self.records[row as usize].tombstone => {}
+            _ => return Err(MemoryError::NoSuchRecord(id)),
+        }
+        if let RecordChange::Text { text, .. } = &change {
+            if text.trim().is_empty() {
+                return Err(MemoryError::InvalidInput("a memory's text must not be empty".into()));
+            }
+        }
+        self.log_and_apply(WalOp::Update { id, change })?.wait()?;
+        self.maybe_checkpoint()
+    }
+
+    /// Rank records for a query. Never writes the HDF5 file; in a writable store the returned records' access
+    /// statistics are logged.
+    pub fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        if q.k == 0 {
+            return Ok(Vec::new());
+        }
+        let allow = |row: u32| self.records.get(row as usize).is_some_and(|r| q.filter.matches(r));
+        let pool = (q.k * 4).max(50);
+        let mut cand = Candidates::default();
+        if q.mode != SearchMode::Vector {
+            let toks = self.tokenizer.tokens(&q.text);
+            cand.keyword = self.bm25.search(&toks, pool, &allow);
+        }
+        if q.mode != SearchMode::Keyword {
+            if let Some(e) = &q.embedding {
+                cand.vector = self.vector_candidates(e, pool, &allow)?;
+            } else if q.mode == SearchMode::Vector {
+                return Err(MemoryError::Embedding(
+                    "vector search needs a query embedding and none was given".into(),
+                ));
+            }
+        }
+        let c = &self.meta.config;
+        let fused = fuse(&cand, q.mode, c.fusion_vector_weight, c.fusion_keyword_weight, c.rrf_k);
+        let hits: Vec<SearchHit> = fused
+            .into_iter()
+            .filter(|f| q.min_score.is_none_or(|m| f.1 >= m))
+            .take(q.k)
+            .map(|(row, score, ks, vs)| SearchHit {
+                score,
+                keyword_score: ks,
+                vector_score: vs,
+                record: self.records[row as usize].clone(),
+            })
+            .collect();
+        if let Some(wal) = &self.wal {
+            if !hits.is_empty() {
+                let ids: Vec<u64> = hits.iter().map(|h| h.record.id).collect();
+                let at = now_ms();
+                wal.append(WalOp::Access { ids: ids.clone(), at })?;
+                self.pending_access
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((ids, at));
+            }
+        }
+        Ok(hits)
+    }
+
+    fn vector_candidates(&self, query: &[f32], pool: usize, allow: &dyn Fn(u32) -> bool) -> Result<Vec<(u32, f32)>> {
+        if self.vectors.dim() == 0 {
+            return Ok(Vec::new());
+        }
+        if query.len() != self.vectors.dim() {
+            return Err(MemoryError::Embedding(format!(
+                "query embedding has {} dimensions, the store holds {}-dimensional vectors",
+                query.len(),
+                self.vectors.dim()
+            )));
+        }
+        let mut q = query.to_vec();
+        normalize(&mut q);
+        let mut scored: Vec<(u32, f32)> = (0..self.vectors.rows())
+            .filter(|&i| self.vectors.has(i) && allow(i as u32))
+            .map(|i| {
+                let v = self.vectors.row(i);
+                (i as u32, v.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>())
+            })
+            .collect();
+        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if scored.len() > pool {
+            scored.select_nth_unstable_by(pool - 1, cmp);
+            scored.truncate(pool);
+        }
+        scored.sort_by(cmp);
+        Ok(scored)
+    }
+
+    /// The persisted state of a store extension (workspace sync, graph, ...), if it has any.
+    pub fn extension(&self, name: &str) -> Option<&[u8]> {
+        self.extensions.get(name).map(Vec::as_slice)
+    }
+
+    /// Replace an extension's persisted state (logged like any change, stored under `/extensions/NAME`).
+    pub fn put_extension(&mut self, name: &str, payload: Vec<u8>) -> Result<()> {
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(MemoryError::InvalidInput(format!("bad extension name {name:?}")));
+        }
+        self.log_and_apply(WalOp::Extension {
+            name: name.to_string(),
+            payload,
+        })?
+        .wait()?;
+        self.maybe_checkpoint()
+    }
+
+    /// Numbers describing the store.
+    pub fn stats(&self) -> StoreStats {
+        let file_bytes = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        let wal_bytes = std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0);
+        let live = self.len();
+        StoreStats {
+            path: self.path.clone(),
+            records: live,
+            tombstones: self.records.len() - live,
+            file_bytes,
+            wal_bytes,
+            schema_version: self.meta.schema_version,
+            generation: self.meta.generation,
+            embedded: (0..self.vectors.rows())
+                .filter(|&i| self.vectors.has(i) && !self.records[i].tombstone)
+                .count(),
+            embedding_model: self.meta.config.embedding_model.clone(),
+            embedding_dim: self.meta.config.embedding_dim,
+            vocabulary: self.bm25.vocabulary_size(),
+        }
+    }
+
+    /// True when the log holds changes the HDF5 file does not.
+    pub fn is_dirty(&self) -> bool {
+        self.last_lsn > self.meta.checkpoint_lsn
+    }
+
+    fn maybe_checkpoint(&mut self) -> Result<()> {
+        let big = self
+            .wal
+            .as_ref()
+            .is_some_and(|w| w.len_bytes() > self.opts.auto_checkpoint_bytes);
+        if big {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Fold the log into the HDF5 file (crash-safe) and start a fresh log.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.writer()?;
+        self.drain_pending_access();
+        // Access entries logged by searches count too.
+        let logged = self.wal.as_ref().map_or(0, |w| w.next_lsn().saturating_sub(1));
+        let lsn = self.last_lsn.max(logged);
+        let must_sign = self
+            .opts
+            .signing_key
+            .as_ref()
+            .is_some_and(|k| self.file_signer != Some(k.verifying_key().to_bytes()));
+        if lsn <= self.meta.checkpoint_lsn && !must_sign {
+            return Ok(());
+        }
+        let mut meta = self.meta.clone();
+        meta.generation += 1;
+        meta.checkpoint_lsn = lsn;
+        let manifest = self
+            .opts
+            .signing_key
+            .as_ref()
+            .map(|k| crate::integrity::sign(&self.records, meta.generation, k));
+        let snap = Snapshot {
+            meta,
+            records: self.records.clone(),
+            vectors: self.vectors.clone(),
+            extensions: self.extensions.clone(),
+            manifest,
+        };
+        write_atomically(&self.path, &snap)?;
+        self.file_signer = snap.manifest.as_ref().map(|m| m.public_key);
+        self.meta = snap.meta;
+        self.last_lsn = lsn;
+        if let Some(w) = &self.wal {
+            w.reset(lsn)?;
+        }
+        Ok(())
+    }
+
+    /// Checkpoint (when writable) and close.
+    pub fn close(mut self) -> Result<()> {
+        if self.wal.is_some() {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+}
+
+/// Verify the signature of the store file at `path` (the HDF5 file as last checkpointed, not its log).
+/// `Ok(None)` when the file is not signed.
+pub fn verify_store(path: &Path, expected_key: Option<&[u8; 32]>) -> Result<Option<crate::integrity::VerifyReport>> {
+    if !path.exists() {
+        return Err(MemoryError::NotFound(path.to_path_buf()));
+    }
+    let snap = schema::read_snapshot(path)?;
+    Ok(snap
+        .manifest
+        .as_ref()
+        .map(|m| crate::integrity::verify(&snap.records, m, expected_key)))
+}
+
+/// Write a snapshot beside `path`, fsync it, rename it over `path` and fsync the directory.
+fn write_atomically(path: &Path, snap: &Snapshot) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    schema::write_snapshot(&tmp, snap)?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    sync_dir(path)
+}
+
+fn take_lock(path: &Path) -> Result<File> {
+    let lp = lock_path(path);
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lp)
+        .map_err(io_err(&lp))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::Locked(path.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&lp)(e)),
+    }
+}
+
+/// Convenience for callers: a filter restricted to one agent.
+pub fn agent_filter(agent: &str) -> Filter {
+    Filter {
+        agent: Some(agent.to_string()),
+        ..Filter::default()
+    }
+}

@@ -1,0 +1,215 @@
+//! Unicode tokenizer for keyword search: accent folding, lower-casing, CJK bigrams, optional stop words and
+//! Snowball stemming.
+
+use serde::{Deserialize, Serialize};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// Tokenizer settings; persisted in the store's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenizerConfig {
+    /// Reduce English words to their Snowball stem.
+    pub stemming: bool,
+    /// Drop common English function words.
+    pub stop_words: bool,
+}
+
+impl Default for TokenizerConfig {
+    fn default() -> Self {
+        TokenizerConfig {
+            stemming: true,
+            stop_words: true,
+        }
+    }
+}
+
+impl TokenizerConfig {
+    /// Short description stored in the file, e.g. `unicode-cjk-bigram+stem+stop`.
+    pub fn describe(&self) -> String {
+        let mut s = String::from("unicode-cjk-bigram");
+        if self.stemming {
+            s.push_str("+stem");
+        }
+        if self.stop_words {
+            s.push_str("+stop");
+        }
+        s
+    }
+
+    /// Inverse of [`describe`](Self::describe); unknown descriptions give `None`.
+    pub fn from_description(d: &str) -> Option<Self> {
+        let mut parts = d.split('+');
+        if parts.next()? != "unicode-cjk-bigram" {
+            return None;
+        }
+        let mut cfg = TokenizerConfig {
+            stemming: false,
+            stop_words: false,
+        };
+        for p in parts {
+            match p {
+                "stem" => cfg.stemming = true,
+                "stop" => cfg.stop_words = true,
+                _ => return None,
+            }
+        }
+        Some(cfg)
+    }
+}
+
+/// Splits text into index terms.
+pub struct Tokenizer {
+    config: TokenizerConfig,
+    stemmer: rust_stemmers::Stemmer,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer").field("config", &self.config).finish()
+    }
+}
+
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had",
+    "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+    "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "will", "with", "you",
+    "your", "how", "about", "been", "would", "could", "should", "am", "any", "can", "just", "than",
+    "too", "very", "him", "us",
+];
+
+/// True for scripts written without spaces, which we index as character bigrams.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x1100..=0x11FF    // Hangul Jamo
+        | 0x20000..=0x2FFFF) // CJK Extensions B+
+}
+
+impl Tokenizer {
+    /// A tokenizer with the given settings.
+    pub fn new(config: TokenizerConfig) -> Self {
+        Tokenizer {
+            config,
+            stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &TokenizerConfig {
+        &self.config
+    }
+
+    /// Index terms of `text`, in order, with repeats.
+    pub fn tokens(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        let mut cjk_run: Vec<char> = Vec::new();
+        for c in text.nfkd() {
+            if is_combining_mark(c) {
+                continue;
+            }
+            if is_cjk(c) {
+                self.flush_word(&mut word, &mut out);
+                cjk_run.push(c);
+            } else if c.is_alphanumeric() {
+                flush_cjk(&mut cjk_run, &mut out);
+                word.extend(c.to_lowercase());
+            } else if (c == '\'' || c == '’') && !word.is_empty() {
+                // "don't" -> "dont"; possessive "alice's" -> "alice" (handled on flush)
+                word.push('\'');
+            } else {
+                self.flush_word(&mut word, &mut out);
+                flush_cjk(&mut cjk_run, &mut out);
+            }
+        }
+        self.flush_word(&mut word, &mut out);
+        flush_cjk(&mut cjk_run, &mut out);
+        out
+    }
+
+    fn flush_word(&self, word: &mut String, out: &mut Vec<String>) {
+        if word.is_empty() {
+            return;
+        }
+        let mut w = std::mem::take(word);
+        if let Some(stripped) = w.strip_suffix("'s") {
+            w = stripped.to_string();
+        }
+        w.retain(|c| c != '\'');
+        if w.is_empty() || (self.config.stop_words && STOP_WORDS.contains(&w.as_str())) {
+            return;
+        }
+        if self.config.stemming && w.chars().all(|c| c.is_ascii_alphabetic()) {
+            let stem = self.stemmer.stem(&w);
+            out.push(stem.into_owned());
+        } else {
+            out.push(w);
+        }
+    }
+}
+
+fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
+    match run.len() {
+        0 => {}
+        1 => out.push(run[0].to_string()),
+        _ => {
+            for pair in run.windows(2) {
+                out.push(pair.iter().collect());
+            }
+        }
+    }
+    run.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain() -> Tokenizer {
+        Tokenizer::new(TokenizerConfig {
+            stemming: false,
+            stop_words: false,
+        })
+    }
+
+    #[test]
+    fn folds_accents_and_case() {
+        assert_eq!(plain().tokens("Café RÉSUMÉ naïve"), vec!["cafe", "resume", "naive"]);
+    }
+
+    #[test]
+    fn cjk_becomes_bigrams() {
+        assert_eq!(plain().tokens("東京タワー"), vec!["東京", "京タ", "タワ", "ワー"]);
+        assert_eq!(plain().tokens("我 喜欢"), vec!["我", "喜欢"]);
+        assert_eq!(plain().tokens("hello世界"), vec!["hello", "世界"]);
+    }
+
+    #[test]
+    fn stems_and_drops_stop_words() {
+        let t = Tokenizer::new(TokenizerConfig::default());
+        assert_eq!(t.tokens("The runners were running to Paris"), vec!["runner", "run", "pari"]);
+        assert_eq!(t.tokens("Alice's dog doesn't bark"), vec!["alic", "dog", "doesnt", "bark"]);
+    }
+
+    #[test]
+    fn empty_and_punctuation_only() {
+        assert!(plain().tokens("").is_empty());
+        assert!(plain().tokens("  ... !!! ").is_empty());
+    }
+
+    #[test]
+    fn config_description_round_trips() {
+        for stemming in [false, true] {
+            for stop_words in [false, true] {
+                let c = TokenizerConfig { stemming, stop_words };
+                assert_eq!(TokenizerConfig::from_description(&c.describe()), Some(c));
+            }
+        }
+        assert_eq!(TokenizerConfig::from_description("whitespace"), None);
+    }
+}

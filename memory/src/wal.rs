@@ -1,0 +1,555 @@
+//! Write-ahead log: every change is appended here (length-prefixed, CRC-checked) and made durable before it is
+//! acknowledged; checkpoints fold it into the HDF5 file and start a fresh log.
+//!
+//! File layout: `CLAWWAL1` (8 bytes), base LSN (u64 LE: entries at or below it are already in the HDF5 file),
+//! then frames `[payload length u32 LE][CRC-32 of payload u32 LE][payload]`, payload = postcard-encoded
+//! [`WalEntry`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io_err, MemoryError, Result};
+use crate::record::Record;
+
+const MAGIC: &[u8; 8] = b"CLAWWAL1";
+const HEADER_LEN: u64 = 16;
+/// Frames larger than this are treated as corruption (a record is far smaller).
+const MAX_FRAME: u32 = 64 << 20;
+
+/// When an acknowledged change reaches the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Durability {
+    /// fsync before every acknowledgement (concurrent saves share one fsync: group commit).
+    EverySave,
+    /// A background thread fsyncs at least every N milliseconds; a crash loses at most that window.
+    WithinMs(u32),
+    /// Leave flushing to the operating system.
+    None,
+}
+
+impl Durability {
+    /// Parse `every-save`, `none` or `<N>ms`.
+    pub fn parse(s: &str) -> Option<Durability> {
+        match s {
+            "every-save" | "always" => Some(Durability::EverySave),
+            "none" => Some(Durability::None),
+            _ => s
+                .strip_suffix("ms")
+                .and_then(|n| n.parse().ok())
+                .map(Durability::WithinMs),
+        }
+    }
+}
+
+/// A field-level change to an existing record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RecordChange {
+    /// New text (and embedding, re-computed by the store).
+    Text {
+        text: String,
+        embedding: Option<Vec<f32>>,
+    },
+    /// New tags.
+    Tags(Vec<String>),
+    /// New importance.
+    Importance(f32),
+    /// New tier code.
+    Tier(u8),
+    /// Marks the record superseded by another.
+    SupersededBy(u64),
+}
+
+/// One logged operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum WalOp {
+    /// A new record.
+    Save(Record),
+    /// A change to a record.
+    Update { id: u64, change: RecordChange },
+    /// A record forgotten (tombstoned).
+    Delete { id: u64 },
+    /// Search returned these records at time `at`.
+    Access { ids: Vec<u64>, at: i64 },
+    /// An opaque change owned by a store extension (graph, tiers, ...), keyed by extension name.
+    Extension { name: String, payload: Vec<u8> },
+}
+
+/// An operation with its log sequence number.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WalEntry {
+    /// Monotonic sequence number, never reused.
+    pub lsn: u64,
+    /// The change.
+    pub op: WalOp,
+}
+
+/// What recovery found in a log.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recovery {
+    /// Good entries, in order.
+    pub entries: Vec<WalEntry>,
+    /// Entries at or below this LSN are already in the HDF5 file.
+    pub base_lsn: u64,
+    /// Byte offset just past the last good frame.
+    pub good_len: u64,
+    /// Bytes after the last good frame (a torn or corrupt tail), dropped.
+    pub dropped_bytes: u64,
+    /// Why the tail was dropped, if it was.
+    pub dropped_reason: Option<String>,
+}
+
+/// Read a log without changing it.
+pub fn read_log(path: &Path) -> Result<Recovery> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io_err(path))?;
+    parse_log(path, &bytes)
+}
+
+fn parse_log(path: &Path, bytes: &[u8]) -> Result<Recovery> {
+    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+        return Err(MemoryError::Wal {
+            path: path.to_path_buf(),
+            reason: "missing CLAWWAL1 header".into(),
+        });
+    }
+    let base_lsn = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
+    let mut rec = Recovery {
+        base_lsn,
+        good_len: HEADER_LEN,
+        ..Default::default()
+    };
+    let mut pos = HEADER_LEN as usize;
+    let mut last_lsn = base_lsn;
+    while pos < bytes.len() {
+        let reason = match decode_frame(&bytes[pos..]) {
+            Ok((entry, used)) if entry.lsn > last_lsn => {
+                last_lsn = entry.lsn;
+                rec.entries.push(entry);
+                pos += used;
+                rec.good_len = pos as u64;
+                continue;
+            }
+            Ok((entry, _)) => format!("LSN {} does not follow {}", entry.lsn, last_lsn),
+            Err(r) => r,
+        };
+        rec.dropped_bytes = (bytes.len() - pos) as u64;
+        rec.dropped_reason = Some(reason);
+        break;
+    }
+    Ok(rec)
+}
+
+fn decode_frame(b: &[u8]) -> std::result::Result<(WalEntry, usize), String> {
+    if b.len() < 8 {
+        return Err(format!("torn frame header ({} bytes)", b.len()));
+    }
+    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    if len > MAX_FRAME {
+        return Err(format!("frame length {len} exceeds limit"));
+    }
+    let end = 8 + len as usize;
+    if b.len() < end {
+        return Err(format!("torn frame: {} of {} payload bytes", b.len() - 8, len));
+    }
+    let payload = &b[8..end];
+    if crc32fast::hash(payload) != crc {
+        return Err("CRC mismatch".into());
+    }
+    let entry: WalEntry = postcard::from_bytes(payload).map_err(|e| format!("undecodable entry: {e}"))?;
+    Ok((entry, end))
+}
+
+fn encode_frame(entry: &WalEntry) -> std::result::Result<Vec<u8>, String> {
+    let payload = postcard::to_allocvec(entry).map_err(|e| e.to_string())?;
+    let len = u32::try_from(payload.len()).map_err(|_| "entry too large".to_string())?;
+    if len > MAX_FRAME {
+        return Err("entry too large".into());
+    }
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+struct Appender {
+    file: File,
+    next_lsn: u64,
+    len: u64,
+}
+
+struct Shared {
+    path: PathBuf,
+    appender: Mutex<Appender>,
+    /// Serialises fsyncs; waiting callers find their LSN already durable (group commit).
+    sync_lock: Mutex<()>,
+    written_lsn: AtomicU64,
+    synced_lsn: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn sync_to(&self, lsn: u64) -> Result<()> {
+        if self.synced_lsn.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        let _guard = self.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.synced_lsn.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        let target = self.written_lsn.load(Ordering::Acquire);
+        let file = {
+            let a = self.appender.lock().unwrap_or_else(|p| p.into_inner());
+            a.file.try_clone().map_err(io_err(&self.path))?
+        };
+        file.sync_data().map_err(io_err(&self.path))?;
+        self.synced_lsn.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// An open, writable log.
+pub struct Wal {
+    shared: Arc<Shared>,
+    durability: Durability,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("path", &self.shared.path)
+            .field("durability", &self.durability)
+            .finish()
+    }
+}
+
+/// A handle to wait until one appended entry is durable.
+#[derive(Clone)]
+pub struct DurableTicket {
+    shared: Arc<Shared>,
+    lsn: u64,
+    needed: bool,
+}
+
+impl DurableTicket {
+    /// Block until the entry is on disk (a no-op unless durability is `EverySave`).
+    pub fn wait(&self) -> Result<()> {
+        if self.needed {
+            self.shared.sync_to(self.lsn)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The entry's LSN.
+    pub fn lsn(&self) -> u64 {
+        self.lsn
+    }
+}
+
+impl Wal {
+    /// Open (creating if absent) the log at `path` for appending, after recovering it: a torn or corrupt tail is
+    /// cut off. Returns the log and what recovery found. `checkpoint_lsn` is the LSN the HDF5 file holds; a new
+    /// log starts there.
+    pub fn open(path: &Path, checkpoint_lsn: u64, durability: Durability) -> Result<(Wal, Recovery)> {
+        let recovery = if path.exists() {
+            read_log(path)?
+        } else {
+            write_fresh(path, checkpoint_lsn)?;
+            Recovery {
+                base_lsn: checkpoint_lsn,
+                good_len: HEADER_LEN,
+                ..Default::default()
+            }
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        if recovery.dropped_bytes > 0 {
+            file.set_len(recovery.good_len).map_err(io_err(path))?;
+            file.sync_all().map_err(io_err(path))?;
+        }
+        file.seek(SeekFrom::Start(recovery.good_len)).map_err(io_err(path))?;
+        let last = recovery
+            .entries
+            .last()
+            .map(|e| e.lsn)
+            .unwrap_or(recovery.base_lsn)
+            .max(checkpoint_lsn);
+        let shared = Arc::new(Shared {
+            path: path.to_path_buf(),
+            appender: Mutex::new(Appender {
+                file,
+                next_lsn: last + 1,
+                len: recovery.good_len,
+            }),
+            sync_lock: Mutex::new(()),
+            written_lsn: AtomicU64::new(last),
+            synced_lsn: AtomicU64::new(last),
+            stop: AtomicBool::new(false),
+        });
+        let flusher = match durability {
+            Durability::WithinMs(ms) => {
+                let s = Arc::clone(&shared);
+                let period = Duration::from_millis(u64::from(ms.max(1)));
+                Some(std::thread::spawn(move || {
+                    while !s.stop.load(Ordering::Acquire) {
+                        std::thread::sleep(period);
+                        let lsn = s.written_lsn.load(Ordering::Acquire);
+                        // A failed background fsync is retried on the next tick and at close.
+                        let _ = s.sync_to(lsn);
+                    }
+                }))
+            }
+            _ => None,
+        };
+        Ok((
+            Wal {
+                shared,
+                durability,
+                flusher,
+            },
+            recovery,
+        ))
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Bytes in the log file.
+    pub fn len_bytes(&self) -> u64 {
+        self.shared.appender.lock().unwrap_or_else(|p| p.into_inner()).len
+    }
+
+    /// The LSN the next append will get.
+    pub fn next_lsn(&self) -> u64 {
+        self.shared.appender.lock().unwrap_or_else(|p| p.into_inner()).next_lsn
+    }
+
+    /// Append one operation (written to the OS, not yet necessarily on disk); returns a ticket to wait for
+    /// durability per the log's mode.
+    pub fn append(&self, op: WalOp) -> Result<DurableTicket> {
+        let mut a = self.shared.appender.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = WalEntry { lsn: a.next_lsn, op };
+        let frame = encode_frame(&entry).map_err(|reason| MemoryError::Wal {
+            path: self.shared.path.clone(),
+            reason,
+        })?;
+        if let Err(e) = a.file.write_all(&frame) {
+            // Cut off whatever part of the frame reached the file, so later appends stay readable.
+            let len = a.len;
+            let _ = a.file.set_len(len);
+            let _ = a.file.seek(SeekFrom::Start(len));
+            return Err(io_err(&self.shared.path)(e));
+        }
+        a.len += frame.len() as u64;
+        a.next_lsn += 1;
+        self.shared.written_lsn.store(entry.lsn, Ordering::Release);
+        Ok(DurableTicket {
+            shared: Arc::clone(&self.shared),
+            lsn: entry.lsn,
+            needed: self.durability == Durability::EverySave,
+        })
+    }
+
+    /// fsync everything appended so far, whatever the mode.
+    pub fn sync_all(&self) -> Result<()> {
+        let lsn = self.shared.written_lsn.load(Ordering::Acquire);
+        self.shared.sync_to(lsn)
+    }
+
+    /// Replace the log by an empty one whose base is `checkpoint_lsn` (called after the HDF5 file durably holds
+    /// everything up to it). Crash-safe: the new log is written aside and renamed over the old.
+    pub fn reset(&self, checkpoint_lsn: u64) -> Result<()> {
+        let mut a = self.shared.appender.lock().unwrap_or_else(|p| p.into_inner());
+        let path = &self.shared.path;
+        let tmp = path.with_extension("wal.tmp");
+        write_fresh(&tmp, checkpoint_lsn)?;
+        std::fs::rename(&tmp, path).map_err(io_err(path))?;
+        sync_dir(path)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        a.file = file;
+        a.len = HEADER_LEN;
+        a.next_lsn = a.next_lsn.max(checkpoint_lsn + 1);
+        Ok(())
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+        if self.durability != Durability::None {
+            let _ = self.sync_all();
+        }
+    }
+}
+
+fn write_fresh(path: &Path, base_lsn: u64) -> Result<()> {
+    let mut f = File::create(path).map_err(io_err(path))?;
+    let mut header = Vec::with_capacity(HEADER_LEN as usize);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&base_lsn.to_le_bytes());
+    f.write_all(&header).map_err(io_err(path))?;
+    f.sync_all().map_err(io_err(path))?;
+    Ok(())
+}
+
+/// fsync the directory holding `path`, so a rename in it is durable.
+pub(crate) fn sync_dir(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(n: u64) -> WalOp {
+        WalOp::Delete { id: n }
+    }
+
+    #[test]
+    fn append_and_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        {
+            let (wal, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+            assert!(rec.entries.is_empty());
+            for i in 0..5 {
+                wal.append(op(i)).unwrap().wait().unwrap();
+            }
+        }
+        let (_, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        assert_eq!(rec.entries.len(), 5);
+        assert_eq!(rec.entries[4].lsn, 5);
+        assert_eq!(rec.dropped_bytes, 0);
+    }
+
+    #[test]
+    fn torn_tail_is_dropped_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        {
+            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+            for i in 0..3 {
+                wal.append(op(i)).unwrap().wait().unwrap();
+            }
+        }
+        let full = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &full[..full.len() - 3]).unwrap();
+        let (wal, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        assert_eq!(rec.entries.len(), 2);
+        assert!(rec.dropped_bytes > 0);
+        assert!(rec.dropped_reason.as_deref().unwrap().contains("torn"));
+        // Appending after recovery continues cleanly.
+        wal.append(op(9)).unwrap().wait().unwrap();
+        drop(wal);
+        let rec = read_log(&p).unwrap();
+        assert_eq!(rec.entries.len(), 3);
+        assert_eq!(rec.entries[2].lsn, 3);
+    }
+
+    #[test]
+    fn corrupt_byte_stops_replay_at_last_good_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        {
+            let (wal, _) = Wal::open(&p, 0, Durability::None).unwrap();
+            for i in 0..4 {
+                wal.append(op(i)).unwrap();
+            }
+            wal.sync_all().unwrap();
+        }
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n - 2] ^= 0xFF;
+        std::fs::write(&p, &bytes).unwrap();
+        let rec = read_log(&p).unwrap();
+        assert_eq!(rec.entries.len(), 3);
+        assert_eq!(rec.dropped_reason.as_deref(), Some("CRC mismatch"));
+    }
+
+    #[test]
+    fn reset_starts_after_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        for i in 0..3 {
+            wal.append(op(i)).unwrap().wait().unwrap();
+        }
+        wal.reset(3).unwrap();
+        let t = wal.append(op(7)).unwrap();
+        t.wait().unwrap();
+        assert_eq!(t.lsn(), 4);
+        drop(wal);
+        let rec = read_log(&p).unwrap();
+        assert_eq!(rec.base_lsn, 3);
+        assert_eq!(rec.entries.len(), 1);
+    }
+
+    #[test]
+    fn not_a_log_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        std::fs::write(&p, b"hello world, not a log").unwrap();
+        assert!(matches!(read_log(&p), Err(MemoryError::Wal { .. })));
+    }
+
+    #[test]
+    fn group_commit_from_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        let wal = Arc::new(wal);
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let w = Arc::clone(&wal);
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        w.append(op(t * 100 + i)).unwrap().wait().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        drop(wal);
+        assert_eq!(read_log(&p).unwrap().entries.len(), 100);
+    }
+
+    #[test]
+    fn durability_parses() {
+        assert_eq!(Durability::parse("every-save"), Some(Durability::EverySave));
+        assert_eq!(Durability::parse("5ms"), Some(Durability::WithinMs(5)));
+        assert_eq!(Durability::parse("none"), Some(Durability::None));
+        assert_eq!(Durability::parse("sometimes"), None);
+    }
+}

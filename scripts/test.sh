@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of clawhdf5 on a fresh machine: installs what the tests need (scripts/setup/*.sh: h5py,
+# PyTables, the embedding model, Node.js + OpenClaw, ...), then the Rust tests of every crate, then the tests
+# that drive the real OpenClaw.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+for s in scripts/setup/*.sh; do
+  [ -e "$s" ] || continue
+  echo "== set-up: $s"
+  bash "$s"
+done
+cargo test --workspace
+if [ -f scripts/test-openclaw.sh ]; then
+  cargo build -p clawhdf5-backend
+  CLAWHDF5_BIN="$PWD/target/debug/clawhdf5" bash scripts/test-openclaw.sh
+fi
