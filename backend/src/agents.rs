@@ -12,7 +12,9 @@ use crate::error::BackendError;
 pub fn validate_agent(agent: &str) -> Result<(), BackendError> {
     let ok = (1..=64).contains(&agent.len())
         && !agent.starts_with('.')
-        && agent.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        && agent
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if ok {
         Ok(())
     } else {

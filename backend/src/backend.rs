@@ -70,7 +70,8 @@ pub trait MemoryBackend: Send + Sync {
     /// Save a memory; returns once it is durable.
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError>;
     /// Ranked results for a query.
-    async fn search(&self, agent: &str, query: SearchQuery) -> Result<Vec<SearchHit>, BackendError>;
+    async fn search(&self, agent: &str, query: SearchQuery)
+        -> Result<Vec<SearchHit>, BackendError>;
     /// One record by id.
     async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError>;
     /// Lines of a synced workspace file.
@@ -99,7 +100,11 @@ pub struct HdfBackend {
 
 impl HdfBackend {
     /// A backend keeping stores in `dir`, syncing `workspace` by default.
-    pub fn new(dir: &Path, workspace: Option<PathBuf>, options: StoreOptions) -> Result<Self, BackendError> {
+    pub fn new(
+        dir: &Path,
+        workspace: Option<PathBuf>,
+        options: StoreOptions,
+    ) -> Result<Self, BackendError> {
         Ok(HdfBackend {
             stores: Arc::new(AgentStores::new(dir, options)?),
             workspace,
@@ -132,7 +137,10 @@ impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
-            let (outcome, ticket) = store.write().unwrap_or_else(poisoned).save_deferred(memory)?;
+            let (outcome, ticket) = store
+                .write()
+                .unwrap_or_else(poisoned)
+                .save_deferred(memory)?;
             // Wait outside the lock so concurrent saves share one fsync.
             if let Some(t) = ticket {
                 t.wait()?;
@@ -142,7 +150,11 @@ impl MemoryBackend for HdfBackend {
         .await
     }
 
-    async fn search(&self, agent: &str, query: SearchQuery) -> Result<Vec<SearchHit>, BackendError> {
+    async fn search(
+        &self,
+        agent: &str,
+        query: SearchQuery,
+    ) -> Result<Vec<SearchHit>, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || Ok(store.read().unwrap_or_else(poisoned).search(&query)?)).await
     }
@@ -170,10 +182,9 @@ impl MemoryBackend for HdfBackend {
         lines: Option<u32>,
     ) -> Result<FileSlice, BackendError> {
         crate::agents::validate_agent(agent)?;
-        let ws = self
-            .workspace
-            .clone()
-            .ok_or_else(|| BackendError::Invalid("no workspace is configured (start with --workspace)".into()))?;
+        let ws = self.workspace.clone().ok_or_else(|| {
+            BackendError::Invalid("no workspace is configured (start with --workspace)".into())
+        })?;
         let path = path.to_string();
         blocking(move || workspace::read_lines(&ws, &path, from, lines)).await
     }
@@ -236,9 +247,14 @@ impl MemoryBackend for HdfBackend {
             .workspace
             .clone()
             .or_else(|| self.workspace.clone())
-            .ok_or_else(|| BackendError::Invalid("no workspace given and none configured".into()))?;
+            .ok_or_else(|| {
+                BackendError::Invalid("no workspace given and none configured".into())
+            })?;
         if !ws.is_dir() {
-            return Err(BackendError::NotFound(format!("workspace {} is not a directory", ws.display())));
+            return Err(BackendError::NotFound(format!(
+                "workspace {} is not a directory",
+                ws.display()
+            )));
         }
         blocking(move || {
             let mut s = store.write().unwrap_or_else(poisoned);

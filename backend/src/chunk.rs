@@ -66,7 +66,9 @@ mod tests {
 
     #[test]
     fn long_file_chunks_overlap_and_cover_everything() {
-        let text: String = (1..=400).map(|i| format!("line number {i} with some words in it\n")).collect();
+        let text: String = (1..=400)
+            .map(|i| format!("line number {i} with some words in it\n"))
+            .collect();
         let c = chunk_lines(&text, 100, 20);
         assert!(c.len() > 5);
         assert_eq!(c[0].start_line, 1);

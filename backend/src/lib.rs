@@ -5,6 +5,7 @@ pub mod agents;
 pub mod backend;
 pub mod chunk;
 pub mod error;
+pub mod mcp;
 pub mod rpc;
 pub mod serve;
 pub mod workspace;

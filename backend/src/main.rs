@@ -19,7 +19,10 @@ fn main() -> ExitCode {
                 eprint!("{e}");
                 return ExitCode::from(2);
             }
-            eprintln!("clawhdf5: {} (see clawhdf5 --help)", cli::first_line(&e.to_string()));
+            eprintln!(
+                "clawhdf5: {} (see clawhdf5 --help)",
+                cli::first_line(&e.to_string())
+            );
             return ExitCode::from(2);
         }
     };

@@ -1,6 +1,8 @@
 //! JSON-RPC 2.0 methods of `clawhdf5 serve`: parameter parsing, dispatch to a [`MemoryBackend`], result shapes.
 
-use clawhdf5_memory::{format_time, parse_time, Filter, NewMemory, Origin, Record, SearchHit, SearchMode, SearchQuery};
+use clawhdf5_memory::{
+    format_time, parse_time, Filter, NewMemory, Origin, Record, SearchHit, SearchMode, SearchQuery,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -62,7 +64,8 @@ impl From<BackendError> for RpcError {
 
 fn params<T: for<'de> Deserialize<'de>>(p: Value) -> Result<T, RpcError> {
     let p = if p.is_null() { json!({}) } else { p };
-    serde_json::from_value(p).map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
+    serde_json::from_value(p)
+        .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
 fn default_agent() -> String {
@@ -146,14 +149,22 @@ struct SyncParams {
 fn time_param(name: &str, v: &Option<Value>) -> Result<Option<i64>, RpcError> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .map(Some)
-            .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("{name} must be an integer (ms) or a date string"))),
-        Some(Value::String(s)) => parse_time(s)
-            .map(Some)
-            .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("{name} {s:?} is not a date or time"))),
-        Some(_) => Err(RpcError::new(INVALID_PARAMS, format!("{name} must be a number or a string"))),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                format!("{name} must be an integer (ms) or a date string"),
+            )
+        }),
+        Some(Value::String(s)) => parse_time(s).map(Some).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                format!("{name} {s:?} is not a date or time"),
+            )
+        }),
+        Some(_) => Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("{name} must be a number or a string"),
+        )),
     }
 }
 
@@ -191,7 +202,11 @@ pub fn hit_json(h: &SearchHit) -> Value {
 pub const RECORD_PATH_PREFIX: &str = "clawhdf5/";
 
 /// Run one method. `shutdown` is handled by the server loop, not here.
-pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Result<Value, RpcError> {
+pub async fn dispatch(
+    backend: &dyn MemoryBackend,
+    method: &str,
+    p: Value,
+) -> Result<Value, RpcError> {
     match method {
         "ping" => Ok(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})),
         "save" => {
@@ -203,7 +218,12 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
                     end_line: e.or(s).unwrap_or(1),
                 }),
                 (None, None, None) => None,
-                _ => return Err(RpcError::new(INVALID_PARAMS, "start_line/end_line need a path")),
+                _ => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        "start_line/end_line need a path",
+                    ))
+                }
             };
             let m = NewMemory {
                 text: p.text,
@@ -238,7 +258,11 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
             let mode = q.mode;
             let hits = backend.search(&p.agent, q).await?;
             let vector_used = hits.iter().any(|h| h.vector_score.is_some());
-            let mode_name = if mode == SearchMode::Hybrid && !vector_used { "keyword" } else { mode.as_str() };
+            let mode_name = if mode == SearchMode::Hybrid && !vector_used {
+                "keyword"
+            } else {
+                mode.as_str()
+            };
             Ok(json!({
                 "results": hits.iter().map(hit_json).collect::<Vec<_>>(),
                 "mode": mode_name,
@@ -251,8 +275,9 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
                 .as_deref()
                 .and_then(|s| s.strip_prefix(RECORD_PATH_PREFIX))
                 .map(|id| {
-                    id.parse::<u64>()
-                        .map_err(|_| RpcError::new(INVALID_PARAMS, format!("bad record path {:?}", p.path)))
+                    id.parse::<u64>().map_err(|_| {
+                        RpcError::new(INVALID_PARAMS, format!("bad record path {:?}", p.path))
+                    })
                 })
                 .transpose()?;
             match (p.id.or(synthetic), p.path) {
@@ -262,7 +287,8 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
                 }
                 (None, Some(path)) => {
                     let s = backend.read_file(&p.agent, &path, p.from, p.lines).await?;
-                    Ok(serde_json::to_value(s).map_err(|e| RpcError::new(STORE_ERROR, e.to_string()))?)
+                    Ok(serde_json::to_value(s)
+                        .map_err(|e| RpcError::new(STORE_ERROR, e.to_string()))?)
                 }
                 (None, None) => Err(RpcError::new(INVALID_PARAMS, "get needs an id or a path")),
             }
@@ -276,7 +302,12 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
                     min_score: p.min_score.unwrap_or(0.5),
                     limit: 20,
                 },
-                _ => return Err(RpcError::new(INVALID_PARAMS, "forget needs exactly one of id or query")),
+                _ => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        "forget needs exactly one of id or query",
+                    ))
+                }
             };
             let ids = backend.forget(&p.agent, target).await?;
             Ok(json!({"forgotten": ids}))
@@ -284,7 +315,8 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
         "status" => {
             let p: AgentParams = params(p)?;
             let s = backend.status(&p.agent).await?;
-            let mut v = serde_json::to_value(&s).map_err(|e| RpcError::new(STORE_ERROR, e.to_string()))?;
+            let mut v =
+                serde_json::to_value(&s).map_err(|e| RpcError::new(STORE_ERROR, e.to_string()))?;
             if let Value::Object(m) = &mut v {
                 m.insert(
                     "embedding".into(),
@@ -303,6 +335,9 @@ pub async fn dispatch(backend: &dyn MemoryBackend, method: &str, p: Value) -> Re
             let r = backend.sync(&p.agent, req).await?;
             Ok(serde_json::to_value(r).map_err(|e| RpcError::new(STORE_ERROR, e.to_string()))?)
         }
-        other => Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown method {other:?}"))),
+        other => Err(RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("unknown method {other:?}"),
+        )),
     }
 }

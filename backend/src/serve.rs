@@ -11,6 +11,33 @@ use tokio::sync::mpsc;
 use crate::backend::MemoryBackend;
 use crate::rpc::{self, RpcError};
 
+/// Something that answers JSON-RPC methods over a line-delimited stream.
+#[async_trait::async_trait]
+pub trait RpcHandler: Send + Sync + 'static {
+    /// Answer one method call.
+    async fn handle(&self, method: &str, params: Value) -> Result<Value, RpcError>;
+    /// Methods that end the session after they are answered (with every earlier request finished first).
+    fn is_shutdown(&self, method: &str) -> bool {
+        method == "shutdown"
+    }
+    /// Called once when the session ends (shutdown method or end of input).
+    async fn close(&self) -> Result<(), RpcError>;
+}
+
+/// The clawhdf5 JSON-RPC methods (see `rpc`) over a backend.
+pub struct MemoryRpc(pub Arc<dyn MemoryBackend>);
+
+#[async_trait::async_trait]
+impl RpcHandler for MemoryRpc {
+    async fn handle(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        rpc::dispatch(self.0.as_ref(), method, params).await
+    }
+
+    async fn close(&self) -> Result<(), RpcError> {
+        self.0.close().await.map_err(RpcError::from)
+    }
+}
+
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -36,10 +63,25 @@ fn response(id: Value, result: Result<Value, RpcError>) -> Value {
     }
 }
 
-/// Serve requests read from `input`, writing responses to `output`, until `shutdown` or end of input. Then
-/// every open store is checkpointed.
+/// Serve the clawhdf5 methods read from `input`, writing responses to `output`, until `shutdown` or end of
+/// input. Then every open store is checkpointed.
 pub async fn serve<R, W>(
     backend: Arc<dyn MemoryBackend>,
+    input: R,
+    output: W,
+    opts: ServeOptions,
+) -> Result<(), std::io::Error>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_with(Arc::new(MemoryRpc(backend)), input, output, opts).await
+}
+
+/// Serve any [`RpcHandler`] over a line-delimited JSON-RPC 2.0 stream; requests run concurrently, each under
+/// the deadline.
+pub async fn serve_with<R, W>(
+    handler: Arc<dyn RpcHandler>,
     input: R,
     output: W,
     opts: ServeOptions,
@@ -77,7 +119,10 @@ where
             lines.read_until(b'\n', &mut sink).await?;
             let _ = tx.send(response(
                 Value::Null,
-                Err(RpcError::new(rpc::INVALID_REQUEST, format!("request longer than {} bytes", opts.max_line))),
+                Err(RpcError::new(
+                    rpc::INVALID_REQUEST,
+                    format!("request longer than {} bytes", opts.max_line),
+                )),
             ));
             continue;
         }
@@ -89,23 +134,39 @@ where
         let req: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
-                let _ = tx.send(response(Value::Null, Err(RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}")))));
+                let _ = tx.send(response(
+                    Value::Null,
+                    Err(RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}"))),
+                ));
                 continue;
             }
         };
         let id = req.get("id").cloned().unwrap_or(Value::Null);
-        let Some(method) = req.get("method").and_then(Value::as_str).map(str::to_string) else {
-            let _ = tx.send(response(id, Err(RpcError::new(rpc::INVALID_REQUEST, "missing method"))));
+        let Some(method) = req
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            let _ = tx.send(response(
+                id,
+                Err(RpcError::new(rpc::INVALID_REQUEST, "missing method")),
+            ));
             continue;
         };
         if req.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            let _ = tx.send(response(id, Err(RpcError::new(rpc::INVALID_REQUEST, "jsonrpc must be \"2.0\""))));
+            let _ = tx.send(response(
+                id,
+                Err(RpcError::new(
+                    rpc::INVALID_REQUEST,
+                    "jsonrpc must be \"2.0\"",
+                )),
+            ));
             continue;
         }
         let is_notification = req.get("id").is_none();
-        if method == "shutdown" {
+        if handler.is_shutdown(&method) {
             while tasks.join_next().await.is_some() {}
-            let result = backend.close().await.map(|_| json!({"ok": true})).map_err(RpcError::from);
+            let result = handler.close().await.map(|_| json!({"ok": true}));
             if !is_notification {
                 let _ = tx.send(response(id, result));
             }
@@ -114,11 +175,11 @@ where
             return Ok(());
         }
         let params = req.get("params").cloned().unwrap_or(Value::Null);
-        let backend = Arc::clone(&backend);
+        let handler = Arc::clone(&handler);
         let tx = tx.clone();
         let deadline = opts.deadline;
         tasks.spawn(async move {
-            let fut = rpc::dispatch(backend.as_ref(), &method, params);
+            let fut = handler.handle(&method, params);
             let result = match tokio::time::timeout(deadline, fut).await {
                 Ok(r) => r,
                 Err(_) => Err(RpcError::new(
@@ -134,8 +195,8 @@ where
         while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
-    let closed = backend.close().await;
+    let closed = handler.close().await;
     drop(tx);
     let _ = writer.await;
-    closed.map_err(|e| std::io::Error::other(e.to_string()))
+    closed.map_err(|e| std::io::Error::other(e.message))
 }

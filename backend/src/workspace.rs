@@ -71,7 +71,12 @@ pub fn memory_files(workspace: &Path, extra: &[String]) -> Result<Vec<String>, B
     Ok(out)
 }
 
-fn collect_md(workspace: &Path, rel: &str, out: &mut Vec<String>, depth: usize) -> Result<(), BackendError> {
+fn collect_md(
+    workspace: &Path,
+    rel: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) -> Result<(), BackendError> {
     let full = workspace.join(rel);
     if depth > 8 || !full.is_dir() {
         return Ok(());
@@ -128,7 +133,12 @@ fn date_of(rel: &str) -> Option<i64> {
 
 /// Index the workspace's memory files into `store` (only changed files), forgetting chunks of files that changed
 /// or disappeared.
-pub fn sync(store: &mut Store, workspace: &Path, extra: &[String], force: bool) -> Result<SyncReport, BackendError> {
+pub fn sync(
+    store: &mut Store,
+    workspace: &Path,
+    extra: &[String],
+    force: bool,
+) -> Result<SyncReport, BackendError> {
     let mut state: SyncState = store
         .extension(EXTENSION)
         .and_then(|b| serde_json::from_slice(b).ok())
@@ -218,7 +228,10 @@ pub fn sync_counts(store: &Store) -> (usize, usize) {
         .extension(EXTENSION)
         .and_then(|b| serde_json::from_slice(b).ok())
         .unwrap_or_default();
-    (state.files.len(), state.files.values().map(|f| f.ids.len()).sum())
+    (
+        state.files.len(),
+        state.files.values().map(|f| f.ids.len()).sum(),
+    )
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -247,18 +260,27 @@ pub const MAX_READ_LINES: u32 = 2000;
 
 /// Read `lines` lines from line `from` (1-based) of a workspace file; refuses paths that leave the workspace,
 /// through `..` or through a symbolic link.
-pub fn read_lines(workspace: &Path, rel: &str, from: Option<u32>, lines: Option<u32>) -> Result<FileSlice, BackendError> {
+pub fn read_lines(
+    workspace: &Path,
+    rel: &str,
+    from: Option<u32>,
+    lines: Option<u32>,
+) -> Result<FileSlice, BackendError> {
     let rel = relative_inside(rel)?;
-    let root = workspace.canonicalize().map_err(|source| BackendError::Io {
-        path: workspace.display().to_string(),
-        source,
-    })?;
+    let root = workspace
+        .canonicalize()
+        .map_err(|source| BackendError::Io {
+            path: workspace.display().to_string(),
+            source,
+        })?;
     let full: PathBuf = root.join(&rel);
     let real = full
         .canonicalize()
         .map_err(|_| BackendError::NotFound(format!("{rel} does not exist in the workspace")))?;
     if !real.starts_with(&root) {
-        return Err(BackendError::Invalid(format!("{rel} resolves outside the workspace")));
+        return Err(BackendError::Invalid(format!(
+            "{rel} resolves outside the workspace"
+        )));
     }
     if !real.is_file() {
         return Err(BackendError::NotFound(format!("{rel} is not a file")));
@@ -289,7 +311,10 @@ mod tests {
 
     #[test]
     fn relative_paths_are_confined() {
-        assert_eq!(relative_inside("memory/./2026-01-01.md").unwrap(), "memory/2026-01-01.md");
+        assert_eq!(
+            relative_inside("memory/./2026-01-01.md").unwrap(),
+            "memory/2026-01-01.md"
+        );
         for bad in ["../etc/passwd", "/etc/passwd", "memory/../../x", ""] {
             assert!(relative_inside(bad).is_err(), "{bad}");
         }
@@ -310,13 +335,23 @@ mod tests {
         assert!(s.truncated);
         assert_eq!(s.next_from, Some(4));
         assert!(read_lines(dir.path(), "../x", None, None).is_err());
-        assert!(matches!(read_lines(dir.path(), "nope.md", None, None), Err(BackendError::NotFound(_))));
+        assert!(matches!(
+            read_lines(dir.path(), "nope.md", None, None),
+            Err(BackendError::NotFound(_))
+        ));
         #[cfg(unix)]
         {
             let outside = tempfile::tempdir().unwrap();
             std::fs::write(outside.path().join("secret.md"), "s").unwrap();
-            std::os::unix::fs::symlink(outside.path().join("secret.md"), dir.path().join("link.md")).unwrap();
-            assert!(matches!(read_lines(dir.path(), "link.md", None, None), Err(BackendError::Invalid(_))));
+            std::os::unix::fs::symlink(
+                outside.path().join("secret.md"),
+                dir.path().join("link.md"),
+            )
+            .unwrap();
+            assert!(matches!(
+                read_lines(dir.path(), "link.md", None, None),
+                Err(BackendError::Invalid(_))
+            ));
         }
     }
 }

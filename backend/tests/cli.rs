@@ -9,14 +9,36 @@ fn save_then_search_finds_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("m.h5");
     let s = store.to_str().unwrap();
-    let o = clawhdf5(&["save", "--store", s, "--session", "s1", "The user's cat is called Miso"]);
+    let o = clawhdf5(&[
+        "save",
+        "--store",
+        s,
+        "--session",
+        "s1",
+        "The user's cat is called Miso",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let saved: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     let id = saved["id"].as_u64().unwrap();
-    let o = clawhdf5(&["save", "--store", s, "--source", "user_correction", "The user prefers tea over coffee"]);
+    let o = clawhdf5(&[
+        "save",
+        "--store",
+        s,
+        "--source",
+        "user_correction",
+        "The user prefers tea over coffee",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
 
-    let o = clawhdf5(&["search", "--store", s, "--json", "-k", "3", "what is the cat called"]);
+    let o = clawhdf5(&[
+        "search",
+        "--store",
+        s,
+        "--json",
+        "-k",
+        "3",
+        "what is the cat called",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let hits: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let hits = hits.as_array().unwrap();
@@ -51,7 +73,11 @@ fn identical_save_is_deduplicated() {
 fn assert_one_line_error(o: &std::process::Output, needle: &str) {
     assert!(!o.status.success());
     let err = stderr(o);
-    assert_eq!(err.trim().lines().count(), 1, "error is not one line: {err:?}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "error is not one line: {err:?}"
+    );
     assert!(err.contains(needle), "{err:?} lacks {needle:?}");
 }
 
@@ -85,7 +111,10 @@ fn non_hdf5_file_is_a_clear_error() {
         assert_one_line_error(&o, "not a clawhdf5 store");
     }
     // The file is untouched.
-    assert_eq!(std::fs::read_to_string(&s).unwrap(), "just some text, definitely not HDF5\n");
+    assert_eq!(
+        std::fs::read_to_string(&s).unwrap(),
+        "just some text, definitely not HDF5\n"
+    );
 }
 
 #[test]
@@ -100,6 +129,13 @@ fn empty_text_is_refused() {
 fn bad_event_time_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");
-    let o = clawhdf5(&["save", "--store", s.to_str().unwrap(), "--event-time", "someday", "x"]);
+    let o = clawhdf5(&[
+        "save",
+        "--store",
+        s.to_str().unwrap(),
+        "--event-time",
+        "someday",
+        "x",
+    ]);
     assert_one_line_error(&o, "someday");
 }

@@ -41,7 +41,9 @@ fn acknowledged_saves_survive_sigkill() {
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { break };
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    break;
+                };
                 if let (Some(req), Some(_)) = (v["id"].as_u64(), v["result"]["id"].as_u64()) {
                     if tx.send(req).is_err() {
                         break;
@@ -90,8 +92,15 @@ fn acknowledged_saves_survive_sigkill() {
         let present: std::collections::HashSet<&str> =
             store.records().iter().map(|r| r.text.as_str()).collect();
         for (_, t) in &acked {
-            assert!(present.contains(t.as_str()), "round {round}: acknowledged save {t:?} was lost");
+            assert!(
+                present.contains(t.as_str()),
+                "round {round}: acknowledged save {t:?} was lost"
+            );
         }
     }
-    assert!(acked.len() > 100, "too few saves were acknowledged ({}) to mean anything", acked.len());
+    assert!(
+        acked.len() > 100,
+        "too few saves were acknowledged ({}) to mean anything",
+        acked.len()
+    );
 }

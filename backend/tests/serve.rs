@@ -45,7 +45,9 @@ impl Server {
     fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
-        let r = self.send_raw(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        let r = self.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
         assert_eq!(r["id"], id);
         r
     }
@@ -62,7 +64,11 @@ fn save_search_get_forget_status_sync_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir(ws.path().join("memory")).unwrap();
-    std::fs::write(ws.path().join("MEMORY.md"), "# Facts\n\nThe deploy key lives in the vault.\n").unwrap();
+    std::fs::write(
+        ws.path().join("MEMORY.md"),
+        "# Facts\n\nThe deploy key lives in the vault.\n",
+    )
+    .unwrap();
     std::fs::write(
         ws.path().join("memory/2026-05-01.md"),
         "Met Priya about the Zurich office move.\nShe prefers Tuesday meetings.\n",
@@ -71,9 +77,15 @@ fn save_search_get_forget_status_sync_shutdown() {
     let mut s = Server::start(dir.path(), ws.path());
 
     assert_eq!(s.ok("ping", json!({}))["ok"], true);
-    let a = s.ok("save", json!({"text": "Bob's favourite colour is green", "session": "s1"}));
+    let a = s.ok(
+        "save",
+        json!({"text": "Bob's favourite colour is green", "session": "s1"}),
+    );
     let id = a["id"].as_u64().unwrap();
-    s.ok("save", json!({"agent": "other", "text": "Bob's favourite colour is purple"}));
+    s.ok(
+        "save",
+        json!({"agent": "other", "text": "Bob's favourite colour is purple"}),
+    );
 
     let r = s.ok("search", json!({"query": "favourite colour"}));
     let results = r["results"].as_array().unwrap();
@@ -91,9 +103,15 @@ fn save_search_get_forget_status_sync_shutdown() {
     assert_eq!(top["path"], "memory/2026-05-01.md");
     assert_eq!(top["start_line"], 1);
     assert_eq!(top["end_line"], 2);
-    assert!(top["event_time"].as_str().unwrap().starts_with("2026-05-01"));
+    assert!(top["event_time"]
+        .as_str()
+        .unwrap()
+        .starts_with("2026-05-01"));
 
-    let g = s.ok("get", json!({"path": "memory/2026-05-01.md", "from": 2, "lines": 1}));
+    let g = s.ok(
+        "get",
+        json!({"path": "memory/2026-05-01.md", "from": 2, "lines": 1}),
+    );
     assert_eq!(g["text"], "She prefers Tuesday meetings.");
     let g = s.ok("get", json!({"id": id}));
     assert_eq!(g["record"]["text"], "Bob's favourite colour is green");
@@ -127,7 +145,9 @@ fn save_search_get_forget_status_sync_shutdown() {
     let status = s.child.wait().unwrap();
     assert!(status.success());
     // Shutdown checkpointed: the HDF5 file alone holds the records, the log is empty.
-    let wal = std::fs::metadata(dir.path().join("main.h5.wal")).unwrap().len();
+    let wal = std::fs::metadata(dir.path().join("main.h5.wal"))
+        .unwrap()
+        .len();
     assert_eq!(wal, 16);
 }
 

@@ -100,7 +100,10 @@ impl Bm25Index {
         let Some(Some(len)) = self.doc_len.get(d).copied() else {
             return;
         };
-        let mut seen: Vec<u32> = tokens.iter().filter_map(|t| self.vocab.get(t).copied()).collect();
+        let mut seen: Vec<u32> = tokens
+            .iter()
+            .filter_map(|t| self.vocab.get(t).copied())
+            .collect();
         seen.sort_unstable();
         seen.dedup();
         for term in seen {
@@ -134,7 +137,10 @@ impl Bm25Index {
         if k == 0 || self.live_docs == 0 {
             return Vec::new();
         }
-        let mut terms: Vec<u32> = query_tokens.iter().filter_map(|t| self.vocab.get(t).copied()).collect();
+        let mut terms: Vec<u32> = query_tokens
+            .iter()
+            .filter_map(|t| self.vocab.get(t).copied())
+            .collect();
         terms.sort_unstable();
         terms.dedup();
         if terms.is_empty() {

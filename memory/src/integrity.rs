@@ -127,20 +127,31 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// True when nothing was tampered with.
     pub fn ok(&self) -> bool {
-        self.signature_valid && self.root_matches && self.changed.is_empty() && self.added.is_empty() && self.removed.is_empty()
+        self.signature_valid
+            && self.root_matches
+            && self.changed.is_empty()
+            && self.added.is_empty()
+            && self.removed.is_empty()
     }
 }
 
 /// Check `records` against `manifest`; `expected_key` pins the signer.
-pub fn verify(records: &[Record], manifest: &SignedManifest, expected_key: Option<&[u8; 32]>) -> VerifyReport {
+pub fn verify(
+    records: &[Record],
+    manifest: &SignedManifest,
+    expected_key: Option<&[u8; 32]>,
+) -> VerifyReport {
     let leaves: Vec<[u8; 32]> = manifest.records.iter().map(|x| x.1).collect();
     let root_matches = merkle_root(&leaves) == manifest.root;
     let key_ok = expected_key.is_none_or(|k| k == &manifest.public_key);
     let signature_valid = key_ok
         && VerifyingKey::from_bytes(&manifest.public_key)
             .map(|vk| {
-                vk.verify(&message(manifest.generation, &manifest.root), &Signature::from_bytes(&manifest.signature))
-                    .is_ok()
+                vk.verify(
+                    &message(manifest.generation, &manifest.root),
+                    &Signature::from_bytes(&manifest.signature),
+                )
+                .is_ok()
             })
             .unwrap_or(false);
     let signed: BTreeMap<u64, [u8; 32]> = manifest.records.iter().copied().collect();
@@ -160,7 +171,11 @@ pub fn verify(records: &[Record], manifest: &SignedManifest, expected_key: Optio
             None => report.added.push(r.id),
         }
     }
-    report.removed = signed.keys().filter(|id| !seen.contains(id)).copied().collect();
+    report.removed = signed
+        .keys()
+        .filter(|id| !seen.contains(id))
+        .copied()
+        .collect();
     report
 }
 
@@ -187,12 +202,16 @@ pub fn load_or_create_key(path: &Path) -> Result<SigningKey> {
     if path.exists() {
         let s = std::fs::read_to_string(path).map_err(io_err(path))?;
         let seed = from_hex::<32>(&s).ok_or_else(|| {
-            MemoryError::InvalidInput(format!("{} does not hold a 64-hex-digit Ed25519 seed", path.display()))
+            MemoryError::InvalidInput(format!(
+                "{} does not hold a 64-hex-digit Ed25519 seed",
+                path.display()
+            ))
         })?;
         return Ok(SigningKey::from_bytes(&seed));
     }
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| MemoryError::InvalidInput(format!("no randomness for a key: {e}")))?;
+    getrandom::fill(&mut seed)
+        .map_err(|e| MemoryError::InvalidInput(format!("no randomness for a key: {e}")))?;
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -272,7 +291,9 @@ mod tests {
         let mut m = sign(&recs, 1, &key);
         m.root[0] ^= 1;
         assert!(!verify(&recs, &m, None).signature_valid);
-        let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key().to_bytes();
+        let other = SigningKey::from_bytes(&[8u8; 32])
+            .verifying_key()
+            .to_bytes();
         let m = sign(&recs, 1, &key);
         assert!(!verify(&recs, &m, Some(&other)).signature_valid);
     }

@@ -201,14 +201,26 @@ mod tests {
 
     #[test]
     fn source_round_trip() {
-        for s in ["conversation", "user_correction", "document", "tool", "system", "email"] {
+        for s in [
+            "conversation",
+            "user_correction",
+            "document",
+            "tool",
+            "system",
+            "email",
+        ] {
             assert_eq!(Source::parse(s).as_str(), s);
         }
     }
 
     #[test]
     fn tier_codes_round_trip() {
-        for t in [Tier::Working, Tier::Episodic, Tier::Semantic, Tier::Archived] {
+        for t in [
+            Tier::Working,
+            Tier::Episodic,
+            Tier::Semantic,
+            Tier::Archived,
+        ] {
             assert_eq!(Tier::from_code(t.code()), Some(t));
         }
         assert_eq!(Tier::from_code(9), None);

@@ -99,9 +99,18 @@ pub struct Candidates {
 pub type Fused = (u32, f32, Option<f32>, Option<f32>);
 
 /// Combine candidate lists into one ranking.
-pub fn fuse(c: &Candidates, mode: SearchMode, vector_weight: f32, keyword_weight: f32, rrf_k: f32) -> Vec<Fused> {
+pub fn fuse(
+    c: &Candidates,
+    mode: SearchMode,
+    vector_weight: f32,
+    keyword_weight: f32,
+    rrf_k: f32,
+) -> Vec<Fused> {
     use std::collections::HashMap;
-    let mut by_row: HashMap<u32, (Option<f32>, Option<f32>, Option<usize>, Option<usize>)> = HashMap::new();
+    /// Per row: keyword score, vector score, keyword rank, vector rank.
+    type Evidence = (Option<f32>, Option<f32>, Option<usize>, Option<usize>);
+    let mut by_row: HashMap<u32, Evidence> =
+        HashMap::new();
     for (rank, &(row, s)) in c.keyword.iter().enumerate() {
         let e = by_row.entry(row).or_default();
         e.0 = Some(s);

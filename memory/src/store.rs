@@ -15,7 +15,9 @@ use crate::schema::{self, Snapshot, StoreMeta, SCHEMA_VERSION};
 use crate::search::{fuse, Candidates, SearchHit, SearchMode, SearchQuery};
 use crate::tokenize::Tokenizer;
 use crate::vectors::{normalize, VectorTable};
-use crate::wal::{sync_dir, DurableTicket, Durability, Recovery, RecordChange, Wal, WalEntry, WalOp};
+use crate::wal::{
+    sync_dir, Durability, DurableTicket, RecordChange, Recovery, Wal, WalEntry, WalOp,
+};
 
 /// How to open a store.
 #[derive(Clone, Debug)]
@@ -167,7 +169,11 @@ impl Store {
                 reason: "it is a directory".into(),
             });
         }
-        let lock = if opts.read_only { None } else { Some(take_lock(path)?) };
+        let lock = if opts.read_only {
+            None
+        } else {
+            Some(take_lock(path)?)
+        };
         if !exists {
             let snap = Snapshot {
                 meta: StoreMeta {
@@ -279,7 +285,7 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                self.index_record(r, true);
+                self.index_record(*r, true);
             }
             WalOp::Update { id, change } => self.apply_change(id, change)?,
             WalOp::Delete { id } => self.apply_delete(id),
@@ -298,7 +304,8 @@ impl Store {
                 "embedding has {dim} dimensions, the store holds {d}-dimensional vectors"
             ))),
             None => {
-                let d = u32::try_from(dim).map_err(|_| MemoryError::Embedding("dimension too large".into()))?;
+                let d = u32::try_from(dim)
+                    .map_err(|_| MemoryError::Embedding("dimension too large".into()))?;
                 if d == 0 {
                     return Err(MemoryError::Embedding("empty embedding".into()));
                 }
@@ -369,7 +376,12 @@ impl Store {
     }
 
     fn drain_pending_access(&mut self) {
-        let pending = std::mem::take(&mut *self.pending_access.lock().unwrap_or_else(|p| p.into_inner()));
+        let pending = std::mem::take(
+            &mut *self
+                .pending_access
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
         for (ids, at) in pending {
             self.apply_access(&ids, at);
         }
@@ -457,7 +469,9 @@ impl Store {
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
         let text = m.text.trim();
         if text.is_empty() {
-            return Err(MemoryError::InvalidInput("a memory's text must not be empty".into()));
+            return Err(MemoryError::InvalidInput(
+                "a memory's text must not be empty".into(),
+            ));
         }
         if text.len() > 1 << 20 {
             return Err(MemoryError::InvalidInput(format!(
@@ -467,19 +481,35 @@ impl Store {
         }
         if let Some(imp) = m.importance {
             if !(0.0..=1.0).contains(&imp) {
-                return Err(MemoryError::InvalidInput(format!("importance {imp} is outside [0, 1]")));
+                return Err(MemoryError::InvalidInput(format!(
+                    "importance {imp} is outside [0, 1]"
+                )));
             }
         }
-        let agent = m.agent.clone().unwrap_or_else(|| self.opts.default_agent.clone());
+        let agent = m
+            .agent
+            .clone()
+            .unwrap_or_else(|| self.opts.default_agent.clone());
         let session = m.session.clone().unwrap_or_default();
         let source = Source::parse(m.source.as_deref().unwrap_or(""));
-        if let Some(&id) = self.dedup.get(&dedup_key(&agent, &session, source.as_str(), text)) {
-            return Ok((SaveOutcome { id, deduplicated: true }, None));
+        if let Some(&id) = self
+            .dedup
+            .get(&dedup_key(&agent, &session, source.as_str(), text))
+        {
+            return Ok((
+                SaveOutcome {
+                    id,
+                    deduplicated: true,
+                },
+                None,
+            ));
         }
         let mut embedding = m.embedding.clone();
         if let Some(e) = embedding.as_mut() {
             if e.iter().any(|x| !x.is_finite()) {
-                return Err(MemoryError::InvalidInput("embedding contains NaN or infinity".into()));
+                return Err(MemoryError::InvalidInput(
+                    "embedding contains NaN or infinity".into(),
+                ));
             }
             self.ensure_dim(e.len())?;
             normalize(e);
@@ -504,8 +534,14 @@ impl Store {
             embedding,
         };
         let id = record.id;
-        let ticket = self.log_and_apply(WalOp::Save(record))?;
-        Ok((SaveOutcome { id, deduplicated: false }, Some(ticket)))
+        let ticket = self.log_and_apply(WalOp::Save(Box::new(record)))?;
+        Ok((
+            SaveOutcome {
+                id,
+                deduplicated: false,
+            },
+            Some(ticket),
+        ))
     }
 
     /// Forget (tombstone) a record. Returns false when no live record has this id.
@@ -527,7 +563,9 @@ impl Store {
         }
         if let RecordChange::Text { text, .. } = &change {
             if text.trim().is_empty() {
-                return Err(MemoryError::InvalidInput("a memory's text must not be empty".into()));
+                return Err(MemoryError::InvalidInput(
+                    "a memory's text must not be empty".into(),
+                ));
             }
         }
         self.log_and_apply(WalOp::Update { id, change })?.wait()?;
@@ -540,7 +578,11 @@ impl Store {
         if q.k == 0 {
             return Ok(Vec::new());
         }
-        let allow = |row: u32| self.records.get(row as usize).is_some_and(|r| q.filter.matches(r));
+        let allow = |row: u32| {
+            self.records
+                .get(row as usize)
+                .is_some_and(|r| q.filter.matches(r))
+        };
         let pool = (q.k * 4).max(50);
         let mut cand = Candidates::default();
         if q.mode != SearchMode::Vector {
@@ -557,7 +599,13 @@ impl Store {
             }
         }
         let c = &self.meta.config;
-        let fused = fuse(&cand, q.mode, c.fusion_vector_weight, c.fusion_keyword_weight, c.rrf_k);
+        let fused = fuse(
+            &cand,
+            q.mode,
+            c.fusion_vector_weight,
+            c.fusion_keyword_weight,
+            c.rrf_k,
+        );
         let hits: Vec<SearchHit> = fused
             .into_iter()
             .filter(|f| q.min_score.is_none_or(|m| f.1 >= m))
@@ -573,7 +621,10 @@ impl Store {
             if !hits.is_empty() {
                 let ids: Vec<u64> = hits.iter().map(|h| h.record.id).collect();
                 let at = now_ms();
-                wal.append(WalOp::Access { ids: ids.clone(), at })?;
+                wal.append(WalOp::Access {
+                    ids: ids.clone(),
+                    at,
+                })?;
                 self.pending_access
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -583,7 +634,12 @@ impl Store {
         Ok(hits)
     }
 
-    fn vector_candidates(&self, query: &[f32], pool: usize, allow: &dyn Fn(u32) -> bool) -> Result<Vec<(u32, f32)>> {
+    fn vector_candidates(
+        &self,
+        query: &[f32],
+        pool: usize,
+        allow: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>> {
         if self.vectors.dim() == 0 {
             return Ok(Vec::new());
         }
@@ -621,9 +677,13 @@ impl Store {
     pub fn put_extension(&mut self, name: &str, payload: Vec<u8>) -> Result<()> {
         let valid = !name.is_empty()
             && name.len() <= 64
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !valid {
-            return Err(MemoryError::InvalidInput(format!("bad extension name {name:?}")));
+            return Err(MemoryError::InvalidInput(format!(
+                "bad extension name {name:?}"
+            )));
         }
         self.log_and_apply(WalOp::Extension {
             name: name.to_string(),
@@ -636,7 +696,9 @@ impl Store {
     /// Numbers describing the store.
     pub fn stats(&self) -> StoreStats {
         let file_bytes = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
-        let wal_bytes = std::fs::metadata(wal_path(&self.path)).map(|m| m.len()).unwrap_or(0);
+        let wal_bytes = std::fs::metadata(wal_path(&self.path))
+            .map(|m| m.len())
+            .unwrap_or(0);
         let live = self.len();
         StoreStats {
             path: self.path.clone(),
@@ -676,7 +738,10 @@ impl Store {
         self.writer()?;
         self.drain_pending_access();
         // Access entries logged by searches count too.
-        let logged = self.wal.as_ref().map_or(0, |w| w.next_lsn().saturating_sub(1));
+        let logged = self
+            .wal
+            .as_ref()
+            .map_or(0, |w| w.next_lsn().saturating_sub(1));
         let lsn = self.last_lsn.max(logged);
         let must_sign = self
             .opts
@@ -722,7 +787,10 @@ impl Store {
 
 /// Verify the signature of the store file at `path` (the HDF5 file as last checkpointed, not its log).
 /// `Ok(None)` when the file is not signed.
-pub fn verify_store(path: &Path, expected_key: Option<&[u8; 32]>) -> Result<Option<crate::integrity::VerifyReport>> {
+pub fn verify_store(
+    path: &Path,
+    expected_key: Option<&[u8; 32]>,
+) -> Result<Option<crate::integrity::VerifyReport>> {
     if !path.exists() {
         return Err(MemoryError::NotFound(path.to_path_buf()));
     }

@@ -65,17 +65,19 @@ pub struct Tokenizer {
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tokenizer").field("config", &self.config).finish()
+        f.debug_struct("Tokenizer")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had",
-    "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
-    "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they",
-    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "will", "with", "you",
-    "your", "how", "about", "been", "would", "could", "should", "am", "any", "can", "just", "than",
-    "too", "very", "him", "us",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its", "me",
+    "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who",
+    "will", "with", "you", "your", "how", "about", "been", "would", "could", "should", "am", "any",
+    "can", "just", "than", "too", "very", "him", "us",
 ];
 
 /// True for scripts written without spaces, which we index as character bigrams.
@@ -179,12 +181,18 @@ mod tests {
 
     #[test]
     fn folds_accents_and_case() {
-        assert_eq!(plain().tokens("Café RÉSUMÉ naïve"), vec!["cafe", "resume", "naive"]);
+        assert_eq!(
+            plain().tokens("Café RÉSUMÉ naïve"),
+            vec!["cafe", "resume", "naive"]
+        );
     }
 
     #[test]
     fn cjk_becomes_bigrams() {
-        assert_eq!(plain().tokens("東京タワー"), vec!["東京", "京タ", "タワ", "ワー"]);
+        assert_eq!(
+            plain().tokens("東京タワー"),
+            vec!["東京", "京タ", "タワ", "ワー"]
+        );
         assert_eq!(plain().tokens("我 喜欢"), vec!["我", "喜欢"]);
         assert_eq!(plain().tokens("hello世界"), vec!["hello", "世界"]);
     }
@@ -192,8 +200,14 @@ mod tests {
     #[test]
     fn stems_and_drops_stop_words() {
         let t = Tokenizer::new(TokenizerConfig::default());
-        assert_eq!(t.tokens("The runners were running to Paris"), vec!["runner", "run", "pari"]);
-        assert_eq!(t.tokens("Alice's dog doesn't bark"), vec!["alic", "dog", "doesnt", "bark"]);
+        assert_eq!(
+            t.tokens("The runners were running to Paris"),
+            vec!["runner", "run", "pari"]
+        );
+        assert_eq!(
+            t.tokens("Alice's dog doesn't bark"),
+            vec!["alic", "dog", "doesnt", "bark"]
+        );
     }
 
     #[test]
@@ -206,7 +220,10 @@ mod tests {
     fn config_description_round_trips() {
         for stemming in [false, true] {
             for stop_words in [false, true] {
-                let c = TokenizerConfig { stemming, stop_words };
+                let c = TokenizerConfig {
+                    stemming,
+                    stop_words,
+                };
                 assert_eq!(TokenizerConfig::from_description(&c.describe()), Some(c));
             }
         }

@@ -69,7 +69,7 @@ pub enum RecordChange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WalOp {
     /// A new record.
-    Save(Record),
+    Save(Box<Record>),
     /// A change to a record.
     Update { id: u64, change: RecordChange },
     /// A record forgotten (tombstoned).
@@ -158,13 +158,18 @@ fn decode_frame(b: &[u8]) -> std::result::Result<(WalEntry, usize), String> {
     }
     let end = 8 + len as usize;
     if b.len() < end {
-        return Err(format!("torn frame: {} of {} payload bytes", b.len() - 8, len));
+        return Err(format!(
+            "torn frame: {} of {} payload bytes",
+            b.len() - 8,
+            len
+        ));
     }
     let payload = &b[8..end];
     if crc32fast::hash(payload) != crc {
         return Err("CRC mismatch".into());
     }
-    let entry: WalEntry = postcard::from_bytes(payload).map_err(|e| format!("undecodable entry: {e}"))?;
+    let entry: WalEntry =
+        postcard::from_bytes(payload).map_err(|e| format!("undecodable entry: {e}"))?;
     Ok((entry, end))
 }
 
@@ -261,7 +266,11 @@ impl Wal {
     /// Open (creating if absent) the log at `path` for appending, after recovering it: a torn or corrupt tail is
     /// cut off. Returns the log and what recovery found. `checkpoint_lsn` is the LSN the HDF5 file holds; a new
     /// log starts there.
-    pub fn open(path: &Path, checkpoint_lsn: u64, durability: Durability) -> Result<(Wal, Recovery)> {
+    pub fn open(
+        path: &Path,
+        checkpoint_lsn: u64,
+        durability: Durability,
+    ) -> Result<(Wal, Recovery)> {
         let recovery = if path.exists() {
             read_log(path)?
         } else {
@@ -281,7 +290,8 @@ impl Wal {
             file.set_len(recovery.good_len).map_err(io_err(path))?;
             file.sync_all().map_err(io_err(path))?;
         }
-        file.seek(SeekFrom::Start(recovery.good_len)).map_err(io_err(path))?;
+        file.seek(SeekFrom::Start(recovery.good_len))
+            .map_err(io_err(path))?;
         let last = recovery
             .entries
             .last()
@@ -332,19 +342,34 @@ impl Wal {
 
     /// Bytes in the log file.
     pub fn len_bytes(&self) -> u64 {
-        self.shared.appender.lock().unwrap_or_else(|p| p.into_inner()).len
+        self.shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len
     }
 
     /// The LSN the next append will get.
     pub fn next_lsn(&self) -> u64 {
-        self.shared.appender.lock().unwrap_or_else(|p| p.into_inner()).next_lsn
+        self.shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_lsn
     }
 
     /// Append one operation (written to the OS, not yet necessarily on disk); returns a ticket to wait for
     /// durability per the log's mode.
     pub fn append(&self, op: WalOp) -> Result<DurableTicket> {
-        let mut a = self.shared.appender.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = WalEntry { lsn: a.next_lsn, op };
+        let mut a = self
+            .shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let entry = WalEntry {
+            lsn: a.next_lsn,
+            op,
+        };
         let frame = encode_frame(&entry).map_err(|reason| MemoryError::Wal {
             path: self.shared.path.clone(),
             reason,
@@ -375,7 +400,11 @@ impl Wal {
     /// Replace the log by an empty one whose base is `checkpoint_lsn` (called after the HDF5 file durably holds
     /// everything up to it). Crash-safe: the new log is written aside and renamed over the old.
     pub fn reset(&self, checkpoint_lsn: u64) -> Result<()> {
-        let mut a = self.shared.appender.lock().unwrap_or_else(|p| p.into_inner());
+        let mut a = self
+            .shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let path = &self.shared.path;
         let tmp = path.with_extension("wal.tmp");
         write_fresh(&tmp, checkpoint_lsn)?;

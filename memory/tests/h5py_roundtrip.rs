@@ -32,8 +32,8 @@ with h5py.File(sys.argv[1], "r") as f:
         "text": list(r["text"].asstr()[:]),
         "created_at": [int(x) for x in r["created_at"][:]],
         "event_time": [int(x) for x in r["event_time"][:]],
-        "source": list(r["source"].asstr()[:]),
-        "session": list(r["session"].asstr()[:]),
+        "source": [f["/dictionaries/source"].asstr()[i] for i in r["source"][:]],
+        "session": [f["/dictionaries/session"].asstr()[i] for i in r["session"][:]],
         "tombstone": [int(x) for x in r["tombstone"][:]],
         "dim": int(f["/config"].attrs["embedding_dim"]),
         "embedding": [[float(v) for v in row] for row in r["embedding"][:]] if "embedding" in r else None,
@@ -59,8 +59,19 @@ fn h5py_reads_every_saved_record() {
     for (i, t) in texts.iter().enumerate() {
         s.save(NewMemory {
             session: Some(format!("session-{i}")),
-            source: Some(if i % 2 == 0 { "conversation" } else { "user_correction" }.into()),
-            event_time: if i == 1 { Some(1_700_000_000_000) } else { None },
+            source: Some(
+                if i % 2 == 0 {
+                    "conversation"
+                } else {
+                    "user_correction"
+                }
+                .into(),
+            ),
+            event_time: if i == 1 {
+                Some(1_700_000_000_000)
+            } else {
+                None
+            },
             embedding: Some(vec![i as f32 + 1.0, 1.0, 0.0, 0.5]),
             ..NewMemory::text(*t)
         })
@@ -71,8 +82,17 @@ fn h5py_reads_every_saved_record() {
     let expected: Vec<_> = s.records().to_vec();
     s.close().unwrap();
 
-    let out = Command::new("python3").arg("-c").arg(DUMP).arg(&p).output().unwrap();
-    assert!(out.status.success(), "h5py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(DUMP)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "h5py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["format"], "clawhdf5 agent memory store");
@@ -81,13 +101,21 @@ fn h5py_reads_every_saved_record() {
         assert_eq!(v["id"][i].as_u64(), Some(r.id));
         assert_eq!(v["text"][i].as_str(), Some(r.text.as_str()));
         assert_eq!(v["created_at"][i].as_i64(), Some(r.created_at));
-        assert_eq!(v["event_time"][i].as_i64(), Some(r.event_time.unwrap_or(i64::MIN)));
+        assert_eq!(
+            v["event_time"][i].as_i64(),
+            Some(r.event_time.unwrap_or(i64::MIN))
+        );
         assert_eq!(v["source"][i].as_str(), Some(r.source.as_str()));
         assert_eq!(v["session"][i].as_str(), Some(r.session.as_str()));
         assert_eq!(v["tombstone"][i].as_u64(), Some(u64::from(r.tombstone)));
     }
     assert_eq!(v["dim"], 4);
     // Stored unit-length in f16: row 0 was (1, 1, 0, 0.5) / 1.5.
-    let row0: Vec<f64> = v["embedding"][0].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let row0: Vec<f64> = v["embedding"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     assert!((row0[0] - 1.0 / 1.5).abs() < 1e-3, "{row0:?}");
 }

@@ -2,7 +2,8 @@
 
 use clawhdf5_memory::wal::RecordChange;
 use clawhdf5_memory::{
-    Durability, Filter, MemoryError, NewMemory, SearchMode, SearchQuery, Store, StoreConfig, StoreOptions,
+    Durability, Filter, MemoryError, NewMemory, SearchMode, SearchQuery, Store, StoreConfig,
+    StoreOptions,
 };
 
 fn keyword(q: &str, k: usize) -> SearchQuery {
@@ -16,8 +17,12 @@ fn save_search_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.h5");
     let mut s = Store::open(&p).unwrap();
-    let a = s.save(NewMemory::text("Alice moved to Berlin in March")).unwrap();
-    let b = s.save(NewMemory::text("Bob adopted a greyhound named Pixel")).unwrap();
+    let a = s
+        .save(NewMemory::text("Alice moved to Berlin in March"))
+        .unwrap();
+    let b = s
+        .save(NewMemory::text("Bob adopted a greyhound named Pixel"))
+        .unwrap();
     assert_ne!(a.id, b.id);
     let hits = s.search(&keyword("where did alice move", 5)).unwrap();
     assert_eq!(hits[0].record.id, a.id);
@@ -54,8 +59,12 @@ fn forget_update_and_dedup() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.h5");
     let mut s = Store::open(&p).unwrap();
-    let a = s.save(NewMemory::text("the wifi password is hunter2")).unwrap();
-    let dup = s.save(NewMemory::text("the wifi password is hunter2")).unwrap();
+    let a = s
+        .save(NewMemory::text("the wifi password is hunter2"))
+        .unwrap();
+    let dup = s
+        .save(NewMemory::text("the wifi password is hunter2"))
+        .unwrap();
     assert!(dup.deduplicated);
     assert_eq!(dup.id, a.id);
     s.update(
@@ -71,7 +80,10 @@ fn forget_update_and_dedup() {
     assert!(s.forget(a.id).unwrap());
     assert!(!s.forget(a.id).unwrap());
     assert!(s.search(&keyword("password", 3)).unwrap().is_empty());
-    assert!(matches!(s.update(a.id, RecordChange::Importance(0.9)), Err(MemoryError::NoSuchRecord(_))));
+    assert!(matches!(
+        s.update(a.id, RecordChange::Importance(0.9)),
+        Err(MemoryError::NoSuchRecord(_))
+    ));
     s.close().unwrap();
     let s = Store::open(&p).unwrap();
     assert_eq!(s.len(), 0);
@@ -86,7 +98,11 @@ fn filters_are_exact() {
         s.save(NewMemory {
             text: format!("coffee note {i}"),
             session: Some(session.to_string()),
-            tags: if i == 2 { vec!["pinned".into()] } else { vec![] },
+            tags: if i == 2 {
+                vec!["pinned".into()]
+            } else {
+                vec![]
+            },
             event_time: Some(1_000 * i as i64),
             ..NewMemory::default()
         })
@@ -124,11 +140,17 @@ fn second_writer_is_refused() {
 fn read_only_refuses_changes_and_missing_store_is_not_created() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("absent.h5");
-    assert!(matches!(Store::open_read_only(&p), Err(MemoryError::NotFound(_))));
+    assert!(matches!(
+        Store::open_read_only(&p),
+        Err(MemoryError::NotFound(_))
+    ));
     assert!(!p.exists());
     Store::open(&p).unwrap().close().unwrap();
     let mut s = Store::open_read_only(&p).unwrap();
-    assert!(matches!(s.save(NewMemory::text("x")), Err(MemoryError::ReadOnly(_))));
+    assert!(matches!(
+        s.save(NewMemory::text("x")),
+        Err(MemoryError::ReadOnly(_))
+    ));
 }
 
 #[test]
@@ -136,12 +158,16 @@ fn not_a_store_and_corrupt_files_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.h5");
     std::fs::write(&p, b"plain text").unwrap();
-    assert!(matches!(Store::open(&p), Err(MemoryError::NotAStore { .. })));
+    assert!(matches!(
+        Store::open(&p),
+        Err(MemoryError::NotAStore { .. })
+    ));
     // A real store cut in half is an error, not a panic.
     let q = dir.path().join("y.h5");
     let mut s = Store::open(&q).unwrap();
     for i in 0..50 {
-        s.save(NewMemory::text(format!("memory number {i}"))).unwrap();
+        s.save(NewMemory::text(format!("memory number {i}")))
+            .unwrap();
     }
     s.close().unwrap();
     let bytes = std::fs::read(&q).unwrap();

@@ -1,5 +1,6 @@
 //! Subcommands of the `clawhdf5` program.
 
+mod mcp;
 mod records;
 mod save;
 mod search;
@@ -39,6 +40,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Create (or show) an Ed25519 signing key; prints its public key.
     Keygen(verify::KeygenArgs),
+    /// Model Context Protocol server over stdio (tools memory_search, memory_get, memory_store, memory_forget).
+    Mcp(mcp::McpArgs),
     /// JSON-RPC 2.0 server over stdio (one store per agent under --dir); what the OpenClaw plugin runs.
     Serve(serve::ServeArgs),
 }
@@ -80,6 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Search(a) => search::run(a),
         Command::Stats(a) => stats::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Get(a) => records::get(a),
         Command::Verify(a) => verify::verify(a),
         Command::Keygen(a) => verify::keygen(a),
@@ -91,7 +95,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// The first non-empty line of a message, without clap's "error: " prefix.
 pub fn first_line(s: &str) -> String {
-    let line = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = s
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     line.strip_prefix("error: ").unwrap_or(line).to_string()
 }
 

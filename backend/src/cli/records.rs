@@ -71,7 +71,11 @@ pub fn forget(a: ForgetArgs) -> anyhow::Result<()> {
         (None, Some(q)) => {
             let mut sq = SearchQuery::new(q.clone(), a.limit);
             sq.min_score = Some(a.min_score);
-            store.search(&sq)?.into_iter().map(|h| h.record.id).collect()
+            store
+                .search(&sq)?
+                .into_iter()
+                .map(|h| h.record.id)
+                .collect()
         }
         (None, None) => bail!("give an id or --query"),
     };
@@ -87,7 +91,12 @@ pub fn forget(a: ForgetArgs) -> anyhow::Result<()> {
     } else if forgotten.is_empty() {
         println!("nothing forgotten");
     } else {
-        println!("forgot {} memor{}: {:?}", forgotten.len(), if forgotten.len() == 1 { "y" } else { "ies" }, forgotten);
+        println!(
+            "forgot {} memor{}: {:?}",
+            forgotten.len(),
+            if forgotten.len() == 1 { "y" } else { "ies" },
+            forgotten
+        );
     }
     if a.id.is_some() && forgotten.is_empty() {
         bail!("no memory with id {}", a.id.unwrap_or_default());
@@ -111,7 +120,9 @@ pub struct ExportArgs {
 pub fn export(a: ExportArgs) -> anyhow::Result<()> {
     let store = Store::open_read_only(&a.store.store)?;
     let sink: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?),
+        Some(p) => Box::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        ),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = BufWriter::new(sink);
@@ -121,7 +132,9 @@ pub fn export(a: ExportArgs) -> anyhow::Result<()> {
             continue;
         }
         let mut v = record_json(r);
-        if let (Some(e), serde_json::Value::Object(m)) = (store.get(r.id).and_then(|x| x.embedding), &mut v) {
+        if let (Some(e), serde_json::Value::Object(m)) =
+            (store.get(r.id).and_then(|x| x.embedding), &mut v)
+        {
             m.insert("embedding".into(), serde_json::json!(e));
         }
         if r.tombstone {
@@ -176,7 +189,8 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     let reader: Box<dyn BufRead> = if a.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        let f = std::fs::File::open(&a.file).with_context(|| format!("cannot open {}", a.file.display()))?;
+        let f = std::fs::File::open(&a.file)
+            .with_context(|| format!("cannot open {}", a.file.display()))?;
         Box::new(std::io::BufReader::new(f))
     };
     let total = if a.file.as_os_str() == "-" {
@@ -197,8 +211,10 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         (true, _) => indicatif::ProgressBar::hidden(),
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} importing [{bar:30}] {bytes}/{total_bytes} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} importing [{bar:30}] {bytes}/{total_bytes} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let (mut added, mut dup, mut skipped) = (0usize, 0usize, 0usize);
     for (i, line) in reader.lines().enumerate() {
@@ -207,8 +223,8 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         if line.trim().is_empty() {
             continue;
         }
-        let l: ImportLine =
-            serde_json::from_str(&line).with_context(|| format!("line {}: not a memory object", i + 1))?;
+        let l: ImportLine = serde_json::from_str(&line)
+            .with_context(|| format!("line {}: not a memory object", i + 1))?;
         if l.forgotten {
             skipped += 1;
             continue;
@@ -216,9 +232,9 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         let event_time = match &l.event_time {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::Number(n)) => n.as_i64(),
-            Some(serde_json::Value::String(s)) => {
-                Some(parse_time(s).with_context(|| format!("line {}: bad event_time {s:?}", i + 1))?)
-            }
+            Some(serde_json::Value::String(s)) => Some(
+                parse_time(s).with_context(|| format!("line {}: bad event_time {s:?}", i + 1))?,
+            ),
             Some(_) => bail!("line {}: event_time must be a string or a number", i + 1),
         };
         let out = store

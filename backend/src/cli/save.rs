@@ -33,7 +33,9 @@ pub struct SaveArgs {
 
 pub fn run(a: SaveArgs) -> anyhow::Result<()> {
     let event_time = match &a.event_time {
-        Some(s) => Some(parse_time(s).with_context(|| format!("--event-time {s:?} is not a date or time"))?),
+        Some(s) => Some(
+            parse_time(s).with_context(|| format!("--event-time {s:?} is not a date or time"))?,
+        ),
         None => None,
     };
     let mut store = Store::open_with(&a.store.store, a.write.store_options()?)?;

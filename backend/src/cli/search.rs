@@ -55,7 +55,13 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
         println!("no results");
     } else {
         for (i, h) in hits.iter().enumerate() {
-            println!("{:>2}. [{:.3}] #{} {}", i + 1, h.score, h.record.id, h.record.text);
+            println!(
+                "{:>2}. [{:.3}] #{} {}",
+                i + 1,
+                h.score,
+                h.record.id,
+                h.record.text
+            );
         }
     }
     Ok(())

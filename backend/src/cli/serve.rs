@@ -31,15 +31,21 @@ pub struct ServeArgs {
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<()> {
-    let durability = Durability::parse(&a.durability)
-        .ok_or_else(|| anyhow::anyhow!("--durability {:?}: use every-save, <N>ms or none", a.durability))?;
+    let durability = Durability::parse(&a.durability).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--durability {:?}: use every-save, <N>ms or none",
+            a.durability
+        )
+    })?;
     let opts = StoreOptions {
         durability,
         auto_checkpoint_bytes: a.checkpoint_bytes,
         ..a.write.store_options()?
     };
     let backend = Arc::new(HdfBackend::new(&a.dir, a.workspace, opts)?);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(serve(
         backend,
         tokio::io::stdin(),

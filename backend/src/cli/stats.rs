@@ -28,8 +28,13 @@ pub fn run(a: StatsArgs) -> anyhow::Result<()> {
         println!("schema version: {}", s.schema_version);
         println!("generation:     {}", s.generation);
         match (&s.embedding_model, s.embedding_dim) {
-            (Some(m), Some(d)) => println!("embeddings:     {} of {} ({m}, {d} dims)", s.embedded, s.records),
-            (None, Some(d)) => println!("embeddings:     {} of {} ({d} dims)", s.embedded, s.records),
+            (Some(m), Some(d)) => println!(
+                "embeddings:     {} of {} ({m}, {d} dims)",
+                s.embedded, s.records
+            ),
+            (None, Some(d)) => {
+                println!("embeddings:     {} of {} ({d} dims)", s.embedded, s.records)
+            }
             _ => println!("embeddings:     none (keyword-only)"),
         }
     }

@@ -23,7 +23,10 @@ pub struct VerifyArgs {
 
 pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     let key = match &a.key {
-        Some(k) => Some(from_hex::<32>(k).with_context(|| format!("--key {k:?} is not a 64-hex-digit public key"))?),
+        Some(k) => Some(
+            from_hex::<32>(k)
+                .with_context(|| format!("--key {k:?} is not a 64-hex-digit public key"))?,
+        ),
         None => None,
     };
     let Some(report) = verify_store(&a.store.store, key.as_ref())? else {
@@ -37,9 +40,27 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
     } else {
         println!("signer:     {}", report.public_key);
         println!("generation: {}", report.signed_generation);
-        println!("signature:  {}", if report.signature_valid { "valid" } else { "INVALID" });
-        println!("merkle:     {}", if report.root_matches { "consistent" } else { "INCONSISTENT" });
-        for (what, ids) in [("changed", &report.changed), ("added", &report.added), ("removed", &report.removed)] {
+        println!(
+            "signature:  {}",
+            if report.signature_valid {
+                "valid"
+            } else {
+                "INVALID"
+            }
+        );
+        println!(
+            "merkle:     {}",
+            if report.root_matches {
+                "consistent"
+            } else {
+                "INCONSISTENT"
+            }
+        );
+        for (what, ids) in [
+            ("changed", &report.changed),
+            ("added", &report.added),
+            ("removed", &report.removed),
+        ] {
             if !ids.is_empty() {
                 println!("{what}: {ids:?}");
             }

@@ -46,6 +46,10 @@ pub fn python(script: &str, args: &[&Path]) -> String {
         .args(args)
         .output()
         .expect("python3 runs");
-    assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
