@@ -222,7 +222,8 @@ impl MemoryBackend for HdfBackend {
         blocking(move || {
             let s = store.read().unwrap_or_else(poisoned);
             let st = s.stats();
-            let (files, chunks) = workspace::sync_counts(&s);
+            let (synced, files, chunks) = workspace::sync_counts(&s);
+            let workspace = synced.or(workspace);
             Ok(BackendStatus {
                 backend: "clawhdf5",
                 records: st.records,

@@ -67,6 +67,8 @@ enum DataChange {
         dims: Vec<u64>,
         chunk: Vec<u64>,
         entries: Vec<ChunkEntry>,
+        /// Leaves of the committed chunk B-tree, reused when unchanged.
+        old_leaves: Vec<(u64, Vec<ChunkEntry>)>,
     },
     Layout(Layout),
 }
@@ -320,6 +322,11 @@ impl FileAppender {
         Ok(())
     }
 
+    /// Current shape of a dataset, including rows appended in this session.
+    pub fn shape(&mut self, dataset_path: &str) -> Result<Vec<u64>> {
+        self.current_dims(dataset_path)
+    }
+
     /// Appends rows along dimension 0 of a chunked dataset whose dimension 0 can grow.
     pub fn append_rows(&mut self, dataset_path: &str, rows: Array) -> Result<()> {
         let cur = self.current_dims(dataset_path)?;
@@ -385,16 +392,24 @@ impl FileAppender {
         check_compatible(&dtype, &rows, path)?;
         let elem = dtype.size();
         // Current state (possibly already changed in this session).
-        let (dims, chunk, mut entries) = match self.child(path)? {
+        let (dims, chunk, mut entries, old_leaves): (_, _, Vec<ChunkEntry>, _) = match self
+            .child(path)?
+        {
             Node::Dataset(DatasetState {
                 change:
                     Some(DataChange::Chunked {
                         dims,
                         chunk,
                         entries,
+                        old_leaves,
                     }),
                 ..
-            }) => (dims.clone(), chunk.clone(), entries.clone()),
+            }) => (
+                dims.clone(),
+                chunk.clone(),
+                entries.clone(),
+                std::mem::take(old_leaves),
+            ),
             Node::Dataset(DatasetState {
                 change: Some(DataChange::Layout(_)),
                 ..
@@ -402,11 +417,24 @@ impl FileAppender {
                 return unsupported("changing rows twice in one session of a non-chunked dataset")
             }
             _ => match &layout {
+                Layout::Chunked {
+                    chunk,
+                    index: ChunkIndex::BTreeV1 { addr: bt },
+                } => {
+                    let leaves = crate::btree::v1::chunk_leaves(&self.h5.ctx(), *bt, rank)?;
+                    let entries = leaves.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
+                    (space.dims.clone(), chunk.clone(), entries, leaves)
+                }
                 Layout::Chunked { chunk, .. } => {
                     let d = self.h5.dataset_at(addr)?;
-                    (space.dims.clone(), chunk.clone(), d.chunk_entries()?)
+                    (
+                        space.dims.clone(),
+                        chunk.clone(),
+                        d.chunk_entries()?,
+                        vec![],
+                    )
                 }
-                _ => (space.dims.clone(), vec![], vec![]),
+                _ => (space.dims.clone(), vec![], vec![], vec![]),
             },
         };
         let n0 = rows.shape[0];
@@ -494,6 +522,7 @@ impl FileAppender {
                 dims: new_dims,
                 chunk,
                 entries,
+                old_leaves,
             });
         }
         self.dirty = true;
@@ -754,6 +783,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
             dims,
             chunk,
             entries,
+            old_leaves,
         }) => {
             let elem = elem_size(&msgs)?;
             let mut space = dataspace_of(&msgs)?;
@@ -762,7 +792,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
             space.encode(&mut sb);
             replace_msg(&mut msgs, mtype::DATASPACE, sb);
             let base = sink.base;
-            let root = write_chunk_tree(&entries, &chunk, base, &mut sink.buf);
+            let root = write_chunk_tree(&entries, &chunk, base, &mut sink.buf, &old_leaves);
             let layout = Layout::Chunked {
                 chunk,
                 index: ChunkIndex::BTreeV1 { addr: root },

@@ -116,6 +116,50 @@ macro_rules! ints {
     }};
 }
 
+/// Fixed-width elements through a byte-array constructor (compiles to plain loads).
+fn fixed<const N: usize, T>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    raw.chunks_exact(N)
+        .map(|c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            f(a)
+        })
+        .collect()
+}
+
+/// Little-endian plain-old-data elements: on little-endian hosts one bulk copy.
+fn le_pod<const N: usize, T: bytemuck::Pod>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    if cfg!(target_endian = "little") {
+        bytemuck::pod_collect_to_vec::<u8, T>(&raw[..raw.len() / N * N])
+    } else {
+        fixed::<N, T>(raw, f)
+    }
+}
+
+/// Full-precision integers of a native width, either byte order.
+fn fast_int(raw: &[u8], size: usize, signed: bool, be: bool) -> Option<Data> {
+    macro_rules! pick {
+        ($n:literal, $t:ty, $v:ident) => {
+            Some(Data::$v(if be {
+                fixed::<$n, $t>(raw, <$t>::from_be_bytes)
+            } else {
+                le_pod::<$n, $t>(raw, <$t>::from_le_bytes)
+            }))
+        };
+    }
+    match (size, signed) {
+        (1, true) => pick!(1, i8, I8),
+        (1, false) => Some(Data::U8(raw.to_vec())),
+        (2, true) => pick!(2, i16, I16),
+        (2, false) => pick!(2, u16, U16),
+        (4, true) => pick!(4, i32, I32),
+        (4, false) => pick!(4, u32, U32),
+        (8, true) => pick!(8, i64, I64),
+        (8, false) => pick!(8, u64, U64),
+        _ => None,
+    }
+}
+
 /// Decodes `n` elements of type `dt` from `raw` (exactly `n * dt.size()` bytes).
 pub fn decode(dt: &Datatype, raw: &[u8], n: usize, src: &dyn VlenSource) -> Result<Data> {
     decode_depth(dt, raw, n, src, 0)
@@ -153,6 +197,11 @@ fn decode_depth(
                 None
             };
             let s = *size;
+            if fix.is_none() {
+                if let Some(d) = fast_int(raw, s, *signed, *be) {
+                    return Ok(d);
+                }
+            }
             match (s, signed) {
                 (1, true) => Data::I8(ints!(raw, 1, *be, i8, u8, true, fix)),
                 (1, false) => Data::U8(ints!(raw, 1, *be, u8, u8, false, fix)),
@@ -171,21 +220,12 @@ fn decode_depth(
             mant_size,
             ..
         } => match (size, exp_size, mant_size) {
-            (2, 5, 10) => Data::F16(
-                raw.chunks_exact(2)
-                    .map(|c| f16::from_bits(raw_uint(c, *be) as u16))
-                    .collect(),
-            ),
-            (4, 8, 23) => Data::F32(
-                raw.chunks_exact(4)
-                    .map(|c| f32::from_bits(raw_uint(c, *be) as u32))
-                    .collect(),
-            ),
-            (8, 11, 52) => Data::F64(
-                raw.chunks_exact(8)
-                    .map(|c| f64::from_bits(raw_uint(c, *be)))
-                    .collect(),
-            ),
+            (2, 5, 10) if *be => Data::F16(fixed::<2, _>(raw, f16::from_be_bytes)),
+            (2, 5, 10) => Data::F16(le_pod::<2, _>(raw, f16::from_le_bytes)),
+            (4, 8, 23) if *be => Data::F32(fixed::<4, _>(raw, f32::from_be_bytes)),
+            (4, 8, 23) => Data::F32(le_pod::<4, _>(raw, f32::from_le_bytes)),
+            (8, 11, 52) if *be => Data::F64(fixed::<8, _>(raw, f64::from_be_bytes)),
+            (8, 11, 52) => Data::F64(le_pod::<8, _>(raw, f64::from_le_bytes)),
             _ => {
                 return unsupported(format!(
                 "float layout of {size} bytes, exponent {exp_size} bits, mantissa {mant_size} bits"
@@ -339,15 +379,104 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
                 utf8: values.iter().any(|s| !s.is_ascii()),
             }
         }
-        other => {
-            return unsupported(format!("writing {} data", other.type_name()));
+        Data::Compound(fields) => {
+            if fields.is_empty() {
+                return invalid("compound data needs at least one member");
+            }
+            let n = fields[0].1.len();
+            let mut members = Vec::with_capacity(fields.len());
+            let mut offset = 0usize;
+            for (name, d) in fields {
+                if d.len() != n {
+                    return invalid(format!(
+                        "compound member {name} has {} elements, expected {n}",
+                        d.len()
+                    ));
+                }
+                let dt = dtype_for(d)?;
+                let sz = dt.size();
+                members.push(crate::datatype::Member {
+                    name: name.clone(),
+                    offset,
+                    dtype: dt,
+                });
+                offset += sz;
+            }
+            Datatype::Compound {
+                size: offset,
+                members,
+            }
+        }
+        Data::Enum { values, members } => {
+            let (lo, hi) = members
+                .iter()
+                .map(|(_, v)| *v)
+                .chain(values.iter().copied())
+                .fold((0i64, 0i64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let size = if lo >= i8::MIN as i64 && hi <= i8::MAX as i64 {
+                1
+            } else if lo >= i16::MIN as i64 && hi <= i16::MAX as i64 {
+                2
+            } else if lo >= i32::MIN as i64 && hi <= i32::MAX as i64 {
+                4
+            } else {
+                8
+            };
+            Datatype::Enum {
+                base: Box::new(int(size, true)),
+                members: members.clone(),
+            }
+        }
+        Data::ArrayOf { dims, data } => {
+            if dims.is_empty() || dims.contains(&0) {
+                return invalid("array elements need non-empty, non-zero dims");
+            }
+            Datatype::Array {
+                dims: dims.clone(),
+                base: Box::new(dtype_for(data)?),
+            }
+        }
+        Data::Opaque { size, tag, bytes } => {
+            if *size == 0 || bytes.len() % size != 0 {
+                return invalid("opaque data must be a whole number of elements");
+            }
+            Datatype::Opaque {
+                size: *size,
+                tag: tag.clone(),
+            }
+        }
+        Data::Bitfield { size, .. } => {
+            if !matches!(size, 1 | 2 | 4 | 8) {
+                return invalid("bitfield size must be 1, 2, 4 or 8");
+            }
+            Datatype::Bitfield {
+                size: *size,
+                be: false,
+            }
+        }
+        Data::VarLen(seqs) => {
+            let base = match seqs.first() {
+                Some(d) => dtype_for(d)?,
+                None => int(1, false),
+            };
+            for d in seqs {
+                if dtype_for(d)? != base {
+                    return invalid(
+                        "variable-length sequences must all have the same element type",
+                    );
+                }
+            }
+            Datatype::VarSeq(Box::new(base))
+        }
+        Data::ObjectRef(_) => {
+            return unsupported("writing object references");
         }
     })
 }
 
 /// Encodes `data` as raw little-endian elements of the writer's datatype for it.
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(data.len().saturating_mul(8).min(1 << 30));
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),
@@ -358,6 +487,12 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
         Data::I64(v) => v.iter().for_each(|x| out.put_u64(*x as u64)),
         Data::U64(v) => v.iter().for_each(|x| out.put_u64(*x)),
         Data::F16(v) => v.iter().for_each(|x| out.put_u16(x.to_bits())),
+        Data::F32(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::F64(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
         Data::F32(v) => v.iter().for_each(|x| out.put_u32(x.to_bits())),
         Data::F64(v) => v.iter().for_each(|x| out.put_u64(x.to_bits())),
         Data::FixedStr { len, values } => {
@@ -385,7 +520,50 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
                 out.put_u32(idx);
             }
         }
-        other => return unsupported(format!("writing {} data", other.type_name())),
+        Data::Compound(fields) => {
+            let dt = dtype_for(data)?;
+            let (size, members) = match &dt {
+                Datatype::Compound { size, members } => (*size, members),
+                _ => return invalid("compound layout"),
+            };
+            let n = data.len();
+            out = vec![0u8; n * size];
+            for ((_, d), m) in fields.iter().zip(members) {
+                let buf = encode(d, sink)?;
+                let ms = m.dtype.size();
+                for i in 0..n {
+                    out[i * size + m.offset..i * size + m.offset + ms]
+                        .copy_from_slice(&buf[i * ms..(i + 1) * ms]);
+                }
+            }
+        }
+        Data::Enum { values, .. } => {
+            let size = dtype_for(data)?.size();
+            for v in values {
+                out.extend_from_slice(&v.to_le_bytes()[..size]);
+            }
+        }
+        Data::ArrayOf { data: inner, .. } => out = encode(inner, sink)?,
+        Data::Opaque { bytes, .. } => out.extend_from_slice(bytes),
+        Data::Bitfield { size, values } => {
+            for v in values {
+                out.extend_from_slice(&v.to_le_bytes()[..*size]);
+            }
+        }
+        Data::VarLen(seqs) => {
+            for d in seqs {
+                let body = encode(d, sink)?;
+                let (coll, idx) = if d.is_empty() {
+                    (0, 0)
+                } else {
+                    sink.put(&body)?
+                };
+                out.put_u32(d.len() as u32);
+                out.put_u64(coll);
+                out.put_u32(idx);
+            }
+        }
+        Data::ObjectRef(_) => return unsupported("writing object references"),
     }
     Ok(out)
 }

@@ -385,8 +385,120 @@ impl Datatype {
                 }
                 .encode(out)?;
             }
+            Datatype::Compound { size, members } => {
+                out.put_u8(0x36);
+                out.put_uint(members.len() as u64, 3);
+                out.put_u32(*size as u32);
+                let w = crate::io::bytes_for(*size as u64);
+                for m in members {
+                    out.extend_from_slice(m.name.as_bytes());
+                    out.put_u8(0);
+                    out.put_uint(m.offset as u64, w);
+                    m.dtype.encode(out)?;
+                }
+            }
+            Datatype::Enum { base, members } => {
+                out.put_u8(0x38);
+                out.put_uint(members.len() as u64, 3);
+                out.put_u32(base.size() as u32);
+                base.encode(out)?;
+                for (name, _) in members {
+                    out.extend_from_slice(name.as_bytes());
+                    out.put_u8(0);
+                }
+                for (_, v) in members {
+                    out.extend_from_slice(&v.to_le_bytes()[..base.size()]);
+                }
+            }
+            Datatype::Array { dims, base } => {
+                out.put_u8(0x3a);
+                out.put_uint(0, 3);
+                out.put_u32(self.size() as u32);
+                out.put_u8(dims.len() as u8);
+                for d in dims {
+                    out.put_u32(*d as u32);
+                }
+                base.encode(out)?;
+            }
+            Datatype::Opaque { size, tag } => {
+                let padded = (tag.len() + 1).div_ceil(8) * 8;
+                out.put_u8(0x15);
+                out.put_uint(padded as u64, 3);
+                out.put_u32(*size as u32);
+                out.extend_from_slice(tag.as_bytes());
+                out.resize(out.len() + padded - tag.len(), 0);
+            }
+            Datatype::Bitfield { size, be } => {
+                out.put_u8(0x14);
+                out.put_uint(if *be { 1 } else { 0 }, 3);
+                out.put_u32(*size as u32);
+                out.put_u16(0);
+                out.put_u16((*size * 8) as u16);
+            }
+            Datatype::VarSeq(base) => {
+                out.put_u8(0x19);
+                out.put_uint(0, 3);
+                out.put_u32(16);
+                base.encode(out)?;
+            }
             other => return unsupported(format!("writing datatype {}", other.describe())),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::Data;
+    use crate::convert::dtype_for;
+
+    fn roundtrip(dt: &Datatype) -> Datatype {
+        let mut b = Vec::new();
+        dt.encode(&mut b).unwrap();
+        Datatype::parse(&mut Cursor::new(&b, "test")).unwrap()
+    }
+
+    #[test]
+    fn written_types_parse_back() {
+        for d in [
+            Data::I8(vec![]),
+            Data::U64(vec![]),
+            Data::F16(vec![]),
+            Data::F32(vec![]),
+            Data::F64(vec![]),
+            Data::VarStr(vec![]),
+            Data::FixedStr {
+                len: 7,
+                values: vec![],
+            },
+            Data::Enum {
+                values: vec![],
+                members: vec![("A".into(), 1), ("B".into(), -300)],
+            },
+            Data::ArrayOf {
+                dims: vec![2, 3],
+                data: Box::new(Data::U16(vec![])),
+            },
+            Data::Opaque {
+                size: 5,
+                tag: "t".into(),
+                bytes: vec![],
+            },
+            Data::VarLen(vec![Data::F32(vec![1.0])]),
+            Data::Compound(vec![
+                ("x".into(), Data::I32(vec![])),
+                ("s".into(), Data::VarStr(vec![])),
+            ]),
+        ] {
+            let dt = dtype_for(&d).unwrap();
+            assert_eq!(roundtrip(&dt), dt, "{}", d.type_name());
+        }
+    }
+
+    #[test]
+    fn bad_class_is_an_error() {
+        let b = [0x1f, 0, 0, 0, 4, 0, 0, 0];
+        assert!(Datatype::parse(&mut Cursor::new(&b, "t")).is_err());
     }
 }

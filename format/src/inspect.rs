@@ -45,7 +45,7 @@ fn elem_json(data: &Data, i: usize) -> Value {
             json!(bytes[i * size..(i + 1) * size].to_vec())
         }
         Data::Bitfield { values, .. } => json!(values[i]),
-        Data::ObjectRef(v) => json!(v[i]),
+        Data::ObjectRef(v) => json!({ "ref": v[i] }),
         Data::VarLen(v) => {
             let d = &v[i];
             nested(d, &[d.len() as u64])

@@ -57,18 +57,22 @@ impl<'a> Cursor<'a> {
         self.bytes(n).map(|_| ())
     }
 
+    /// One byte.
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.bytes(1)?[0])
     }
 
+    /// Little-endian u16.
     pub fn u16(&mut self) -> Result<u16> {
         Ok(self.uint(2)? as u16)
     }
 
+    /// Little-endian u32.
     pub fn u32(&mut self) -> Result<u32> {
         Ok(self.uint(4)? as u32)
     }
 
+    /// Little-endian u64.
     pub fn u64(&mut self) -> Result<u64> {
         self.uint(8)
     }
@@ -125,9 +129,13 @@ pub fn le_uint(b: &[u8]) -> u64 {
 
 /// Appends little-endian integers to a byte vector.
 pub trait PutLe {
+    /// One byte.
     fn put_u8(&mut self, v: u8);
+    /// Little-endian u16.
     fn put_u16(&mut self, v: u16);
+    /// Little-endian u32.
     fn put_u32(&mut self, v: u32);
+    /// Little-endian u64.
     fn put_u64(&mut self, v: u64);
     /// `n` low bytes of `v`.
     fn put_uint(&mut self, v: u64, n: usize);

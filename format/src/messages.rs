@@ -514,17 +514,15 @@ pub fn parse_fill(data: &[u8]) -> Result<Option<Vec<u8>>> {
         1 | 2 => {
             c.skip(2)?;
             let defined = c.u8()?;
-            if v == 1 || defined != 0 {
-                if c.remaining() < 4 {
-                    return Ok(None);
-                }
-                let n = c.u32()? as usize;
-                if n == 0 {
-                    return Ok(None);
-                }
-                return Ok(Some(c.bytes(n)?.to_vec()));
+            if defined == 0 || c.remaining() < 4 {
+                return Ok(None);
             }
-            Ok(None)
+            let n = c.u32()?;
+            // Size 0 or -1 (0xffffffff): no value stored.
+            if n == 0 || n == u32::MAX {
+                return Ok(None);
+            }
+            Ok(Some(c.bytes(n as usize)?.to_vec()))
         }
         3 => {
             let flags = c.u8()?;

@@ -237,3 +237,36 @@ pub fn encode_v2(msgs: &[(u16, u8, Vec<u8>)]) -> Result<Vec<u8>> {
     out.put_u32(sum);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v2_roundtrip_and_checksum() {
+        let msgs = vec![
+            (mtype::DATASPACE, 0u8, vec![2, 0, 0, 0]),
+            (mtype::LINK_INFO, 0, vec![0; 18]),
+        ];
+        let oh = encode_v2(&msgs).unwrap();
+        let mut file = vec![0u8; 8];
+        file.extend_from_slice(&oh);
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let h = parse(&ctx, 8).unwrap();
+        assert_eq!(h.messages.len(), 2);
+        assert_eq!(h.messages[1].data, &[0u8; 18][..]);
+        file[12] ^= 0x40;
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        assert!(parse(&ctx, 8).is_err());
+    }
+}

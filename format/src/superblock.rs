@@ -124,3 +124,30 @@ pub fn encode_v2(eof: u64, root: u64) -> Vec<u8> {
     b.put_u32(sum);
     b
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v2_roundtrip_and_checksum() {
+        let mut b = encode_v2(4096, 48);
+        b.resize(4096, 0);
+        let sb = read(&b).unwrap();
+        assert_eq!(
+            (sb.version, sb.eof, sb.root, sb.so, sb.at),
+            (2, 4096, 48, 8, 0)
+        );
+        b[30] ^= 1;
+        assert!(matches!(read(&b), Err(FormatError::Corrupt(_))));
+    }
+
+    #[test]
+    fn signature_at_512_and_missing() {
+        let mut b = vec![0u8; 512];
+        b.extend_from_slice(&encode_v2(1024, 560));
+        b.resize(2048, 0);
+        assert_eq!(read(&b).unwrap().at, 512);
+        assert!(matches!(read(&[0u8; 100]), Err(FormatError::NotHdf5)));
+    }
+}

@@ -285,3 +285,168 @@ fn commit_cut_short_keeps_previous_state() {
         array_to_json(&vec_rows(0, 8))
     );
 }
+
+#[test]
+fn append_cost_is_proportional_to_the_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    let mut w = FileWriter::new();
+    let opts = DatasetOptions {
+        chunk: Some(vec![4]),
+        max_shape: Some(vec![None]),
+        ..Default::default()
+    };
+    w.write_dataset(
+        "/log",
+        Array::vector(Data::U32((0..20_000).collect())),
+        opts,
+    )
+    .unwrap();
+    w.write_file(&path).unwrap();
+    let mut total = 20_000u32;
+    for _ in 0..3 {
+        let size0 = std::fs::metadata(&path).unwrap().len();
+        let mut a = FileAppender::open(&path).unwrap();
+        a.append_rows(
+            "/log",
+            Array::vector(Data::U32((total..total + 3).collect())),
+        )
+        .unwrap();
+        a.commit().unwrap();
+        total += 3;
+        let grew = std::fs::metadata(&path).unwrap().len() - size0;
+        // 5,000 chunks in 79 B-tree leaves: one leaf, the internal nodes, one chunk and two
+        // object headers are written — not the whole index.
+        assert!(
+            grew < 16 * 1024,
+            "append of 3 rows grew the file by {grew} bytes"
+        );
+    }
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/log").unwrap().read().unwrap().as_u32().unwrap(),
+        &(0..total).collect::<Vec<_>>()[..]
+    );
+    if common::have_python_module("h5py") {
+        let dump = common::h5py_dump(&path);
+        assert_eq!(dump["/log"]["value"], json!((0..total).collect::<Vec<_>>()));
+    }
+}
+
+/// A file we wrote, then edited by h5py (libhdf5 2.0 rewrites headers, may add continuation
+/// chunks, free-space info and new-style indexes), then appended to by us again: all readable.
+#[test]
+fn append_after_h5py_edits_the_file() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    initial(&path);
+    let script = r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["edited_by"] = "h5py"
+    d = f["mem/vectors"]
+    d.resize((8, 4))
+    d[5:8] = np.arange(20, 32, dtype="f4").reshape(3, 4) * 0.25
+    f.create_dataset("mem/extra", data=np.arange(10), maxshape=(None,), chunks=(4,))
+    for i in range(12):
+        f["mem/texts"].attrs["a%d" % i] = i
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/vectors", vec_rows(8, 4)).unwrap();
+    a.append_rows("/mem/texts", texts(5, 2)).unwrap();
+    a.append_rows("/mem/extra", Array::vector(Data::I64(vec![10, 11, 12])))
+        .unwrap();
+    a.set_attr("/mem/texts", "a12", Array::scalar(Data::I64(vec![12])))
+        .unwrap();
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/mem/vectors").unwrap().read().unwrap(),
+        vec_rows(0, 12)
+    );
+    assert_eq!(
+        f.dataset("/mem/texts").unwrap().read().unwrap(),
+        texts(0, 7)
+    );
+    assert_eq!(
+        f.dataset("/mem/extra")
+            .unwrap()
+            .read()
+            .unwrap()
+            .as_i64()
+            .unwrap(),
+        &(0..13).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(
+        f.attr("/", "edited_by").unwrap().as_strings().unwrap(),
+        &["h5py".to_string()]
+    );
+    let dump = common::h5py_dump(&path);
+    assert_eq!(
+        dump["/mem/vectors"]["value"],
+        array_to_json(&vec_rows(0, 12))
+    );
+    assert_eq!(dump["/mem/texts"]["value"], array_to_json(&texts(0, 7)));
+    assert_eq!(
+        dump["/mem/extra"]["value"],
+        json!((0..13).collect::<Vec<_>>())
+    );
+    assert_eq!(dump["/mem/texts"]["attrs"]["a12"], json!(12));
+    assert_eq!(dump["/mem/texts"]["attrs"]["a3"], json!(3));
+}
+
+/// Appending to a file h5py wrote with libver="latest" (superblock v3, extensible-array chunk
+/// index, layout v4/v5): the dataset moves to a v1 B-tree index and h5py still reads it.
+#[test]
+fn append_to_h5py_latest_file() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("theirs.h5");
+    let script = r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    f.create_dataset("v", data=np.arange(20, dtype="f4").reshape(5, 4) * 0.25, maxshape=(None, 4), chunks=(16, 4), compression="gzip", shuffle=True)
+    f.create_dataset("t", data=np.array(["memory %d \u2713" % i for i in range(5)], dtype=h5py.string_dtype()), maxshape=(None,), chunks=(32,))
+    for i in range(10):
+        f.create_group("g%d" % i)
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/v", vec_rows(5, 30)).unwrap();
+    a.append_rows("/t", texts(5, 30)).unwrap();
+    a.create_group("/g10").unwrap();
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(f.dataset("/v").unwrap().read().unwrap(), vec_rows(0, 35));
+    assert_eq!(f.dataset("/t").unwrap().read().unwrap(), texts(0, 35));
+    let dump = common::h5py_dump(&path);
+    assert_eq!(dump["/v"]["value"], array_to_json(&vec_rows(0, 35)));
+    assert_eq!(dump["/t"]["value"], array_to_json(&texts(0, 35)));
+    assert_eq!(dump["/"]["links"].as_array().unwrap().len(), 13);
+}

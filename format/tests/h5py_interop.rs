@@ -131,6 +131,78 @@ fn sample() -> Vec<(&'static str, Array, DatasetOptions)> {
             DatasetOptions::default(),
         ),
         (
+            "/types/compound",
+            Array::vector(Data::Compound(vec![
+                ("id".into(), Data::U32(vec![1, 2, 3])),
+                ("score".into(), Data::F64(vec![0.5, -1.25, 3.0])),
+                (
+                    "tag".into(),
+                    Data::FixedStr {
+                        len: 4,
+                        values: vec!["a".into(), "bb".into(), "cccc".into()],
+                    },
+                ),
+                (
+                    "xy".into(),
+                    Data::ArrayOf {
+                        dims: vec![2],
+                        data: Box::new(Data::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])),
+                    },
+                ),
+                (
+                    "note".into(),
+                    Data::VarStr(vec!["x".into(), "".into(), "zz".into()]),
+                ),
+            ])),
+            DatasetOptions {
+                chunk: Some(vec![2]),
+                deflate: Some(1),
+                ..Default::default()
+            },
+        ),
+        (
+            "/types/bool",
+            Array::vector(Data::Enum {
+                values: vec![1, 0, 1],
+                members: vec![("FALSE".into(), 0), ("TRUE".into(), 1)],
+            }),
+            DatasetOptions::default(),
+        ),
+        (
+            "/types/enum",
+            Array::vector(Data::Enum {
+                values: vec![300, -2, 300],
+                members: vec![("NEG".into(), -2), ("BIG".into(), 300)],
+            }),
+            DatasetOptions::default(),
+        ),
+        (
+            "/types/array",
+            Array::vector(Data::ArrayOf {
+                dims: vec![2, 3],
+                data: Box::new(Data::I16((0..12).collect())),
+            }),
+            DatasetOptions::default(),
+        ),
+        (
+            "/types/opaque",
+            Array::vector(Data::Opaque {
+                size: 3,
+                tag: String::new(),
+                bytes: vec![1, 2, 3, 4, 5, 6],
+            }),
+            DatasetOptions::default(),
+        ),
+        (
+            "/types/vlen_seq",
+            Array::vector(Data::VarLen(vec![
+                Data::I32(vec![1, 2, 3]),
+                Data::I32(vec![]),
+                Data::I32(vec![-7]),
+            ])),
+            DatasetOptions::default(),
+        ),
+        (
             "/empty/unlimited",
             Array::new(vec![0, 8], Data::F32(vec![])).unwrap(),
             DatasetOptions {
@@ -184,6 +256,24 @@ fn build() -> (FileWriter, Vec<(&'static str, Array, DatasetOptions)>) {
         .unwrap();
     }
     w.set_attr(
+        "/types/compound",
+        "pair",
+        Array::scalar(Data::Compound(vec![
+            ("a".into(), Data::I8(vec![-1])),
+            ("b".into(), Data::F16(vec![f16::from_f32(0.5)])),
+        ])),
+    )
+    .unwrap();
+    w.set_attr(
+        "/types/array",
+        "bits",
+        Array::vector(Data::Bitfield {
+            size: 2,
+            values: vec![0x0101, 0xffff],
+        }),
+    )
+    .unwrap();
+    w.set_attr(
         "/many/g03",
         "names",
         Array::vector(Data::VarStr(vec!["a".into(), "bb".into()])),
@@ -205,6 +295,13 @@ fn our_reader_reads_what_we_write() {
     assert!(!f.exists("/a/x"));
     assert_eq!(f.attr("/", "version").unwrap().as_u32(), Some(&[3u32][..]));
     assert_eq!(f.attr_names("/many").unwrap().len(), 12);
+    assert_eq!(
+        f.attr("/types/array", "bits").unwrap().data,
+        Data::Bitfield {
+            size: 2,
+            values: vec![0x0101, 0xffff]
+        }
+    );
     assert_eq!(
         f.attr("/many", "attr07").unwrap().as_i64(),
         Some(&[7i64, -7][..])
@@ -271,4 +368,86 @@ fn h5py_reads_what_we_write() {
     assert_eq!(dump["/many"]["attrs"]["attr05"], json!([5, -5]));
     assert_eq!(dump["/many/g03"]["attrs"]["names"], json!(["a", "bb"]));
     assert_eq!(dump["/a/b/c/d"]["kind"], json!("group"));
+    assert_eq!(
+        dump["/types/compound"]["attrs"]["pair"],
+        json!({"a": -1, "b": 0.5})
+    );
+}
+
+#[test]
+fn h5py_reads_large_dense_groups_and_attributes() {
+    let mut w = FileWriter::new();
+    // ~3,000 links need more than one 64 KiB heap block: root indirect block + leaf of 3,000.
+    for i in 0..3000 {
+        w.create_group(&format!("/big/group_with_a_longish_name_{i:05}"))
+            .unwrap();
+    }
+    for i in 0..200 {
+        w.set_attr(
+            "/big",
+            &format!("attribute_{i:03}"),
+            Array::vector(Data::F64(vec![i as f64; 100])),
+        )
+        .unwrap();
+    }
+    // Attributes too big for an object header or a managed heap object ("huge" objects).
+    w.set_attr(
+        "/big",
+        "huge",
+        Array::vector(Data::F64((0..100_000).map(|x| x as f64).collect())),
+    )
+    .unwrap();
+    w.create_group("/small").unwrap();
+    w.set_attr("/small", "k", Array::scalar(Data::U8(vec![1])))
+        .unwrap();
+    w.set_attr(
+        "/small",
+        "wide",
+        Array::vector(Data::I32((0..20_000).collect())),
+    )
+    .unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let f = H5File::from_bytes(bytes.clone()).unwrap();
+    assert_eq!(
+        f.attr("/big", "huge").unwrap().as_f64().unwrap()[99_999],
+        99_999.0
+    );
+    assert_eq!(
+        f.attr("/small", "wide").unwrap().as_i32().unwrap()[19_999],
+        19_999
+    );
+    assert_eq!(f.list("/big").unwrap().len(), 3000);
+    assert!(f.exists("/big/group_with_a_longish_name_02999"));
+    assert_eq!(
+        f.attr("/big", "attribute_150").unwrap().as_f64().unwrap()[99],
+        150.0
+    );
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.h5");
+    std::fs::write(&path, bytes).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, h5py\n\
+             f = h5py.File(sys.argv[1], 'r')\n\
+             g = f['big']\n\
+             assert len(g) == 3000, len(g)\n\
+             assert 'group_with_a_longish_name_01234' in g\n\
+             assert len(g.attrs) == 201\n\
+             assert g.attrs['huge'][99999] == 99999.0\n\
+             assert f['small'].attrs['wide'][19999] == 19999 and f['small'].attrs['k'] == 1\n\
+             assert g.attrs['attribute_199'][5] == 199.0\n\
+             print('ok')",
+        )
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

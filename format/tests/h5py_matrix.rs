@@ -23,5 +23,10 @@ fn h5py_matrix_reads_equal() {
         bad.extend(b);
         bad.extend(unsupported);
     }
-    assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }

@@ -12,8 +12,14 @@ pub mod schema;
 pub mod search;
 pub mod store;
 pub mod tokenize;
+pub mod vector_index;
 pub mod vectors;
 pub mod wal;
+
+/// The embedding layer the store uses (re-exported so callers need not depend on it directly).
+pub use clawhdf5_embed as embed;
+/// The HDF5 layer the store is written with.
+pub use clawhdf5_format as format;
 
 pub use config::{StoreConfig, VectorPrecision};
 pub use error::{MemoryError, Result};

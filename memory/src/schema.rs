@@ -58,6 +58,8 @@ pub struct Snapshot {
     pub extensions: BTreeMap<String, Vec<u8>>,
     /// Signature over the records, when the store is signed; stored under `/integrity`.
     pub manifest: Option<SignedManifest>,
+    /// Serialised HNSW graph (see `clawhdf5_ann::Hnsw::to_bytes`), stamped with the generation; `/index/hnsw`.
+    pub hnsw: Option<Vec<u8>>,
 }
 
 const NONE_TIME: i64 = i64::MIN;
@@ -163,6 +165,22 @@ pub fn write_snapshot(path: &Path, snap: &Snapshot) -> Result<()> {
     }
     if let Some(m) = &snap.manifest {
         write_manifest(&mut w, m).map_err(fmt)?;
+    }
+    if let Some(g) = &snap.hnsw {
+        let opts = DatasetOptions {
+            chunk: Some(vec![(g.len() as u64).clamp(1, 1 << 20)]),
+            deflate: Some(1),
+            max_shape: Some(vec![None]),
+            ..Default::default()
+        };
+        w.write_dataset("/index/hnsw", Array::vector(Data::U8(g.clone())), opts)
+            .map_err(fmt)?;
+        w.set_attr(
+            "/index/hnsw",
+            "generation",
+            Array::scalar(Data::U64(vec![m.generation])),
+        )
+        .map_err(fmt)?;
     }
     w.write_file(path).map_err(fmt)
 }
@@ -529,12 +547,20 @@ impl SnapshotReader<'_> {
         let (records, vectors) = self.read_records(&meta.config)?;
         let extensions = self.read_extensions()?;
         let manifest = self.read_manifest()?;
+        // A graph that cannot be read is rebuilt, never fatal.
+        let hnsw = self
+            .file
+            .dataset("/index/hnsw")
+            .and_then(|d| d.read())
+            .ok()
+            .and_then(|a| a.as_u8().map(<[u8]>::to_vec));
         Ok(Snapshot {
             meta,
             records,
             vectors,
             extensions,
             manifest,
+            hnsw,
         })
     }
 

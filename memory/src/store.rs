@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use clawhdf5_embed::Embedder;
 
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::config::StoreConfig;
@@ -14,13 +16,14 @@ use crate::record::{now_ms, NewMemory, Record, Source, Tier};
 use crate::schema::{self, Snapshot, StoreMeta, SCHEMA_VERSION};
 use crate::search::{fuse, Candidates, SearchHit, SearchMode, SearchQuery};
 use crate::tokenize::Tokenizer;
+use crate::vector_index::VectorIndex;
 use crate::vectors::{normalize, VectorTable};
 use crate::wal::{
     sync_dir, Durability, DurableTicket, RecordChange, Recovery, Wal, WalEntry, WalOp,
 };
 
 /// How to open a store.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StoreOptions {
     /// Create the file when it does not exist.
     pub create: bool,
@@ -36,6 +39,24 @@ pub struct StoreOptions {
     pub auto_checkpoint_bytes: u64,
     /// Sign every checkpoint with this Ed25519 key (see `integrity`).
     pub signing_key: Option<ed25519_dalek::SigningKey>,
+    /// Embeds saved texts and queries; without one the store is keyword-only (plus caller-given vectors).
+    pub embedder: Option<Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("create", &self.create)
+            .field("read_only", &self.read_only)
+            .field("durability", &self.durability)
+            .field("default_agent", &self.default_agent)
+            .field("signed", &self.signing_key.is_some())
+            .field(
+                "embedder",
+                &self.embedder.as_ref().map(|e| e.model_id().to_string()),
+            )
+            .finish()
+    }
 }
 
 impl Default for StoreOptions {
@@ -48,6 +69,7 @@ impl Default for StoreOptions {
             config: StoreConfig::default(),
             auto_checkpoint_bytes: 16 << 20,
             signing_key: None,
+            embedder: None,
         }
     }
 }
@@ -109,6 +131,7 @@ pub struct Store {
     extensions: BTreeMap<String, Vec<u8>>,
     /// Public key of the file's signature, if it is signed.
     file_signer: Option<[u8; 32]>,
+    index: VectorIndex,
 }
 
 impl std::fmt::Debug for Store {
@@ -188,6 +211,7 @@ impl Store {
                 vectors: VectorTable::new(opts.config.embedding_dim.unwrap_or(0) as usize),
                 extensions: BTreeMap::new(),
                 manifest: None,
+                hnsw: None,
             };
             // A log left by an earlier store of the same name would replay into the new one.
             let wal = wal_path(path);
@@ -199,6 +223,16 @@ impl Store {
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.replay_log()?;
+        store.refresh_index()?;
+        if let (Some(e), Some(m)) = (&store.opts.embedder, &store.meta.config.embedding_model) {
+            if e.model_id() != m {
+                return Err(MemoryError::Embedding(format!(
+                    "{} holds embeddings from {m}, but the configured embedder is {}; open it with the same model",
+                    store.path.display(),
+                    e.model_id()
+                )));
+            }
+        }
         Ok(store)
     }
 
@@ -220,12 +254,31 @@ impl Store {
             recovery: Recovery::default(),
             extensions: snap.extensions,
             file_signer: snap.manifest.as_ref().map(|m| m.public_key),
+            index: VectorIndex::default(),
             opts,
         };
         for r in snap.records {
             store.index_record(r, false);
         }
+        store.index =
+            VectorIndex::load(snap.hnsw.as_deref(), store.meta.generation, &store.vectors);
+        // Rows the graph has never seen (none, unless the graph was persisted before them) go in now.
+        let covered = store.index.graph().map_or(0, |h| h.slots());
+        for row in covered..store.records.len() {
+            if !store.records[row].tombstone {
+                // An insert failure only means the graph is rebuilt when next needed.
+                if store.index.inserted(row as u32, &store.vectors).is_err() {
+                    store.index.changed();
+                }
+            }
+        }
         store
+    }
+
+    fn refresh_index(&mut self) -> Result<()> {
+        let records = &self.records;
+        let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
+        self.index.ensure(&self.vectors, &self.meta.config, &live)
     }
 
     /// Add a record to the in-memory structures; `push_vector` when the vector table lacks its row.
@@ -285,7 +338,9 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
+                let row = self.records.len() as u32;
                 self.index_record(*r, true);
+                self.index.inserted(row, &self.vectors)?;
             }
             WalOp::Update { id, change } => self.apply_change(id, change)?,
             WalOp::Delete { id } => self.apply_delete(id),
@@ -293,6 +348,7 @@ impl Store {
             WalOp::Extension { name, payload } => {
                 self.extensions.insert(name, payload);
             }
+            WalOp::EmbeddingModel { model } => self.meta.config.embedding_model = Some(model),
         }
         Ok(())
     }
@@ -336,6 +392,7 @@ impl Store {
                 }
                 if self.vectors.dim() > 0 {
                     self.vectors.set(row_us, embedding.as_deref());
+                    self.index.changed();
                 }
             }
             RecordChange::Tags(tags) => self.records[row_us].tags = tags,
@@ -363,6 +420,7 @@ impl Store {
         let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
         self.bm25.remove(row, &toks);
         self.dedup.remove(&key);
+        self.index.deleted(row);
     }
 
     fn apply_access(&mut self, ids: &[u64], at: i64) {
@@ -505,6 +563,21 @@ impl Store {
             ));
         }
         let mut embedding = m.embedding.clone();
+        if embedding.is_none() {
+            if let Some(embedder) = self.opts.embedder.clone() {
+                self.check_model(embedder.as_ref())?;
+                let v = embedder
+                    .embed_one(text)
+                    .map_err(|e| MemoryError::Embedding(e.to_string()))?;
+                if self.meta.config.embedding_model.is_none() {
+                    self.writer()?.append(WalOp::EmbeddingModel {
+                        model: embedder.model_id().to_string(),
+                    })?;
+                    self.meta.config.embedding_model = Some(embedder.model_id().to_string());
+                }
+                embedding = Some(v);
+            }
+        }
         if let Some(e) = embedding.as_mut() {
             if e.iter().any(|x| !x.is_finite()) {
                 return Err(MemoryError::InvalidInput(
@@ -535,6 +608,7 @@ impl Store {
         };
         let id = record.id;
         let ticket = self.log_and_apply(WalOp::Save(Box::new(record)))?;
+        self.refresh_index()?;
         Ok((
             SaveOutcome {
                 id,
@@ -568,7 +642,30 @@ impl Store {
                 ));
             }
         }
+        let change = match change {
+            RecordChange::Text {
+                text,
+                embedding: None,
+            } if self.opts.embedder.is_some() => {
+                let embedder = self.opts.embedder.clone();
+                let mut v = match embedder {
+                    Some(e) => {
+                        self.check_model(e.as_ref())?;
+                        e.embed_one(&text)
+                            .map_err(|e| MemoryError::Embedding(e.to_string()))?
+                    }
+                    None => Vec::new(),
+                };
+                normalize(&mut v);
+                RecordChange::Text {
+                    text,
+                    embedding: Some(v),
+                }
+            }
+            other => other,
+        };
         self.log_and_apply(WalOp::Update { id, change })?.wait()?;
+        self.refresh_index()?;
         self.maybe_checkpoint()
     }
 
@@ -589,14 +686,34 @@ impl Store {
             let toks = self.tokenizer.tokens(&q.text);
             cand.keyword = self.bm25.search(&toks, pool, &allow);
         }
-        if q.mode != SearchMode::Keyword {
-            if let Some(e) = &q.embedding {
-                cand.vector = self.vector_candidates(e, pool, &allow)?;
-            } else if q.mode == SearchMode::Vector {
-                return Err(MemoryError::Embedding(
-                    "vector search needs a query embedding and none was given".into(),
-                ));
+        if q.mode != SearchMode::Keyword && self.vectors.dim() > 0 {
+            let embedded;
+            let query_vec = match (&q.embedding, &self.opts.embedder) {
+                (Some(e), _) => Some(e.as_slice()),
+                (None, Some(embedder)) => {
+                    self.check_model(embedder.as_ref())?;
+                    embedded = embedder
+                        .embed_one(&q.text)
+                        .map_err(|e| MemoryError::Embedding(e.to_string()))?;
+                    Some(embedded.as_slice())
+                }
+                (None, None) => None,
+            };
+            match query_vec {
+                Some(e) => cand.vector = self.vector_candidates(e, pool, &allow)?,
+                None if q.mode == SearchMode::Vector => return Err(MemoryError::Embedding(
+                    "vector search needs a query embedding or an embedder, and there is neither"
+                        .into(),
+                )),
+                None => {}
             }
+        } else if q.mode == SearchMode::Vector
+            && q.embedding.is_none()
+            && self.opts.embedder.is_none()
+        {
+            return Err(MemoryError::Embedding(
+                "vector search needs a query embedding or an embedder, and there is neither".into(),
+            ));
         }
         let c = &self.meta.config;
         let fused = fuse(
@@ -638,7 +755,7 @@ impl Store {
         &self,
         query: &[f32],
         pool: usize,
-        allow: &dyn Fn(u32) -> bool,
+        allow: &(dyn Fn(u32) -> bool + Sync),
     ) -> Result<Vec<(u32, f32)>> {
         if self.vectors.dim() == 0 {
             return Ok(Vec::new());
@@ -652,20 +769,19 @@ impl Store {
         }
         let mut q = query.to_vec();
         normalize(&mut q);
-        let mut scored: Vec<(u32, f32)> = (0..self.vectors.rows())
-            .filter(|&i| self.vectors.has(i) && allow(i as u32))
-            .map(|i| {
-                let v = self.vectors.row(i);
-                (i as u32, v.iter().zip(&q).map(|(a, b)| a * b).sum::<f32>())
-            })
-            .collect();
-        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if scored.len() > pool {
-            scored.select_nth_unstable_by(pool - 1, cmp);
-            scored.truncate(pool);
+        let ef = (self.meta.config.hnsw_ef_search as usize).max(pool);
+        self.index.search(&self.vectors, &q, pool, ef, allow)
+    }
+
+    /// Refuse an embedder whose model differs from the one the store's vectors came from.
+    fn check_model(&self, embedder: &dyn Embedder) -> Result<()> {
+        match &self.meta.config.embedding_model {
+            Some(m) if m != embedder.model_id() => Err(MemoryError::Embedding(format!(
+                "this store's vectors come from {m}; a query embedded by {} cannot be compared with them",
+                embedder.model_id()
+            ))),
+            _ => Ok(()),
         }
-        scored.sort_by(cmp);
-        Ok(scored)
     }
 
     /// The persisted state of a store extension (workspace sync, graph, ...), if it has any.
@@ -759,12 +875,14 @@ impl Store {
             .signing_key
             .as_ref()
             .map(|k| crate::integrity::sign(&self.records, meta.generation, k));
+        let hnsw = self.index.persist(meta.generation, &self.vectors)?;
         let snap = Snapshot {
             meta,
             records: self.records.clone(),
             vectors: self.vectors.clone(),
             extensions: self.extensions.clone(),
             manifest,
+            hnsw,
         };
         write_atomically(&self.path, &snap)?;
         self.file_signer = snap.manifest.as_ref().map(|m| m.public_key);

@@ -78,6 +78,8 @@ pub enum WalOp {
     Access { ids: Vec<u64>, at: i64 },
     /// An opaque change owned by a store extension (graph, tiers, ...), keyed by extension name.
     Extension { name: String, payload: Vec<u8> },
+    /// The store's embeddings now come from this model (set by the first embedded save).
+    EmbeddingModel { model: String },
 }
 
 /// An operation with its log sequence number.

@@ -1,5 +1,7 @@
 //! Subcommands of the `clawhdf5` program.
 
+mod embed;
+mod h5;
 mod mcp;
 mod records;
 mod save;
@@ -40,6 +42,14 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Create (or show) an Ed25519 signing key; prints its public key.
     Keygen(verify::KeygenArgs),
+    /// Print embedding vectors of texts (checks the local model set-up).
+    Embed(embed::EmbedArgs),
+    /// Install or locate the local embedding model.
+    #[command(subcommand)]
+    Model(embed::ModelCommand),
+    /// Inspect any HDF5 file: list groups, dump datasets as JSON.
+    #[command(subcommand)]
+    H5(h5::H5Command),
     /// Model Context Protocol server over stdio (tools memory_search, memory_get, memory_store, memory_forget).
     Mcp(mcp::McpArgs),
     /// JSON-RPC 2.0 server over stdio (one store per agent under --dir); what the OpenClaw plugin runs.
@@ -60,6 +70,8 @@ pub struct WriteOpts {
     /// Sign every checkpoint with this Ed25519 key file (created if missing; see `keygen`).
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub embed: embed::EmbedOpts,
 }
 
 impl WriteOpts {
@@ -71,6 +83,7 @@ impl WriteOpts {
         };
         Ok(clawhdf5_memory::StoreOptions {
             signing_key,
+            embedder: self.embed.load()?,
             ..Default::default()
         })
     }
@@ -84,6 +97,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stats(a) => stats::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Embed(a) => embed::embed(a),
+        Command::Model(c) => embed::model(c),
+        Command::H5(c) => h5::run(c),
         Command::Get(a) => records::get(a),
         Command::Verify(a) => verify::verify(a),
         Command::Keygen(a) => verify::keygen(a),

@@ -21,14 +21,35 @@ pub struct SearchArgs {
     /// Only this session's memories.
     #[arg(long)]
     session: Option<String>,
+    /// hybrid (default: keyword + vector when the model is installed), keyword, vector or rrf.
+    #[arg(long, default_value = "hybrid")]
+    mode: String,
+    #[command(flatten)]
+    embed: super::embed::EmbedOpts,
     /// What to look for.
     query: String,
 }
 
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
-    let store = Store::open_read_only(&a.store.store)?;
+    let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
+        anyhow::anyhow!("--mode {:?}: use hybrid, keyword, vector or rrf", a.mode)
+    })?;
+    let embedder = if mode == SearchMode::Keyword {
+        None
+    } else {
+        a.embed.load()?
+    };
+    let store = Store::open_with(
+        &a.store.store,
+        clawhdf5_memory::StoreOptions {
+            create: false,
+            read_only: true,
+            embedder,
+            ..Default::default()
+        },
+    )?;
     let mut q = SearchQuery::new(a.query, a.k);
-    q.mode = SearchMode::Keyword;
+    q.mode = mode;
     q.filter.agent = a.agent;
     q.filter.session = a.session;
     let hits = store.search(&q)?;

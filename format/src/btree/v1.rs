@@ -44,6 +44,49 @@ pub fn chunks(ctx: &Ctx<'_>, addr: u64, rank: usize, out: &mut Vec<ChunkEntry>) 
     })
 }
 
+/// The leaf nodes of a chunk B-tree with their entries (for reusing unchanged leaves).
+pub fn chunk_leaves(ctx: &Ctx<'_>, addr: u64, rank: usize) -> Result<Vec<(u64, Vec<ChunkEntry>)>> {
+    let mut out = Vec::new();
+    leaves_rec(ctx, addr, rank, MAX_DEPTH, &mut out)?;
+    Ok(out)
+}
+
+fn leaves_rec(
+    ctx: &Ctx<'_>,
+    addr: u64,
+    rank: usize,
+    max_level: u32,
+    out: &mut Vec<(u64, Vec<ChunkEntry>)>,
+) -> Result<()> {
+    if addr == UNDEF {
+        return Ok(());
+    }
+    let mut c = ctx.cursor(addr, "v1 B-tree node")?;
+    c.expect_sig(b"TREE")?;
+    if c.u8()? != 1 {
+        return corrupt("chunk B-tree node of the wrong type");
+    }
+    let level = c.u8()? as u32;
+    if level >= max_level {
+        return corrupt("v1 B-tree levels do not decrease");
+    }
+    if level == 0 {
+        let mut v = Vec::new();
+        chunks(ctx, addr, rank, &mut v)?;
+        out.push((addr, v));
+        return Ok(());
+    }
+    let n = c.u16()? as usize;
+    c.skip(2 * ctx.so)?;
+    let key_size = 8 + 8 * (rank + 1);
+    for _ in 0..n {
+        c.skip(key_size)?;
+        let child = c.addr(ctx.so)?;
+        leaves_rec(ctx, child, rank, level, out)?;
+    }
+    Ok(())
+}
+
 fn walk(
     ctx: &Ctx<'_>,
     addr: u64,
@@ -83,12 +126,15 @@ fn walk(
 pub const CHUNK_FANOUT: usize = 64;
 
 /// Writes a chunk B-tree for `entries` (sorted by offset) into `out` at file address `base`;
-/// returns the root address (UNDEF when there are no chunks).
+/// returns the root address (UNDEF when there are no chunks). Leaves of `reuse` whose entries
+/// equal a new leaf's are referenced instead of rewritten. Sibling pointers are left undefined
+/// (readers do not use them; libhdf5 skips undefined siblings when it edits the tree).
 pub fn write_chunk_tree(
     entries: &[ChunkEntry],
     chunk: &[u64],
     base: u64,
     out: &mut Vec<u8>,
+    reuse: &[(u64, Vec<ChunkEntry>)],
 ) -> u64 {
     if entries.is_empty() {
         return UNDEF;
@@ -115,31 +161,35 @@ pub fn write_chunk_tree(
         }
     }
     last_key.put_u64(0);
+    let reusable: std::collections::HashMap<&[u64], (u64, &[ChunkEntry])> = reuse
+        .iter()
+        .filter_map(|(a, v)| v.first().map(|f| (f.offset.as_slice(), (*a, v.as_slice()))))
+        .collect();
     // Level 0 items: (first key, child address).
     let mut items: Vec<(Vec<u8>, u64)> = entries.iter().map(|e| (leaf_key(e), e.addr)).collect();
     let mut level = 0u8;
     loop {
         let groups: Vec<&[(Vec<u8>, u64)]> = items.chunks(CHUNK_FANOUT).collect();
-        let start = base + out.len() as u64;
         let count = groups.len();
         let mut next = Vec::with_capacity(count);
         for (gi, g) in groups.iter().enumerate() {
-            let addr = start + (gi * node_size) as u64;
+            if level == 0 {
+                let slice = &entries[gi * CHUNK_FANOUT..gi * CHUNK_FANOUT + g.len()];
+                if let Some((a, old)) = reusable.get(slice[0].offset.as_slice()) {
+                    if *old == slice {
+                        next.push((g[0].0.clone(), *a));
+                        continue;
+                    }
+                }
+            }
+            let addr = base + out.len() as u64;
             let mut node = Vec::with_capacity(node_size);
             node.extend_from_slice(b"TREE");
             node.put_u8(1);
             node.put_u8(level);
             node.put_u16(g.len() as u16);
-            node.put_u64(if gi == 0 {
-                UNDEF
-            } else {
-                addr - node_size as u64
-            });
-            node.put_u64(if gi + 1 == count {
-                UNDEF
-            } else {
-                addr + node_size as u64
-            });
+            node.put_u64(UNDEF);
+            node.put_u64(UNDEF);
             for (k, child) in g.iter() {
                 node.extend_from_slice(k);
                 node.put_u64(*child);
@@ -154,9 +204,61 @@ pub fn write_chunk_tree(
             next.push((g[0].0.clone(), addr));
         }
         if count == 1 {
-            return start;
+            return next[0].1;
         }
         items = next;
         level += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(n: u64) -> Vec<ChunkEntry> {
+        (0..n)
+            .map(|i| ChunkEntry {
+                offset: vec![i * 4],
+                addr: 1000 + i * 16,
+                size: 16,
+                filter_mask: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn multi_level_tree_roundtrips_and_reuses_leaves() {
+        let e = entries(300);
+        let mut file = vec![0u8; 64];
+        let root = write_chunk_tree(&e, &[4], 0, &mut file, &[]);
+        file.resize(file.len() + 8, 0);
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let mut got = Vec::new();
+        chunks(&ctx, root, 1, &mut got).unwrap();
+        assert_eq!(got, e);
+        let leaves = chunk_leaves(&ctx, root, 1).unwrap();
+        assert_eq!(leaves.len(), 5);
+        // Append 10 entries: only the last leaf and the root are rewritten.
+        let e2 = entries(310);
+        let before = file.len();
+        let mut tail = Vec::new();
+        let root2 = write_chunk_tree(&e2, &[4], before as u64, &mut tail, &leaves);
+        let node_size = 8 + 16 + 65 * 24 + 64 * 8;
+        assert_eq!(tail.len(), 2 * node_size);
+        file.extend_from_slice(&tail);
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let mut got = Vec::new();
+        chunks(&ctx, root2, 1, &mut got).unwrap();
+        assert_eq!(got, e2);
     }
 }

@@ -197,3 +197,35 @@ pub fn write_single_leaf(
     }
     Ok(header_addr)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_leaf_roundtrip() {
+        let recs: Vec<Vec<u8>> = (0..100u32)
+            .map(|i| {
+                let mut r = i.to_le_bytes().to_vec();
+                r.extend_from_slice(&[7u8; 7]);
+                r
+            })
+            .collect();
+        let mut file = vec![0u8; 8];
+        let h = write_single_leaf(5, 11, &recs, 0, &mut file).unwrap();
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let bt = BTreeV2::read(&ctx, h).unwrap();
+        let mut got = Vec::new();
+        bt.for_each(&ctx, &mut |r| {
+            got.push(r.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, recs);
+    }
+}

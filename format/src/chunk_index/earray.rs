@@ -37,7 +37,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     let realized = c.uint(ctx.sl)?;
     let iblk = c.addr(so)?;
     let hlen = c.pos();
-    check_sum(ctx.slice(addr, hlen as u64)?, c.bytes(4)?, "extensible array header")?;
+    check_sum(
+        ctx.slice(addr, hlen as u64)?,
+        c.bytes(4)?,
+        "extensible array header",
+    )?;
     if esize < so
         || max_bits == 0
         || max_bits > 64
@@ -66,7 +70,7 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     let (mut start_idx, mut start_dblk) = (0u64, 0u64);
     for u in 0..nsblks.min(64) {
         let ndblks = 1u64 << (u / 2);
-        let dblk_nelmts = dblk_min.saturating_mul(1u64 << ((u + 1) / 2).min(62));
+        let dblk_nelmts = dblk_min.saturating_mul(1u64 << u.div_ceil(2).min(62));
         info.push(SuperInfo {
             ndblks,
             dblk_nelmts,
@@ -93,7 +97,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     }
     let ilen = c.pos();
     let iblock_bytes = ctx.slice(iblk, ilen as u64 + 4)?;
-    check_sum(&iblock_bytes[..ilen], &iblock_bytes[ilen..], "extensible array index block")?;
+    check_sum(
+        &iblock_bytes[..ilen],
+        &iblock_bytes[ilen..],
+        "extensible array index block",
+    )?;
 
     let mut out = Vec::with_capacity(realized as usize);
     for e in direct.chunks_exact(esize) {
@@ -152,7 +160,12 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
 }
 
 /// Data block addresses of a super block, plus each data block's page-init bitmap (if paged).
-fn read_super(ctx: &Ctx<'_>, p: &Params, addr: u64, si: &SuperInfo) -> Result<(Vec<u64>, Vec<Vec<u8>>)> {
+fn read_super(
+    ctx: &Ctx<'_>,
+    p: &Params,
+    addr: u64,
+    si: &SuperInfo,
+) -> Result<(Vec<u64>, Vec<Vec<u8>>)> {
     let mut c = ctx.cursor(addr, "extensible array super block")?;
     c.expect_sig(b"EASB")?;
     c.skip(2 + p.so + p.off_size)?;
@@ -190,8 +203,15 @@ fn read_data_block(
     if nelmts <= page_n {
         let n = nelmts as usize * p.esize;
         let b = ctx.slice(addr, (prefix + n + 4) as u64)?;
-        check_sum(&b[..prefix + n], &b[prefix + n..], "extensible array data block")?;
-        for e in b[prefix..prefix + n].chunks_exact(p.esize).take(want as usize) {
+        check_sum(
+            &b[..prefix + n],
+            &b[prefix + n..],
+            "extensible array data block",
+        )?;
+        for e in b[prefix..prefix + n]
+            .chunks_exact(p.esize)
+            .take(want as usize)
+        {
             out.push(decode_elem(e, p.so, p.filtered)?);
         }
         return Ok(());
@@ -203,7 +223,10 @@ fn read_data_block(
     let mut page = 0usize;
     while left > 0 {
         let init = bitmap
-            .map(|b| b.get(page / 8).is_some_and(|x| x & (0x80 >> (page % 8)) != 0))
+            .map(|b| {
+                b.get(page / 8)
+                    .is_some_and(|x| x & (0x80 >> (page % 8)) != 0)
+            })
             .unwrap_or(true);
         page += 1;
         if !init {
@@ -222,7 +245,10 @@ fn read_data_block(
         }
         let b = ctx.slice(page_addr, (psize + 4) as u64)?;
         check_sum(&b[..psize], &b[psize..], "extensible array data block page")?;
-        for e in b[..psize].chunks_exact(p.esize).take(left.min(page_n) as usize) {
+        for e in b[..psize]
+            .chunks_exact(p.esize)
+            .take(left.min(page_n) as usize)
+        {
             out.push(decode_elem(e, p.so, p.filtered)?);
         }
         left = left.saturating_sub(page_n);

@@ -17,7 +17,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     let n = c.uint(ctx.sl)?;
     let dblk = c.addr(so)?;
     let hlen = c.pos();
-    check_sum(ctx.slice(addr, hlen as u64)?, c.bytes(4)?, "fixed array header")?;
+    check_sum(
+        ctx.slice(addr, hlen as u64)?,
+        c.bytes(4)?,
+        "fixed array header",
+    )?;
     let filtered = client == 1;
     if esize < so || page_bits > 32 {
         return corrupt("fixed array header parameters");
@@ -32,7 +36,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     let mut out = Vec::with_capacity(n);
     if n <= page_n {
         let blk = ctx.slice(dblk, (prefix + n * esize + 4) as u64)?;
-        check_sum(&blk[..prefix + n * esize], &blk[prefix + n * esize..], "fixed array data block")?;
+        check_sum(
+            &blk[..prefix + n * esize],
+            &blk[prefix + n * esize..],
+            "fixed array data block",
+        )?;
         if &blk[..4] != b"FADB" {
             return corrupt("bad fixed array data block signature");
         }
@@ -48,7 +56,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
     if &blk[..4] != b"FADB" {
         return corrupt("bad fixed array data block signature");
     }
-    check_sum(&blk[..prefix + bitmap], &blk[prefix + bitmap..], "fixed array data block")?;
+    check_sum(
+        &blk[..prefix + bitmap],
+        &blk[prefix + bitmap..],
+        "fixed array data block",
+    )?;
     let mut page_addr = dblk + dlen as u64;
     for p in 0..npages {
         let cnt = page_n.min(n - p * page_n);
@@ -56,7 +68,11 @@ pub fn read(ctx: &Ctx<'_>, addr: u64) -> Result<Vec<Elem>> {
         let plen = cnt * esize + 4;
         if init {
             let page = ctx.slice(page_addr, plen as u64)?;
-            check_sum(&page[..cnt * esize], &page[cnt * esize..], "fixed array page")?;
+            check_sum(
+                &page[..cnt * esize],
+                &page[cnt * esize..],
+                "fixed array page",
+            )?;
             for e in page[..cnt * esize].chunks_exact(esize) {
                 out.push(decode_elem(e, so, filtered)?);
             }

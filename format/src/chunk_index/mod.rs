@@ -26,7 +26,10 @@ pub fn decode_elem(raw: &[u8], so: usize, filtered: bool) -> Result<Elem> {
             mask: 0,
         });
     }
-    let size_len = raw.len().checked_sub(so + 4).filter(|n| (1..=8).contains(n));
+    let size_len = raw
+        .len()
+        .checked_sub(so + 4)
+        .filter(|n| (1..=8).contains(n));
     let size_len = match size_len {
         Some(n) => n,
         None => return corrupt("filtered chunk index element size"),

@@ -294,15 +294,37 @@ pub fn write_heap(
     let off_bytes = (heap_bits as usize).div_ceil(8);
     let len_bytes = limit_enc_size(65536).min(limit_enc_size(MAX_MANAGED as u64));
     let dhdr = 5 + 8 + off_bytes + 4; // sig, version, heap addr, block offset, checksum
-    for o in objects {
+    let out0 = base - out.len() as u64;
+    let mut ids = vec![Vec::new(); objects.len()];
+    // Huge objects (> MAX_MANAGED): stored as plain blocks, indexed by a v2 B-tree of type 1
+    // (address, length, id), the heap ID holding the id (libhdf5's "indirect" huge objects).
+    let mut huge_recs = Vec::new();
+    let mut huge_size = 0u64;
+    for (i, o) in objects.iter().enumerate() {
         if o.len() > MAX_MANAGED {
-            return invalid(format!(
-                "dense-storage object of {} bytes exceeds {MAX_MANAGED} (huge objects are not written)",
-                o.len()
-            ));
+            let key = huge_recs.len() as u64 + 1;
+            let addr = out0 + out.len() as u64;
+            out.extend_from_slice(o);
+            let mut rec = Vec::with_capacity(24);
+            rec.put_u64(addr);
+            rec.put_u64(o.len() as u64);
+            rec.put_u64(key);
+            huge_recs.push(rec);
+            huge_size += o.len() as u64;
+            let mut id = vec![0x10u8];
+            id.put_uint(key, id_len - 1);
+            ids[i] = id;
         }
     }
-    let total: usize = objects.iter().map(|o| o.len()).sum();
+    let huge_btree = if huge_recs.is_empty() {
+        UNDEF
+    } else {
+        crate::btree::v2::write_single_leaf(1, 24, &huge_recs, out0, out)?
+    };
+    let managed: Vec<usize> = (0..objects.len())
+        .filter(|&i| objects[i].len() <= MAX_MANAGED)
+        .collect();
+    let total: usize = managed.iter().map(|&i| objects[i].len()).sum();
     let max_direct: u64 = 65536;
     // Plan blocks: either one root direct block, or a root indirect block whose rows are all direct
     // blocks of `max_direct` bytes (start block = max direct => 2 direct rows).
@@ -316,7 +338,8 @@ pub fn write_heap(
     let cap = start_block as usize - dhdr;
     let mut blocks: Vec<Vec<usize>> = vec![vec![]];
     let mut used = 0usize;
-    for (i, o) in objects.iter().enumerate() {
+    for &i in &managed {
+        let o = &objects[i];
         if used + o.len() > cap {
             blocks.push(vec![]);
             used = 0;
@@ -338,8 +361,8 @@ pub fn write_heap(
         (width, nrows)
     };
     let header_size = 4 + 1 + 2 + 2 + 1 + 4 + 8 * 12 + 2 + 8 + 8 + 2 + 2 + 8 + 2 + 4;
-    let header_addr = base;
-    let mut pos = base + header_size as u64;
+    let header_addr = out0 + out.len() as u64;
+    let mut pos = header_addr + header_size as u64;
     let iblock_addr = if single { UNDEF } else { pos };
     let iblock_size = if single {
         0
@@ -348,7 +371,6 @@ pub fn write_heap(
     };
     pos += iblock_size as u64;
     let block_addrs: Vec<u64> = (0..nblocks).map(|i| pos + i * start_block).collect();
-    let mut ids = vec![Vec::new(); objects.len()];
     let mut blocks_bytes = Vec::with_capacity((nblocks * start_block) as usize);
     let mut free_total = 0u64;
     for (bi, members) in blocks.iter().enumerate() {
@@ -387,8 +409,8 @@ pub fn write_heap(
     h.put_u16(0);
     h.put_u8(2); // direct blocks checksummed
     h.put_u32(MAX_MANAGED as u32);
-    h.put_u64(0); // next huge id
-    h.put_u64(UNDEF); // huge b-tree
+    h.put_u64(huge_recs.len() as u64 + 1); // next huge id
+    h.put_u64(huge_btree);
     h.put_u64(
         free_total
             + if single {
@@ -401,9 +423,9 @@ pub fn write_heap(
     h.put_u64(managed_space);
     h.put_u64(managed_space);
     h.put_u64(if single { 0 } else { nblocks * start_block }); // allocation iterator
-    h.put_u64(objects.len() as u64);
-    h.put_u64(0);
-    h.put_u64(0);
+    h.put_u64(managed.len() as u64);
+    h.put_u64(huge_size);
+    h.put_u64(huge_recs.len() as u64);
     h.put_u64(0);
     h.put_u64(0);
     h.put_u16(width as u16);
@@ -439,4 +461,49 @@ pub fn write_heap(
         header: header_addr,
         ids,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(objects: &[Vec<u8>], kind: HeapKind) {
+        let mut file = vec![0u8; 16];
+        let h = write_heap(objects, kind, 16, &mut file).unwrap();
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let heap = FractalHeap::read(&ctx, h.header).unwrap();
+        for (o, id) in objects.iter().zip(&h.ids) {
+            assert_eq!(heap.object(&ctx, id).unwrap(), &o[..]);
+        }
+    }
+
+    #[test]
+    fn single_direct_block() {
+        let objs: Vec<Vec<u8>> = (0..20).map(|i| vec![i as u8; 10 + i]).collect();
+        roundtrip(&objs, HeapKind::Links);
+        roundtrip(&objs, HeapKind::Attributes);
+    }
+
+    #[test]
+    fn root_indirect_block() {
+        let objs: Vec<Vec<u8>> = (0..100).map(|i| vec![i as u8; 4000]).collect();
+        roundtrip(&objs, HeapKind::Attributes);
+    }
+
+    #[test]
+    fn huge_objects_roundtrip() {
+        let objs: Vec<Vec<u8>> = vec![
+            vec![1; 10],
+            vec![2; MAX_MANAGED + 1],
+            vec![3; 100_000],
+            vec![4; 7],
+        ];
+        roundtrip(&objs, HeapKind::Attributes);
+        roundtrip(&objs, HeapKind::Links);
+    }
 }

@@ -51,7 +51,7 @@ impl Default for CollectionBuilder {
     }
 }
 
-/// Smallest collection libhdf5 creates; we pad to it as well.
+/// Smallest collection libhdf5 accepts ("global heap size is too small" below it).
 pub const MIN_COLLECTION: usize = 4096;
 
 impl CollectionBuilder {
@@ -94,7 +94,7 @@ impl CollectionBuilder {
 
     /// Finishes: appends the free-space object, pads to the minimum size, fills the size field.
     pub fn finish(mut self) -> Vec<u8> {
-        let target = self.buf.len().max(MIN_COLLECTION - 16) + 16;
+        let target = (self.buf.len() + 16).max(MIN_COLLECTION);
         let free = target - self.buf.len();
         self.buf.put_u16(0);
         self.buf.put_u16(0);
@@ -104,5 +104,31 @@ impl CollectionBuilder {
         let n = self.buf.len() as u64;
         self.buf[8..16].copy_from_slice(&n.to_le_bytes());
         self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collection_roundtrip() {
+        let mut b = CollectionBuilder::new();
+        let i1 = b.add(b"hello");
+        let i2 = b.add(&[9u8; 33]);
+        let mut file = vec![0u8; 8];
+        file.extend_from_slice(&b.finish());
+        assert!(file.len() >= 8 + MIN_COLLECTION);
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let idx = read_collection(&ctx, 8).unwrap();
+        let (s, n) = idx[&i1];
+        assert_eq!(&file[s..s + n], b"hello");
+        let (s, n) = idx[&i2];
+        assert_eq!(&file[s..s + n], &[9u8; 33]);
     }
 }

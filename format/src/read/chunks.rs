@@ -1,8 +1,8 @@
 //! Enumerating the chunks of a chunked dataset from its chunk index.
 
 use crate::btree::v1::{self, ChunkEntry};
-use crate::ctx::Ctx;
 use crate::chunk_index::{btree2, earray, farray, Elem};
+use crate::ctx::Ctx;
 use crate::error::{corrupt, Result};
 use crate::io::UNDEF;
 use crate::messages::ChunkIndex;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 enum Storage {
-    Map(memmap2::Mmap),
+    Map(memmap2::Mmap, std::fs::File),
     Bytes(Vec<u8>),
 }
 
@@ -26,6 +26,7 @@ pub struct H5File {
     storage: Storage,
     sb: Superblock,
     gheap: Mutex<HashMap<u64, Arc<CollectionIndex>>>,
+    links: Mutex<HashMap<u64, Arc<HashMap<String, LinkTarget>>>>,
 }
 
 /// One link in a group.
@@ -64,7 +65,7 @@ impl H5File {
         // end of file or rewrites the superblock, and other writers modifying the file while it is
         // open is outside the contract (as with libhdf5).
         let map = unsafe { memmap2::Mmap::map(&f)? };
-        Self::with_storage(Storage::Map(map))
+        Self::with_storage(Storage::Map(map, f))
     }
 
     /// Opens a file held in memory.
@@ -74,7 +75,7 @@ impl H5File {
 
     fn with_storage(storage: Storage) -> Result<Self> {
         let data: &[u8] = match &storage {
-            Storage::Map(m) => m,
+            Storage::Map(m, _) => m,
             Storage::Bytes(b) => b,
         };
         let sb = superblock::read(data)?;
@@ -82,6 +83,7 @@ impl H5File {
             storage,
             sb,
             gheap: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashMap::new()),
         };
         // The root object header must parse.
         object_header::parse(&f.ctx(), f.sb.root)?;
@@ -91,9 +93,27 @@ impl H5File {
     /// The whole file.
     pub fn bytes(&self) -> &[u8] {
         match &self.storage {
-            Storage::Map(m) => m,
+            Storage::Map(m, _) => m,
             Storage::Bytes(b) => b,
         }
+    }
+
+    /// Copies `dst.len()` bytes at stored address `addr` into `dst` with one positioned read
+    /// (for large reads the kernel copy beats faulting in mapped pages). Falls back to the
+    /// in-memory bytes for files opened with [`from_bytes`](Self::from_bytes).
+    pub(crate) fn read_into(&self, addr: u64, dst: &mut [u8]) -> Result<()> {
+        let src = self.ctx().slice(addr, dst.len() as u64)?;
+        match &self.storage {
+            Storage::Map(_, f) => {
+                use std::os::unix::fs::FileExt;
+                let abs = addr + self.sb.at;
+                if f.read_exact_at(dst, abs).is_err() {
+                    dst.copy_from_slice(src);
+                }
+            }
+            Storage::Bytes(_) => dst.copy_from_slice(src),
+        }
+        Ok(())
     }
 
     /// Superblock information.
@@ -132,8 +152,8 @@ impl H5File {
         };
         let parts = components(path)?;
         for (i, p) in parts.iter().enumerate() {
-            let oh = object_header::parse(&ctx, cur)?;
-            let link = groups::find_link(&ctx, &oh, p)?
+            let link = self
+                .lookup(&ctx, cur, p)?
                 .ok_or_else(|| FormatError::NotFound(format!("/{}", parts[..=i].join("/"))))?;
             cur = match link {
                 LinkTarget::Hard(a) => a,
@@ -145,6 +165,36 @@ impl H5File {
             };
         }
         Ok(cur)
+    }
+
+    /// Finds link `name` in the group at `group`. Groups with many links (dense or symbol-table
+    /// storage) are indexed once into a name map kept in a bounded per-file cache, so looking up
+    /// many names in one big group is not quadratic.
+    fn lookup(&self, ctx: &Ctx<'_>, group: u64, name: &str) -> Result<Option<LinkTarget>> {
+        if let Some(map) = self.links.lock().ok().and_then(|c| c.get(&group).cloned()) {
+            return Ok(map.get(name).cloned());
+        }
+        let oh = object_header::parse(ctx, group)?;
+        let indexed = oh.find(mtype::SYMBOL_TABLE).is_some()
+            || oh
+                .find(mtype::LINK_INFO)
+                .and_then(|m| crate::messages::parse_link_info(m.data, ctx.so).ok())
+                .is_some_and(|i| i.heap != UNDEF);
+        if !indexed {
+            return groups::find_link(ctx, &oh, name);
+        }
+        let map: HashMap<String, LinkTarget> = groups::links(ctx, &oh)?
+            .into_iter()
+            .map(|l| (l.name, l.target))
+            .collect();
+        let found = map.get(name).cloned();
+        if let Ok(mut c) = self.links.lock() {
+            if c.len() >= 256 {
+                c.clear();
+            }
+            c.insert(group, Arc::new(map));
+        }
+        Ok(found)
     }
 
     pub(crate) fn header_at(&self, addr: u64) -> Result<ObjectHeader<'_>> {
@@ -226,8 +276,15 @@ impl H5File {
             .messages
             .iter()
             .map(|m| {
-                let head: Vec<String> = m.data.iter().take(24).map(|b| format!("{b:02x}")).collect();
-                format!("type {:>2} flags {:#04x} size {:>5}: {}", m.mtype, m.flags, m.data.len(), head.join(" "))
+                let head: Vec<String> =
+                    m.data.iter().take(24).map(|b| format!("{b:02x}")).collect();
+                format!(
+                    "type {:>2} flags {:#04x} size {:>5}: {}",
+                    m.mtype,
+                    m.flags,
+                    m.data.len(),
+                    head.join(" ")
+                )
             })
             .collect())
     }

@@ -257,7 +257,7 @@ pub fn write_dataset(
         let zero = vec![0u64; chunk.len()];
         let entries = write_chunks(sink, &raw, &array.shape, &zero, chunk, elem, &plan.filters)?;
         let base = sink.base;
-        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf);
+        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[]);
         Layout::Chunked {
             chunk: chunk.clone(),
             index: ChunkIndex::BTreeV1 { addr },

@@ -1,6 +1,7 @@
 """Dump every object of an HDF5 file to JSON with h5py (used by the format crate's tests).
 
-usage: dump_h5.py FILE  -> prints {"/path": {...}} on stdout
+usage: dump_h5.py FILE       -> prints {"/path": {...}} on stdout
+       dump_h5.py FILE FILE...  -> prints {"FILE": {"/path": {...}}, ...} (one interpreter start)
 """
 import json
 import sys
@@ -72,9 +73,9 @@ def attrs(obj):
     return out
 
 
-def main():
+def dump(path):
     out = {}
-    with h5py.File(sys.argv[1], "r") as f:
+    with h5py.File(path, "r") as f:
         # Objects reachable through several hard links are visited once, by their first name.
         out["/"] = {"kind": "group", "attrs": attrs(f), "links": sorted(f.keys())}
 
@@ -106,7 +107,15 @@ def main():
                 out[p] = {"kind": "group", "attrs": attrs(obj), "links": sorted(obj.keys())}
 
         f.visititems(visit)
-    json.dump(out, sys.stdout)
+    return out
+
+
+def main():
+    files = sys.argv[1:]
+    if len(files) == 1:
+        json.dump(dump(files[0]), sys.stdout)
+    else:
+        json.dump({p: dump(p) for p in files}, sys.stdout)
 
 
 if __name__ == "__main__":

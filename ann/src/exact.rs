@@ -1,0 +1,160 @@
+//! Exact (brute-force) top-k search with a bounded heap; parallel over chunks for large stores.
+
+use crate::error::AnnError;
+use crate::filter::Filter;
+use crate::kernels;
+use crate::metric::Metric;
+use crate::store::VectorStore;
+use crate::topk::{Neighbor, TopK};
+use rayon::prelude::*;
+
+/// Rows per parallel chunk; stores smaller than two chunks are scanned on the calling thread.
+const CHUNK: usize = 8192;
+
+/// The exact `k` nearest rows of `store` to `query` under `metric`, restricted to `filter` if given.
+/// Cosine queries are normalised first. Results are sorted closest first (ties by id).
+pub fn exact_top_k<S: VectorStore + ?Sized>(
+    store: &S,
+    query: &[f32],
+    k: usize,
+    metric: Metric,
+    filter: Option<Filter<'_>>,
+) -> Result<Vec<Neighbor>, AnnError> {
+    if query.len() != store.dim() {
+        return Err(AnnError::DimensionMismatch {
+            expected: store.dim(),
+            got: query.len(),
+        });
+    }
+    let q = metric.prepare_query(query);
+    let n = store.len();
+    if k == 0 || n == 0 {
+        return Ok(Vec::new());
+    }
+    if let Some(Filter::Ids(set)) = filter {
+        // Iterate only the allowed ids (cheap for selective filters).
+        let mut top = TopK::new(k);
+        for id in set.iter().take_while(|&id| (id as usize) < n) {
+            top.push(id, metric.distance(&q, store.vector(id)));
+        }
+        return Ok(top.into_sorted());
+    }
+    let scan = |lo: usize, hi: usize| {
+        let mut top = TopK::new(k);
+        for id in lo as u32..hi as u32 {
+            if filter.is_none_or(|f| f.allows(id)) {
+                top.push(id, metric.distance(&q, store.vector(id)));
+            }
+        }
+        top
+    };
+    let top = if n < 2 * CHUNK {
+        scan(0, n)
+    } else {
+        (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| scan(c * CHUNK, ((c + 1) * CHUNK).min(n)))
+            .reduce(
+                || TopK::new(k),
+                |mut a, b| {
+                    a.merge(b);
+                    a
+                },
+            )
+    };
+    Ok(top.into_sorted())
+}
+
+/// Exact scan over an explicit id list (used by indexes when a filter is very selective).
+/// Rows are fetched in small batches whose memory is prefetched before scoring, since the ids of
+/// a filter are usually scattered.
+pub(crate) fn scan_ids<S: VectorStore + ?Sized>(
+    store: &S,
+    q: &[f32],
+    k: usize,
+    metric: Metric,
+    ids: impl Iterator<Item = u32>,
+) -> Vec<Neighbor> {
+    const BATCH: usize = 16;
+    let mut top = TopK::new(k);
+    let mut buf = [0u32; BATCH];
+    let mut ids = ids.peekable();
+    while ids.peek().is_some() {
+        let mut n = 0;
+        for id in ids.by_ref().take(BATCH) {
+            let v = store.vector(id);
+            for line in (0..v.len()).step_by(16) {
+                kernels::prefetch(v[line..].as_ptr());
+            }
+            buf[n] = id;
+            n += 1;
+        }
+        for &id in &buf[..n] {
+            top.push(id, metric.distance(q, store.vector(id)));
+        }
+    }
+    top.into_sorted()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::IdSet;
+    use crate::rng::SplitMix64;
+    use crate::store::FlatVectors;
+
+    fn naive(
+        store: &FlatVectors,
+        q: &[f32],
+        k: usize,
+        m: Metric,
+        ok: impl Fn(u32) -> bool,
+    ) -> Vec<u32> {
+        let mut all: Vec<Neighbor> = (0..store.len() as u32)
+            .filter(|&i| ok(i))
+            .map(|i| Neighbor {
+                id: i,
+                distance: m.distance(q, store.vector(i)),
+            })
+            .collect();
+        all.sort();
+        all.truncate(k);
+        all.iter().map(|n| n.id).collect()
+    }
+
+    #[test]
+    fn matches_naive_sort_with_and_without_filters() {
+        let mut rng = SplitMix64::new(5);
+        let dim = 13;
+        let n = 2 * CHUNK + 77; // exercises the parallel path
+        let data: Vec<f32> = (0..n * dim).map(|_| rng.normal() as f32).collect();
+        let store = FlatVectors::from_vec(dim, data).unwrap();
+        let q: Vec<f32> = (0..dim).map(|_| rng.normal() as f32).collect();
+        for m in [Metric::Dot, Metric::L2] {
+            let got: Vec<u32> = exact_top_k(&store, &q, 10, m, None)
+                .unwrap()
+                .iter()
+                .map(|n| n.id)
+                .collect();
+            assert_eq!(got, naive(&store, &q, 10, m, |_| true));
+            let pred = |id: u32| id % 7 == 3;
+            let got: Vec<u32> = exact_top_k(&store, &q, 10, m, Some(Filter::Predicate(&pred)))
+                .unwrap()
+                .iter()
+                .map(|n| n.id)
+                .collect();
+            assert_eq!(got, naive(&store, &q, 10, m, pred));
+            let set: IdSet = (0..n as u32).filter(|i| i % 5 == 0).collect();
+            let got: Vec<u32> = exact_top_k(&store, &q, 10, m, Some(Filter::Ids(&set)))
+                .unwrap()
+                .iter()
+                .map(|n| n.id)
+                .collect();
+            assert_eq!(got, naive(&store, &q, 10, m, |i| i % 5 == 0));
+        }
+        assert!(exact_top_k(&store, &q[..3], 10, Metric::L2, None).is_err());
+        assert!(exact_top_k(&store, &q, 0, Metric::L2, None)
+            .unwrap()
+            .is_empty());
+    }
+}

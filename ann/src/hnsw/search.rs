@@ -1,0 +1,424 @@
+//! Graph traversal (greedy descent + best-first layer search) and the public filtered search.
+
+use super::Hnsw;
+use crate::error::AnnError;
+use crate::exact::scan_ids;
+use crate::filter::Filter;
+use crate::kernels::prefetch;
+use crate::metric::Metric;
+use crate::quant::{Int8Vectors, QuantQuery};
+use crate::store::VectorStore;
+use crate::topk::Neighbor;
+use crate::visited::with_visited;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Distance from the current query to a row, plus a prefetch hint for that row.
+pub(crate) trait Oracle {
+    fn dist(&self, id: u32) -> f32;
+    fn prefetch(&self, id: u32);
+}
+
+/// Exact f32 distances read from the store.
+pub(crate) struct F32Oracle<'a, S: ?Sized> {
+    pub store: &'a S,
+    pub query: &'a [f32],
+    pub metric: Metric,
+}
+
+impl<S: VectorStore + ?Sized> Oracle for F32Oracle<'_, S> {
+    #[inline]
+    fn dist(&self, id: u32) -> f32 {
+        self.metric.distance(self.query, self.store.vector(id))
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        let v = self.store.vector(id);
+        prefetch(v.as_ptr());
+        prefetch(v.as_ptr().wrapping_add(16));
+    }
+}
+
+/// Approximate distances from the int8 copy.
+pub(crate) struct I8Oracle<'a> {
+    pub quant: &'a Int8Vectors,
+    pub query: QuantQuery,
+    pub metric: Metric,
+}
+
+impl Oracle for I8Oracle<'_> {
+    #[inline]
+    fn dist(&self, id: u32) -> f32 {
+        self.quant.distance(self.metric, &self.query, id)
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        // Whole int8 row (dim bytes), one cache line at a time.
+        let p = self.quant.row_ptr(id);
+        for off in (0..self.quant.dim()).step_by(64) {
+            prefetch(p.wrapping_add(off));
+        }
+    }
+}
+
+/// Cost model for filtered searches: an unfiltered level-0 walk is assumed to evaluate about this
+/// many rows per unit of `ef` (a rough figure for M=16; it only decides between walking and scanning,
+/// and a walk that overruns the scan's cost falls back to the scan anyway).
+const WALK_EVALS_PER_EF: usize = 24;
+/// How many int8 candidates are re-scored with f32 vectors for a top-`k` search at `ef`.
+fn rescore_pool(k: usize, ef: usize) -> usize {
+    (3 * k).max(ef / 2).min(ef)
+}
+
+/// Filters allowing less than this fraction of the rows walk with two-hop routing.
+const TWO_HOP_BELOW: f64 = 0.3;
+
+/// How a filtered search ran (exposed for benchmarks and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchPlan {
+    /// Best-first traversal of the graph.
+    Graph,
+    /// Exact scan of the allowed rows (chosen up front or after the graph exceeded its budget).
+    ExactScan,
+}
+
+impl Hnsw {
+    /// Prefetch hint for the link list of `id` at `level`.
+    #[inline]
+    fn prefetch_links(&self, id: u32, level: usize) {
+        if level == 0 {
+            let base = id as usize * (1 + self.m0());
+            let p = self.links0.as_ptr().wrapping_add(base);
+            prefetch(p);
+            prefetch(p.wrapping_add(16));
+            prefetch(p.wrapping_add(32));
+        }
+    }
+
+    /// Greedy descent from the entry point down to level 1; returns the level-0 entry.
+    pub(crate) fn descend<O: Oracle>(&self, o: &O, stop_level: usize) -> Option<Neighbor> {
+        let ep = self.entry?;
+        let mut cur = Neighbor {
+            id: ep,
+            distance: o.dist(ep),
+        };
+        let mut level = self.max_level;
+        while level > stop_level {
+            loop {
+                let mut changed = false;
+                for &n in self.links(cur.id, level) {
+                    let d = o.dist(n);
+                    if d < cur.distance {
+                        cur = Neighbor { id: n, distance: d };
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+            level -= 1;
+        }
+        Some(cur)
+    }
+
+    /// Best-first search of one level (the paper's Algorithm 2). Only rows for which `allowed`
+    /// holds enter the result set; all rows route. Returns `None` once more than `budget`
+    /// distances were computed. The result is a max-heap of at most `ef` neighbours.
+    /// With `two_hop`, rejected rows are never scored: the walk hops over them to their allowed
+    /// neighbours, so a selective filter costs about as much as an unfiltered walk.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn search_layer<O: Oracle>(
+        &self,
+        o: &O,
+        entries: &[Neighbor],
+        ef: usize,
+        level: usize,
+        allowed: &dyn Fn(u32) -> bool,
+        budget: usize,
+        two_hop: bool,
+    ) -> Option<BinaryHeap<Neighbor>> {
+        with_visited(self.levels.len(), |vis| {
+            let mut cand: BinaryHeap<Reverse<Neighbor>> = BinaryHeap::with_capacity(ef * 4);
+            let mut res: BinaryHeap<Neighbor> = BinaryHeap::with_capacity(ef + 1);
+            for &e in entries {
+                if vis.insert(e.id) {
+                    cand.push(Reverse(e));
+                    if allowed(e.id) {
+                        res.push(e);
+                    }
+                }
+            }
+            while res.len() > ef {
+                res.pop();
+            }
+            let mut worst = if res.len() >= ef {
+                res.peek().map_or(f32::INFINITY, |n| n.distance)
+            } else {
+                f32::INFINITY
+            };
+            let mut evals = 0usize;
+            while let Some(Reverse(c)) = cand.pop() {
+                if c.distance > worst {
+                    break;
+                }
+                // The link list of the likely next candidate lives apart from the vectors; start
+                // fetching it now so it is in cache when that candidate is expanded.
+                if let Some(Reverse(next)) = cand.peek() {
+                    self.prefetch_links(next.id, level);
+                }
+                // Keep the unvisited neighbours, prefetch their vectors, then score them.
+                let mut fresh = [0u32; 256];
+                let mut nf = 0;
+                let cap = self.cap(level);
+                // Rejected neighbours (two-hop mode): their link lists are prefetched together,
+                // then scanned for allowed rows.
+                let mut hop = [0u32; 256];
+                let mut nh = 0;
+                for &n in self.links(c.id, level) {
+                    if !vis.insert(n) {
+                        continue;
+                    }
+                    if !two_hop || allowed(n) {
+                        o.prefetch(n);
+                        fresh[nf] = n;
+                        nf += 1;
+                    } else {
+                        self.prefetch_links(n, level);
+                        hop[nh] = n;
+                        nh += 1;
+                    }
+                }
+                // Route through rows the filter rejects without scoring them: take their allowed
+                // neighbours instead (at most `cap` new rows per expansion).
+                'hops: for &n in &hop[..nh] {
+                    for &n2 in self.links(n, level) {
+                        if nf >= cap {
+                            break 'hops;
+                        }
+                        if allowed(n2) && vis.insert(n2) {
+                            o.prefetch(n2);
+                            fresh[nf] = n2;
+                            nf += 1;
+                        }
+                    }
+                }
+                for &n in &fresh[..nf] {
+                    let d = o.dist(n);
+                    evals += 1;
+                    if d < worst {
+                        cand.push(Reverse(Neighbor { id: n, distance: d }));
+                        if allowed(n) {
+                            res.push(Neighbor { id: n, distance: d });
+                            if res.len() > ef {
+                                res.pop();
+                            }
+                            if res.len() >= ef {
+                                worst = res.peek().map_or(f32::INFINITY, |n| n.distance);
+                            }
+                        }
+                    }
+                }
+                if evals > budget {
+                    return None;
+                }
+            }
+            Some(res)
+        })
+    }
+
+    /// The `k` nearest live rows to `query` among those `filter` allows, sorted closest first.
+    ///
+    /// `ef` (raised to at least `k`) is the candidate list size: larger is slower and more accurate.
+    /// With a filter, the search either walks the graph collecting only allowed rows, or scans the
+    /// allowed rows exactly when that is cheaper (small allowed sets, or when the walk exceeds the
+    /// cost of the scan), so selective filters get exact results. With `quantize`, the graph walk
+    /// uses int8 distances and the `ef` best candidates are re-scored from the store's f32 vectors.
+    pub fn search<S: VectorStore + ?Sized>(
+        &self,
+        store: &S,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: Option<Filter<'_>>,
+    ) -> Result<Vec<Neighbor>, AnnError> {
+        self.search_with_plan(store, query, k, ef, filter)
+            .map(|(r, _)| r)
+    }
+
+    /// Like [`Hnsw::search`], also reporting which plan answered.
+    pub fn search_with_plan<S: VectorStore + ?Sized>(
+        &self,
+        store: &S,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: Option<Filter<'_>>,
+    ) -> Result<(Vec<Neighbor>, SearchPlan), AnnError> {
+        self.check_store(store)?;
+        if query.len() != self.dim {
+            return Err(AnnError::DimensionMismatch {
+                expected: self.dim,
+                got: query.len(),
+            });
+        }
+        if k == 0 || self.live == 0 {
+            return Ok((Vec::new(), SearchPlan::Graph));
+        }
+        let metric = self.params.metric;
+        let q = metric.prepare_query(query);
+        let ef = ef.max(k);
+        let deleted = &self.deleted;
+        let has_deleted = !deleted.is_empty();
+        let allowed = |id: u32| -> bool {
+            (!has_deleted || !deleted.contains(id)) && filter.is_none_or(|f| f.allows(id))
+        };
+
+        // Plan: estimate how many rows the filter allows and what an exact scan of them costs.
+        let (allowed_est, scan_cost) = match filter {
+            None => (self.live, usize::MAX),
+            Some(Filter::Ids(set)) => {
+                let n = set.len();
+                (n, n)
+            }
+            Some(Filter::Predicate(p)) => {
+                let est = self.estimate_allowed(p);
+                // A predicate scan must test every slot; count that at 1/8 of a distance.
+                (est, est + self.levels.len() / 8)
+            }
+        };
+        // Selective filters walk with two-hop routing (cost close to an unfiltered walk, about
+        // WALK_EVALS_PER_EF * ef); others walk normally, scoring about 1/selectivity times more rows.
+        // Scan the allowed rows instead whenever that is estimated to be cheaper, and fall back to
+        // the scan if a walk overruns the scan's cost.
+        let selectivity = allowed_est as f64 / self.live.max(1) as f64;
+        let two_hop = filter.is_some() && selectivity < TWO_HOP_BELOW;
+        if filter.is_some() {
+            let unfiltered = (WALK_EVALS_PER_EF * ef) as f64;
+            let walk_estimate = if two_hop {
+                2.0 * unfiltered
+            } else {
+                unfiltered / selectivity.max(1e-9)
+            };
+            if scan_cost as f64 <= walk_estimate {
+                return Ok((
+                    self.exact_allowed(store, &q, k, filter, &allowed),
+                    SearchPlan::ExactScan,
+                ));
+            }
+        }
+        let budget = scan_cost;
+        // A plain filtered walk keeps only allowed rows, and `ef` allowed results span about
+        // `ef / selectivity` rows of the unfiltered ranking; shrink `ef` by the selectivity so the
+        // walk costs (and finds) about what an unfiltered walk at `ef` does.
+        let ef = if filter.is_some() && !two_hop {
+            ((ef as f64 * selectivity).ceil() as usize).max(k)
+        } else {
+            ef
+        };
+
+        let res = match &self.quant {
+            None => {
+                let o = F32Oracle {
+                    store,
+                    query: &q,
+                    metric,
+                };
+                self.walk(&o, ef, &allowed, budget, two_hop).map(|h| {
+                    let mut v = h.into_vec();
+                    v.sort();
+                    v.truncate(k);
+                    v
+                })
+            }
+            Some(quant) => {
+                let o = I8Oracle {
+                    quant,
+                    query: quant.quantize_query(&q),
+                    metric,
+                };
+                self.walk(&o, ef, &allowed, budget, two_hop).map(|h| {
+                    // Re-score the best int8 candidates exactly (the pool is wide enough that
+                    // int8 ranking noise does not push true neighbours out of it).
+                    let mut pool = h.into_sorted_vec();
+                    pool.truncate(rescore_pool(k, ef));
+                    let mut v: Vec<Neighbor> = pool
+                        .into_iter()
+                        .map(|n| Neighbor {
+                            id: n.id,
+                            distance: metric.distance(&q, store.vector(n.id)),
+                        })
+                        .collect();
+                    v.sort();
+                    v.truncate(k);
+                    v
+                })
+            }
+        };
+        match res {
+            Some(v) => Ok((v, SearchPlan::Graph)),
+            None => Ok((
+                self.exact_allowed(store, &q, k, filter, &allowed),
+                SearchPlan::ExactScan,
+            )),
+        }
+    }
+
+    fn walk<O: Oracle>(
+        &self,
+        o: &O,
+        ef: usize,
+        allowed: &dyn Fn(u32) -> bool,
+        budget: usize,
+        two_hop: bool,
+    ) -> Option<BinaryHeap<Neighbor>> {
+        let ep = self.descend(o, 0)?;
+        self.search_layer(o, &[ep], ef, 0, allowed, budget, two_hop)
+    }
+
+    /// Exact scan of the live rows the filter allows.
+    fn exact_allowed<S: VectorStore + ?Sized>(
+        &self,
+        store: &S,
+        q: &[f32],
+        k: usize,
+        filter: Option<Filter<'_>>,
+        allowed: &dyn Fn(u32) -> bool,
+    ) -> Vec<Neighbor> {
+        let metric = self.params.metric;
+        let slots = self.levels.len() as u32;
+        match filter {
+            Some(Filter::Ids(set)) => scan_ids(
+                store,
+                q,
+                k,
+                metric,
+                set.iter()
+                    .take_while(|&id| id < slots)
+                    .filter(|&id| self.is_present(id) && allowed(id)),
+            ),
+            _ => scan_ids(
+                store,
+                q,
+                k,
+                metric,
+                (0..slots).filter(|&id| self.is_present(id) && allowed(id)),
+            ),
+        }
+    }
+
+    /// Estimates how many live rows a predicate allows by testing an evenly spaced sample.
+    fn estimate_allowed(&self, p: &(dyn Fn(u32) -> bool + Sync)) -> usize {
+        let n = self.levels.len();
+        let samples = n.min(256);
+        if samples == 0 {
+            return 0;
+        }
+        let step = n / samples;
+        let hits = (0..samples).filter(|&i| p((i * step) as u32)).count();
+        // Round up so a filter that allows a few rows is not estimated at zero.
+        (hits * self.live)
+            .div_ceil(samples)
+            .max(usize::from(hits > 0))
+    }
+}

@@ -1,0 +1,371 @@
+use super::*;
+use crate::exact::exact_top_k;
+use crate::filter::{Filter, IdSet};
+use crate::store::FlatVectors;
+use crate::synth::Clustered;
+
+fn data(n: usize, dim: usize) -> (FlatVectors, FlatVectors) {
+    let g = Clustered::new(dim, 20, 1.0, 11);
+    (g.sample(n, 1), g.sample(50, 2))
+}
+
+fn recall(
+    h: &Hnsw,
+    s: &FlatVectors,
+    qs: &FlatVectors,
+    ef: usize,
+    filter: Option<Filter<'_>>,
+) -> f64 {
+    let mut hit = 0;
+    let mut total = 0;
+    for i in 0..qs.len() as u32 {
+        let q = qs.vector(i);
+        let truth = exact_top_k(s, q, 10, h.params().metric, filter).unwrap();
+        let got = h.search(s, q, 10, ef, filter).unwrap();
+        if let Some(f) = filter {
+            assert!(
+                got.iter().all(|n| f.allows(n.id)),
+                "result outside the filter"
+            );
+        }
+        total += truth.len();
+        hit += truth
+            .iter()
+            .filter(|t| got.iter().any(|g| g.id == t.id))
+            .count();
+    }
+    hit as f64 / total.max(1) as f64
+}
+
+#[test]
+fn build_has_high_recall_for_every_metric() {
+    let (s, qs) = data(3000, 24);
+    for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+        let h = Hnsw::build(
+            &s,
+            HnswParams {
+                metric,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(h.len(), 3000);
+        let r = recall(&h, &s, &qs, 64, None);
+        assert!(r >= 0.97, "{metric:?} recall {r}");
+    }
+}
+
+#[test]
+fn incremental_insert_matches_build_quality() {
+    let (s, qs) = data(2000, 16);
+    let mut h = Hnsw::new(16, HnswParams::default()).unwrap();
+    for id in 0..2000 {
+        assert!(h.insert(id, &s).unwrap());
+    }
+    assert!(!h.insert(5, &s).unwrap());
+    assert!(recall(&h, &s, &qs, 64, None) >= 0.97);
+    assert!(h.insert(2000, &s).is_err());
+    let other = FlatVectors::new(3);
+    assert!(matches!(
+        h.insert(0, &other),
+        Err(AnnError::DimensionMismatch { .. })
+    ));
+}
+
+#[test]
+fn build_is_deterministic_for_any_thread_count() {
+    let (s, _) = data(2500, 16);
+    let p = HnswParams {
+        seed: 9,
+        quantize: true,
+        ..Default::default()
+    };
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let three = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let a = one.install(|| Hnsw::build(&s, p).unwrap());
+    let b = three.install(|| Hnsw::build(&s, p).unwrap());
+    assert!(
+        a.to_bytes(1) == b.to_bytes(1),
+        "thread count changed the graph"
+    );
+    let c = Hnsw::build(&s, HnswParams { seed: 10, ..p }).unwrap();
+    assert!(a.to_bytes(1) != c.to_bytes(1));
+}
+
+#[test]
+fn quantized_traversal_rescores_to_full_recall() {
+    let (s, qs) = data(3000, 32);
+    let f = Hnsw::build(&s, HnswParams::default()).unwrap();
+    let q = Hnsw::build(
+        &s,
+        HnswParams {
+            quantize: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (rf, rq) = (recall(&f, &s, &qs, 64, None), recall(&q, &s, &qs, 64, None));
+    assert!(rq >= rf - 0.02, "int8 {rq} vs f32 {rf}");
+    // Distances returned are exact f32 ones.
+    let res = q.search(&s, qs.vector(0), 5, 32, None).unwrap();
+    for n in res {
+        assert_eq!(
+            n.distance,
+            Metric::Cosine.distance(&Metric::Cosine.prepare_query(qs.vector(0)), s.vector(n.id))
+        );
+    }
+    assert!(q.memory_bytes() > f.memory_bytes());
+}
+
+#[test]
+fn filtered_search_is_exact_enough_at_every_selectivity() {
+    let (s, qs) = data(4000, 16);
+    let h = Hnsw::build(&s, HnswParams::default()).unwrap();
+    for modulo in [2u32, 10, 100] {
+        let set: IdSet = (0..4000u32).filter(|i| i % modulo == 0).collect();
+        let r = recall(&h, &s, &qs, 64, Some(Filter::Ids(&set)));
+        assert!(r >= 0.97, "1/{modulo} ids: recall {r}");
+        let pred = move |i: u32| i % modulo == 1;
+        let r = recall(&h, &s, &qs, 64, Some(Filter::Predicate(&pred)));
+        assert!(r >= 0.97, "1/{modulo} predicate: recall {r}");
+    }
+    // 1% of rows: answered by an exact scan.
+    let set: IdSet = (0..4000u32).filter(|i| i % 100 == 0).collect();
+    let (_, plan) = h
+        .search_with_plan(&s, qs.vector(0), 10, 32, Some(Filter::Ids(&set)))
+        .unwrap();
+    assert_eq!(plan, search::SearchPlan::ExactScan);
+    // A filter excluding the query's whole neighbourhood still returns the true filtered top-10.
+    let q = qs.vector(3);
+    let near: Vec<u32> = exact_top_k(&s, q, 400, Metric::Cosine, None)
+        .unwrap()
+        .iter()
+        .map(|n| n.id)
+        .collect();
+    let excluded: IdSet = near.iter().copied().collect();
+    let pred = |i: u32| !excluded.contains(i);
+    let truth = exact_top_k(&s, q, 10, Metric::Cosine, Some(Filter::Predicate(&pred))).unwrap();
+    let got = h
+        .search(&s, q, 10, 64, Some(Filter::Predicate(&pred)))
+        .unwrap();
+    let hits = truth
+        .iter()
+        .filter(|t| got.iter().any(|g| g.id == t.id))
+        .count();
+    assert!(hits >= 9, "excluded-neighbourhood hits {hits}");
+    // Empty filter: nothing comes back.
+    let none = IdSet::default();
+    assert!(h
+        .search(&s, q, 10, 64, Some(Filter::Ids(&none)))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn delete_hides_rows_and_compact_repairs() {
+    let (s, qs) = data(3000, 16);
+    let mut h = Hnsw::build(&s, HnswParams::default()).unwrap();
+    let gone: Vec<u32> = (0..3000).filter(|i| i % 3 == 0).collect();
+    for &id in &gone {
+        assert!(h.delete(id));
+    }
+    assert!(!h.delete(0));
+    assert_eq!(h.len(), 2000);
+    let alive = |i: u32| !i.is_multiple_of(3);
+    let check = |h: &Hnsw| {
+        let mut hit = 0;
+        for i in 0..qs.len() as u32 {
+            let truth = exact_top_k(
+                &s,
+                qs.vector(i),
+                10,
+                Metric::Cosine,
+                Some(Filter::Predicate(&alive)),
+            )
+            .unwrap();
+            let got = h.search(&s, qs.vector(i), 10, 64, None).unwrap();
+            assert!(got.iter().all(|n| alive(n.id)), "deleted row returned");
+            hit += truth
+                .iter()
+                .filter(|t| got.iter().any(|g| g.id == t.id))
+                .count();
+        }
+        hit as f64 / (10 * qs.len()) as f64
+    };
+    assert!(check(&h) >= 0.95);
+    h.compact(&s).unwrap();
+    assert_eq!(h.deleted_count(), 0);
+    assert_eq!(h.len(), 2000);
+    for id in 0..3000u32 {
+        if h.is_present(id) {
+            assert!(alive(id));
+            for l in 0..=h.levels[id as usize] as usize {
+                assert!(h.links(id, l).iter().all(|&n| alive(n)));
+            }
+        }
+    }
+    assert!(check(&h) >= 0.95);
+    // Removed rows can come back.
+    assert!(h.insert(3, &s).unwrap());
+    assert!(h.search(&s, s.vector(3), 1, 32, None).unwrap()[0].id == 3);
+    // Deleting everything leaves an empty, searchable index.
+    for id in 0..3000 {
+        h.delete(id);
+    }
+    h.compact(&s).unwrap();
+    assert!(h.is_empty());
+    assert!(h.search(&s, qs.vector(0), 10, 32, None).unwrap().is_empty());
+}
+
+#[test]
+fn persistence_round_trips_and_rejects_bad_bytes() {
+    let (s, qs) = data(1500, 16);
+    for quantize in [false, true] {
+        let mut h = Hnsw::build(
+            &s,
+            HnswParams {
+                quantize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        h.delete(7);
+        let bytes = h.to_bytes(42);
+        let back = Hnsw::from_bytes(&bytes, 42).unwrap();
+        assert!(back == h, "round trip changed the index");
+        assert_eq!(
+            back.search(&s, qs.vector(1), 10, 50, None).unwrap(),
+            h.search(&s, qs.vector(1), 10, 50, None).unwrap()
+        );
+        assert_eq!(
+            Hnsw::from_bytes(&bytes, 43),
+            Err(AnnError::StaleIndex {
+                expected: 43,
+                found: 42
+            })
+        );
+        for cut in [0, 5, 20, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(
+                matches!(
+                    Hnsw::from_bytes(&bytes[..cut], 42),
+                    Err(AnnError::Corrupt(_))
+                ),
+                "cut {cut}"
+            );
+        }
+        for pos in [0, 9, 30, 70, bytes.len() / 3, bytes.len() - 2] {
+            let mut bad = bytes.clone();
+            bad[pos] ^= 0x40;
+            assert!(Hnsw::from_bytes(&bad, 42).is_err(), "flip at {pos}");
+        }
+    }
+    // Structurally bad content with a valid checksum is caught by validation.
+    let h = Hnsw::build(&s, HnswParams::default()).unwrap();
+    let mut bytes = h.to_bytes(1);
+    bytes.truncate(bytes.len() - 4);
+    let links_at = 8 + 4 + 8 + 4 + 12 + 8 + 4 + 4 + 4 + 8 + 1500 + 1500usize.div_ceil(64) * 8;
+    bytes[links_at + 4..links_at + 8].copy_from_slice(&99_999u32.to_le_bytes());
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    assert!(matches!(
+        Hnsw::from_bytes(&bytes, 1),
+        Err(AnnError::Corrupt(_))
+    ));
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let (s, _) = data(100, 8);
+    let h = Hnsw::build(&s, HnswParams::default()).unwrap();
+    assert!(matches!(
+        h.search(&s, &[0.0; 3], 5, 10, None),
+        Err(AnnError::DimensionMismatch { .. })
+    ));
+    let small = FlatVectors::from_vec(8, vec![0.0; 8]).unwrap();
+    assert!(matches!(
+        h.search(&small, &[0.0; 8], 5, 10, None),
+        Err(AnnError::StoreTooSmall { .. })
+    ));
+    assert!(Hnsw::new(
+        8,
+        HnswParams {
+            m: 1,
+            ..Default::default()
+        }
+    )
+    .is_err());
+    assert!(Hnsw::new(0, HnswParams::default()).is_err());
+    assert!(h.search(&s, s.vector(0), 0, 10, None).unwrap().is_empty());
+    let empty = Hnsw::new(8, HnswParams::default()).unwrap();
+    assert!(empty
+        .search(&s, s.vector(0), 5, 10, None)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn selective_filters_walk_with_two_hop_routing() {
+    let (s, qs) = data(6000, 16);
+    let h = Hnsw::build(&s, HnswParams::default()).unwrap();
+    // 20 % of the rows: too many to scan at this ef, so the two-hop walk answers.
+    let set: IdSet = (0..6000u32).filter(|i| i % 5 == 2).collect();
+    let mut hit = 0;
+    for i in 0..qs.len() as u32 {
+        let q = qs.vector(i);
+        let (got, _) = h
+            .search_with_plan(&s, q, 10, 16, Some(Filter::Ids(&set)))
+            .unwrap();
+        assert!(got.iter().all(|n| set.contains(n.id)));
+        let truth = exact_top_k(&s, q, 10, Metric::Cosine, Some(Filter::Ids(&set))).unwrap();
+        hit += truth
+            .iter()
+            .filter(|t| got.iter().any(|g| g.id == t.id))
+            .count();
+    }
+    let r = hit as f64 / (10 * qs.len()) as f64;
+    assert!(r >= 0.9, "two-hop recall {r}");
+    let (_, plan) = h
+        .search_with_plan(&s, qs.vector(0), 10, 16, Some(Filter::Ids(&set)))
+        .unwrap();
+    assert_eq!(plan, search::SearchPlan::Graph);
+}
+
+#[test]
+fn mutated_bytes_with_valid_checksum_never_panic() {
+    let (s, qs) = data(300, 8);
+    let mut rng = crate::rng::SplitMix64::new(77);
+    for quantize in [false, true] {
+        let mut h = Hnsw::build(
+            &s,
+            HnswParams {
+                quantize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        h.delete(3);
+        let good = h.to_bytes(9);
+        let body_len = good.len() - 4;
+        for _ in 0..1500 {
+            let mut bad = good[..body_len].to_vec();
+            for _ in 0..1 + rng.below(3) {
+                let pos = rng.below(body_len as u64) as usize;
+                bad[pos] = rng.next_u64() as u8;
+            }
+            let crc = crc32fast::hash(&bad);
+            bad.extend_from_slice(&crc.to_le_bytes());
+            // Either a typed error, or an index that searches without panicking.
+            if let Ok(loaded) = Hnsw::from_bytes(&bad, 9) {
+                let _ = loaded.search(&s, qs.vector(0), 5, 20, None);
+                let set: IdSet = (0..300u32).step_by(7).collect();
+                let _ = loaded.search(&s, qs.vector(1), 5, 20, Some(Filter::Ids(&set)));
+            }
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Distance kernels over f32, f16 and i8, picked once at run time for the running CPU:
+//! AVX-512 (F+BW) or AVX2+FMA+F16C on x86-64, NEON on aarch64, portable scalar code otherwise.
+//!
+//! All functions take equal-length slices; if the lengths differ only the common prefix is used.
+
+use half::f16;
+use std::sync::OnceLock;
+
+pub mod scalar;
+
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+/// One implementation of every kernel (function pointers, so dispatch costs one indirect call).
+#[derive(Clone, Copy)]
+pub struct KernelSet {
+    /// Name of the instruction set ("avx512", "avx2+fma", "neon", "scalar").
+    pub name: &'static str,
+    /// Dot product of f32 vectors.
+    pub dot_f32: fn(&[f32], &[f32]) -> f32,
+    /// Squared L2 distance of f32 vectors.
+    pub l2_f32: fn(&[f32], &[f32]) -> f32,
+    /// Dot product of f16 vectors (f32 accumulation).
+    pub dot_f16: fn(&[f16], &[f16]) -> f32,
+    /// Squared L2 distance of f16 vectors (f32 accumulation).
+    pub l2_f16: fn(&[f16], &[f16]) -> f32,
+    /// Dot product of i8 vectors (exact i32).
+    pub dot_i8: fn(&[i8], &[i8]) -> i32,
+    /// Squared L2 distance of i8 vectors (exact i32).
+    pub l2_i8: fn(&[i8], &[i8]) -> i32,
+    /// Dot product of a u8 vector with an i8 vector (exact i32; VNNI `vpdpbusd` where available).
+    pub dot_u8i8: fn(&[u8], &[i8]) -> i32,
+}
+
+impl std::fmt::Debug for KernelSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelSet({})", self.name)
+    }
+}
+
+/// The portable scalar kernel set.
+pub fn scalar_set() -> KernelSet {
+    KernelSet {
+        name: "scalar",
+        dot_f32: scalar::dot_f32,
+        l2_f32: scalar::l2_f32,
+        dot_f16: scalar::dot_f16,
+        l2_f16: scalar::l2_f16,
+        dot_i8: scalar::dot_i8,
+        l2_i8: scalar::l2_i8,
+        dot_u8i8: scalar::dot_u8i8,
+    }
+}
+
+/// Every kernel set the running CPU supports, best first (the last is always scalar).
+pub fn available() -> Vec<KernelSet> {
+    let mut v = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        v.extend(x86::avx512_vnni_set());
+        v.extend(x86::avx512_set());
+        v.extend(x86::avx2_set());
+    }
+    #[cfg(target_arch = "aarch64")]
+    v.extend(neon::neon_set());
+    v.push(scalar_set());
+    v
+}
+
+static ACTIVE: OnceLock<KernelSet> = OnceLock::new();
+
+/// The kernel set used by the free functions below (the best available; set
+/// `CLAWHDF5_ANN_KERNELS=avx2+fma|scalar|...` to force another one, e.g. for benchmarks).
+pub fn active() -> &'static KernelSet {
+    ACTIVE.get_or_init(|| {
+        let all = available();
+        if let Ok(want) = std::env::var("CLAWHDF5_ANN_KERNELS") {
+            if let Some(k) = all.iter().find(|k| k.name == want) {
+                return *k;
+            }
+        }
+        all[0]
+    })
+}
+
+/// Dot product of f32 vectors.
+#[inline]
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    (active().dot_f32)(a, b)
+}
+
+/// Squared L2 distance of f32 vectors.
+#[inline]
+pub fn l2_f32(a: &[f32], b: &[f32]) -> f32 {
+    (active().l2_f32)(a, b)
+}
+
+/// Dot product of f16 vectors.
+#[inline]
+pub fn dot_f16(a: &[f16], b: &[f16]) -> f32 {
+    (active().dot_f16)(a, b)
+}
+
+/// Squared L2 distance of f16 vectors.
+#[inline]
+pub fn l2_f16(a: &[f16], b: &[f16]) -> f32 {
+    (active().l2_f16)(a, b)
+}
+
+/// Dot product of i8 vectors.
+#[inline]
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    (active().dot_i8)(a, b)
+}
+
+/// Squared L2 distance of i8 vectors.
+#[inline]
+pub fn l2_i8(a: &[i8], b: &[i8]) -> i32 {
+    (active().l2_i8)(a, b)
+}
+
+/// Dot product of a u8 vector with an i8 vector.
+#[inline]
+pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
+    (active().dot_u8i8)(a, b)
+}
+
+/// Hints the CPU to fetch the memory at `p` (no-op where no stable prefetch intrinsic exists).
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    x86::prefetch(p);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    fn close(a: f32, b: f32, scale: f32) -> bool {
+        (a - b).abs() <= 1e-4 * scale.max(1.0)
+    }
+
+    #[test]
+    fn every_set_matches_scalar_on_odd_lengths() {
+        let mut rng = SplitMix64::new(99);
+        let s = scalar_set();
+        let sets = available();
+        assert!(sets.len() >= 2 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))));
+        let mut lens: Vec<usize> = (0..40).map(|_| 1 + 2 * rng.below(600) as usize).collect();
+        lens.extend([1, 3, 7, 15, 17, 31, 33, 63, 65, 383, 385, 1023]);
+        for k in &sets {
+            for &n in &lens {
+                let a: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+                let b: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+                let scale: f32 = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(x, y)| (x * y).abs() + (x - y) * (x - y))
+                    .sum();
+                assert!(
+                    close((k.dot_f32)(&a, &b), (s.dot_f32)(&a, &b), scale),
+                    "{} dot_f32 n={n}",
+                    k.name
+                );
+                assert!(
+                    close((k.l2_f32)(&a, &b), (s.l2_f32)(&a, &b), scale),
+                    "{} l2_f32 n={n}",
+                    k.name
+                );
+                let ha: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
+                let hb: Vec<f16> = b.iter().map(|&x| f16::from_f32(x)).collect();
+                assert!(
+                    close((k.dot_f16)(&ha, &hb), (s.dot_f16)(&ha, &hb), scale),
+                    "{} dot_f16 n={n}",
+                    k.name
+                );
+                assert!(
+                    close((k.l2_f16)(&ha, &hb), (s.l2_f16)(&ha, &hb), scale),
+                    "{} l2_f16 n={n}",
+                    k.name
+                );
+                let ia: Vec<i8> = (0..n)
+                    .map(|_| (rng.below(256) as i32 - 128) as i8)
+                    .collect();
+                let ib: Vec<i8> = (0..n)
+                    .map(|_| (rng.below(256) as i32 - 128) as i8)
+                    .collect();
+                assert_eq!(
+                    (k.dot_i8)(&ia, &ib),
+                    (s.dot_i8)(&ia, &ib),
+                    "{} dot_i8 n={n}",
+                    k.name
+                );
+                assert_eq!(
+                    (k.l2_i8)(&ia, &ib),
+                    (s.l2_i8)(&ia, &ib),
+                    "{} l2_i8 n={n}",
+                    k.name
+                );
+                let ua: Vec<u8> = ia.iter().map(|&x| (x as i32 + 128) as u8).collect();
+                assert_eq!(
+                    (k.dot_u8i8)(&ua, &ib),
+                    (s.dot_u8i8)(&ua, &ib),
+                    "{} dot_u8i8 n={n}",
+                    k.name
+                );
+            }
+            // Extremes: -128 * -128 and 127 - (-128) must not overflow the i16 lanes.
+            let lo = vec![-128i8; 333];
+            let hi = vec![127i8; 333];
+            assert_eq!((k.dot_i8)(&lo, &lo), 333 * 16384, "{}", k.name);
+            assert_eq!(
+                (k.dot_u8i8)(&[255u8; 333], &lo),
+                -333 * 255 * 128,
+                "{}",
+                k.name
+            );
+            assert_eq!((k.l2_i8)(&lo, &hi), 333 * 255 * 255, "{}", k.name);
+            assert_eq!((k.dot_f32)(&[], &[]), 0.0);
+        }
+    }
+
+    #[test]
+    fn free_functions_use_active_set() {
+        let a = [1.0f32, 2.0, 3.0];
+        assert_eq!(dot_f32(&a, &a), 14.0);
+        assert_eq!(l2_f32(&a, &[0.0; 3]), 14.0);
+        assert_eq!(dot_i8(&[1, 2, 3], &[1, 2, 3]), 14);
+        assert_eq!(l2_i8(&[1, 2, 3], &[0, 0, 0]), 14);
+        let h: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
+        assert_eq!(dot_f16(&h, &h), 14.0);
+        assert_eq!(l2_f16(&h, &h), 0.0);
+        assert!(!active().name.is_empty());
+    }
+}

@@ -1,0 +1,79 @@
+//! Portable reference kernels; every SIMD kernel is tested against these.
+
+use half::f16;
+
+/// Dot product.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    // Four partial sums let the compiler vectorise and keep rounding close to the SIMD kernels.
+    let mut s = [0.0f32; 4];
+    let n = a.len().min(b.len());
+    let (ca, cb) = (a[..n].chunks_exact(4), b[..n].chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for j in 0..4 {
+            s[j] += x[j] * y[j];
+        }
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        t += x * y;
+    }
+    t
+}
+
+/// Squared Euclidean distance.
+pub fn l2_f32(a: &[f32], b: &[f32]) -> f32 {
+    let mut s = [0.0f32; 4];
+    let n = a.len().min(b.len());
+    let (ca, cb) = (a[..n].chunks_exact(4), b[..n].chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for j in 0..4 {
+            let d = x[j] - y[j];
+            s[j] += d * d;
+        }
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        let d = x - y;
+        t += d * d;
+    }
+    t
+}
+
+/// Dot product of half-precision vectors, accumulated in f32.
+pub fn dot_f16(a: &[f16], b: &[f16]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x.to_f32() * y.to_f32()).sum()
+}
+
+/// Squared Euclidean distance of half-precision vectors, accumulated in f32.
+pub fn l2_f16(a: &[f16], b: &[f16]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let d = x.to_f32() - y.to_f32();
+            d * d
+        })
+        .sum()
+}
+
+/// Dot product of int8 vectors (exact in i32 for lengths below 131,000).
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
+}
+
+/// Squared Euclidean distance of int8 vectors (exact in i32 for lengths below 33,000).
+pub fn l2_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let d = x as i32 - y as i32;
+            d * d
+        })
+        .sum()
+}
+
+/// Dot product of a u8 vector with an i8 vector (exact in i32 for lengths below 66,000).
+pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
+}

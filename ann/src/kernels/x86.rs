@@ -1,0 +1,404 @@
+//! AVX2+FMA(+F16C) and AVX-512 (F + BW) kernels for x86-64.
+//!
+//! The `unsafe fn`s require their target features; they are only reachable through the safe wrappers
+//! in [`avx2_set`] / [`avx512_set`], which return `None` unless the running CPU has the features.
+
+use super::{scalar, KernelSet};
+use half::f16;
+use std::arch::x86_64::*;
+
+/// Kernel set for AVX2 + FMA + F16C, if the CPU supports it.
+pub fn avx2_set() -> Option<KernelSet> {
+    if is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
+    {
+        Some(KernelSet {
+            name: "avx2+fma",
+            dot_f32: |a, b| {
+                // SAFETY: this set is only built after detecting avx2+fma+f16c.
+                unsafe { dot_f32_avx2(a, b) }
+            },
+            l2_f32: |a, b| {
+                // SAFETY: as above.
+                unsafe { l2_f32_avx2(a, b) }
+            },
+            dot_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { f16_avx2::<false>(a, b) }
+            },
+            l2_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { f16_avx2::<true>(a, b) }
+            },
+            dot_i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { i8_avx2::<false>(a, b) }
+            },
+            l2_i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { i8_avx2::<true>(a, b) }
+            },
+            dot_u8i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { u8i8_avx2(a, b) }
+            },
+        })
+    } else {
+        None
+    }
+}
+
+/// Kernel set for AVX-512 F + BW (+ F16C), if the CPU supports it.
+pub fn avx512_set() -> Option<KernelSet> {
+    if is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("f16c")
+        && is_x86_feature_detected!("avx2")
+    {
+        Some(KernelSet {
+            name: "avx512",
+            dot_f32: |a, b| {
+                // SAFETY: this set is only built after detecting avx512f+avx512bw.
+                unsafe { f32_avx512::<false>(a, b) }
+            },
+            l2_f32: |a, b| {
+                // SAFETY: as above.
+                unsafe { f32_avx512::<true>(a, b) }
+            },
+            dot_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { f16_avx512::<false>(a, b) }
+            },
+            l2_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { f16_avx512::<true>(a, b) }
+            },
+            dot_i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { i8_avx512::<false>(a, b) }
+            },
+            l2_i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { i8_avx512::<true>(a, b) }
+            },
+            dot_u8i8: |a, b| {
+                // SAFETY: as above.
+                unsafe { u8i8_avx512(a, b) }
+            },
+        })
+    } else {
+        None
+    }
+}
+
+/// AVX-512 set whose u8 x i8 dot product uses VNNI (`vpdpbusd`), if the CPU supports it.
+pub fn avx512_vnni_set() -> Option<KernelSet> {
+    let base = avx512_set()?;
+    if !is_x86_feature_detected!("avx512vnni") {
+        return None;
+    }
+    Some(KernelSet {
+        name: "avx512+vnni",
+        dot_u8i8: |a, b| {
+            // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vnni.
+            unsafe { u8i8_vnni(a, b) }
+        },
+        ..base
+    })
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn hsum256(v: __m256) -> f32 {
+    let lo = _mm256_castps256_ps128(v);
+    let hi = _mm256_extractf128_ps::<1>(v);
+    let s = _mm_add_ps(lo, hi);
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_shuffle_ps::<1>(s, s));
+    _mm_cvtss_f32(s)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn hsum256_i32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+    _mm_cvtsi128_si32(s)
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (j, acc_j) in acc.iter_mut().enumerate() {
+            let x = _mm256_loadu_ps(pa.add(i + 8 * j));
+            let y = _mm256_loadu_ps(pb.add(i + 8 * j));
+            *acc_j = _mm256_fmadd_ps(x, y, *acc_j);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(
+            _mm256_loadu_ps(pa.add(i)),
+            _mm256_loadu_ps(pb.add(i)),
+            acc[0],
+        );
+        i += 8;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    hsum256(s) + scalar::dot_f32(&a[i..n], &b[i..n])
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn l2_f32_avx2(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (j, acc_j) in acc.iter_mut().enumerate() {
+            let d = _mm256_sub_ps(
+                _mm256_loadu_ps(pa.add(i + 8 * j)),
+                _mm256_loadu_ps(pb.add(i + 8 * j)),
+            );
+            *acc_j = _mm256_fmadd_ps(d, d, *acc_j);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        let d = _mm256_sub_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)));
+        acc[0] = _mm256_fmadd_ps(d, d, acc[0]);
+        i += 8;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    hsum256(s) + scalar::l2_f32(&a[i..n], &b[i..n])
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16_avx2<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    // f16 is a transparent wrapper around u16 bits.
+    let (pa, pb) = (a.as_ptr() as *const __m128i, b.as_ptr() as *const __m128i);
+    let mut acc0 = _mm256_setzero_ps();
+    let mut acc1 = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 16 <= n {
+        let x0 = _mm256_cvtph_ps(_mm_loadu_si128(pa.add(i / 8)));
+        let y0 = _mm256_cvtph_ps(_mm_loadu_si128(pb.add(i / 8)));
+        let x1 = _mm256_cvtph_ps(_mm_loadu_si128(pa.add(i / 8 + 1)));
+        let y1 = _mm256_cvtph_ps(_mm_loadu_si128(pb.add(i / 8 + 1)));
+        if L2 {
+            let d0 = _mm256_sub_ps(x0, y0);
+            let d1 = _mm256_sub_ps(x1, y1);
+            acc0 = _mm256_fmadd_ps(d0, d0, acc0);
+            acc1 = _mm256_fmadd_ps(d1, d1, acc1);
+        } else {
+            acc0 = _mm256_fmadd_ps(x0, y0, acc0);
+            acc1 = _mm256_fmadd_ps(x1, y1, acc1);
+        }
+        i += 16;
+    }
+    let s = hsum256(_mm256_add_ps(acc0, acc1));
+    let tail = if L2 {
+        scalar::l2_f16(&a[i..n], &b[i..n])
+    } else {
+        scalar::dot_f16(&a[i..n], &b[i..n])
+    };
+    s + tail
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn i8_avx2<const L2: bool>(a: &[i8], b: &[i8]) -> i32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = _mm256_setzero_si256();
+    let mut i = 0;
+    while i + 16 <= n {
+        let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+        let y = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+        let p = if L2 {
+            let d = _mm256_sub_epi16(x, y);
+            _mm256_madd_epi16(d, d)
+        } else {
+            _mm256_madd_epi16(x, y)
+        };
+        acc = _mm256_add_epi32(acc, p);
+        i += 16;
+    }
+    let tail = if L2 {
+        scalar::l2_i8(&a[i..n], &b[i..n])
+    } else {
+        scalar::dot_i8(&a[i..n], &b[i..n])
+    };
+    hsum256_i32(acc) + tail
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn f32_avx512<const L2: bool>(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm512_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 64 <= n {
+        for (j, acc_j) in acc.iter_mut().enumerate() {
+            let x = _mm512_loadu_ps(pa.add(i + 16 * j));
+            let y = _mm512_loadu_ps(pb.add(i + 16 * j));
+            *acc_j = if L2 {
+                let d = _mm512_sub_ps(x, y);
+                _mm512_fmadd_ps(d, d, *acc_j)
+            } else {
+                _mm512_fmadd_ps(x, y, *acc_j)
+            };
+        }
+        i += 64;
+    }
+    while i < n {
+        let left = n - i;
+        let mask: __mmask16 = if left >= 16 {
+            0xFFFF
+        } else {
+            (1u16 << left) - 1
+        };
+        let x = _mm512_maskz_loadu_ps(mask, pa.add(i));
+        let y = _mm512_maskz_loadu_ps(mask, pb.add(i));
+        acc[1] = if L2 {
+            let d = _mm512_sub_ps(x, y);
+            _mm512_fmadd_ps(d, d, acc[1])
+        } else {
+            _mm512_fmadd_ps(x, y, acc[1])
+        };
+        i += 16;
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(
+        _mm512_add_ps(acc[0], acc[1]),
+        _mm512_add_ps(acc[2], acc[3]),
+    ))
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr() as *const u16, b.as_ptr() as *const u16);
+    let mut acc0 = _mm512_setzero_ps();
+    let mut acc1 = _mm512_setzero_ps();
+    let mut i = 0;
+    while i < n {
+        let left = n - i;
+        let mask: __mmask16 = if left >= 16 {
+            0xFFFF
+        } else {
+            (1u16 << left) - 1
+        };
+        let x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pa.add(i) as *const i16));
+        let y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pb.add(i) as *const i16));
+        if L2 {
+            let d = _mm512_sub_ps(x, y);
+            acc0 = _mm512_fmadd_ps(d, d, acc0);
+        } else {
+            acc0 = _mm512_fmadd_ps(x, y, acc0);
+        }
+        std::mem::swap(&mut acc0, &mut acc1);
+        i += 16;
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn i8_avx512<const L2: bool>(a: &[i8], b: &[i8]) -> i32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc0 = _mm512_setzero_si512();
+    let mut acc1 = _mm512_setzero_si512();
+    let mut i = 0;
+    while i < n {
+        let left = n - i;
+        let mask: __mmask32 = if left >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << left) - 1
+        };
+        let x = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pa.add(i)));
+        let y = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pb.add(i)));
+        let p = if L2 {
+            let d = _mm512_sub_epi16(x, y);
+            _mm512_madd_epi16(d, d)
+        } else {
+            _mm512_madd_epi16(x, y)
+        };
+        acc0 = _mm512_add_epi32(acc0, p);
+        std::mem::swap(&mut acc0, &mut acc1);
+        i += 32;
+    }
+    _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1))
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn u8i8_avx2(a: &[u8], b: &[i8]) -> i32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = _mm256_setzero_si256();
+    let mut i = 0;
+    while i + 16 <= n {
+        let x = _mm256_cvtepu8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+        let y = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y));
+        i += 16;
+    }
+    hsum256_i32(acc) + scalar::dot_u8i8(&a[i..n], &b[i..n])
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn u8i8_avx512(a: &[u8], b: &[i8]) -> i32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = _mm512_setzero_si512();
+    let mut i = 0;
+    while i < n {
+        let left = n - i;
+        let mask: __mmask32 = if left >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << left) - 1
+        };
+        let x = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, pa.add(i) as *const i8));
+        let y = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pb.add(i)));
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(x, y));
+        i += 32;
+    }
+    _mm512_reduce_add_epi32(acc)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn u8i8_vnni(a: &[u8], b: &[i8]) -> i32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc0 = _mm512_setzero_si512();
+    let mut acc1 = _mm512_setzero_si512();
+    let mut i = 0;
+    while i < n {
+        let left = n - i;
+        let mask: __mmask64 = if left >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << left) - 1
+        };
+        let x = _mm512_maskz_loadu_epi8(mask, pa.add(i) as *const i8);
+        let y = _mm512_maskz_loadu_epi8(mask, pb.add(i));
+        acc0 = _mm512_dpbusd_epi32(acc0, x, y);
+        std::mem::swap(&mut acc0, &mut acc1);
+        i += 64;
+    }
+    _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1))
+}
+
+/// Hints the CPU to pull the cache line at `p` into L1.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    // SAFETY: prefetch is a hint; it never faults, even on invalid addresses. SSE is baseline on x86-64.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) }
+}

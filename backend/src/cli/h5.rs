@@ -1,0 +1,47 @@
+//! `clawhdf5 h5 ls|dump`: inspect any HDF5 file (a store or not) with our own reader.
+
+use std::path::PathBuf;
+
+use clawhdf5_memory::format::{inspect, H5File};
+
+/// `h5` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum H5Command {
+    /// List a group's members (default: the root group).
+    Ls {
+        /// HDF5 file.
+        file: PathBuf,
+        /// Group path.
+        #[arg(default_value = "/")]
+        object: String,
+    },
+    /// Print a dataset or group: dtype, shape, layout, filters, attributes and values.
+    Dump {
+        /// HDF5 file.
+        file: PathBuf,
+        /// Object path.
+        object: String,
+        /// Print JSON (the default and only format for now, kept for scripts).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(c: H5Command) -> anyhow::Result<()> {
+    match c {
+        H5Command::Ls { file, object } => {
+            let f = H5File::open(&file)?;
+            for line in inspect::ls(&f, &object)? {
+                println!("{line}");
+            }
+        }
+        H5Command::Dump { file, object, .. } => {
+            let f = H5File::open(&file)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&inspect::dump_json(&f, &object)?)?
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,598 @@
+//! Retrieval through the real memory store: documents saved into a fresh store in a temporary folder, queries
+//! answered by `Store::search`, results mapped back to the benchmark's document keys.
+
+use std::collections::HashMap;
+
+use clawhdf5_memory::search::{fuse, Candidates};
+use clawhdf5_memory::tokenize::TokenizerConfig;
+use clawhdf5_memory::{
+    Durability, Filter, NewMemory, SearchMode, SearchQuery, Store, StoreConfig, StoreOptions,
+};
+use serde::Serialize;
+
+use crate::dates::month_window;
+use crate::error::{io_err, EvalError, Result};
+
+/// A retrieval mode of the harness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    /// BM25 over unstemmed terms (stop words dropped).
+    Bm25,
+    /// BM25 over Snowball-stemmed terms (the store's default tokenizer).
+    Bm25Stem,
+    /// MiniLM cosine similarity only.
+    Vector,
+    /// Weighted sum of min-max-normalised BM25 (stemmed) and cosine scores.
+    Hybrid,
+    /// Reciprocal rank fusion of BM25 (stemmed) and cosine rankings.
+    Rrf,
+    /// Hybrid, then re-ranked with neighbouring turns, session evidence and date hints (no cross-encoder).
+    HybridRerank,
+}
+
+impl Mode {
+    /// Every mode, in report order.
+    pub const ALL: [Mode; 6] = [
+        Mode::Bm25,
+        Mode::Bm25Stem,
+        Mode::Vector,
+        Mode::Hybrid,
+        Mode::Rrf,
+        Mode::HybridRerank,
+    ];
+
+    /// Parse a command-line name.
+    pub fn parse(s: &str) -> Option<Mode> {
+        Some(match s {
+            "bm25" => Mode::Bm25,
+            "bm25-stem" => Mode::Bm25Stem,
+            "vector" => Mode::Vector,
+            "hybrid" => Mode::Hybrid,
+            "rrf" => Mode::Rrf,
+            "hybrid-rerank" => Mode::HybridRerank,
+            _ => return None,
+        })
+    }
+
+    /// Command-line name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Bm25 => "bm25",
+            Mode::Bm25Stem => "bm25-stem",
+            Mode::Vector => "vector",
+            Mode::Hybrid => "hybrid",
+            Mode::Rrf => "rrf",
+            Mode::HybridRerank => "hybrid-rerank",
+        }
+    }
+
+    /// True when the mode needs document and query embeddings.
+    pub fn needs_embeddings(self) -> bool {
+        !matches!(self, Mode::Bm25 | Mode::Bm25Stem)
+    }
+
+    /// Whether the store's tokenizer stems for this mode.
+    pub fn stemming(self) -> bool {
+        !matches!(self, Mode::Bm25)
+    }
+}
+
+/// One retrievable unit (a turn or a session) of a benchmark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Doc {
+    /// The benchmark's id for it (`D1:3`, `answer_4be1b6b4_2_3`, ...).
+    pub key: String,
+    /// The session it belongs to (for neighbours and session evidence).
+    pub session: String,
+    /// Text indexed for keyword search.
+    pub text: String,
+    /// Text embedded for vector search (may differ from `text`).
+    pub embed_text: String,
+    /// When it happened (ms since epoch).
+    pub event_time: Option<i64>,
+}
+
+/// A question put to an index.
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// The question.
+    pub text: String,
+    /// Its embedding, for modes that need one.
+    pub embedding: Option<Vec<f32>>,
+    /// Only documents that happened before this time (ms) are eligible.
+    pub before: Option<i64>,
+}
+
+/// Re-ranking weights of [`Mode::HybridRerank`]; defaults chosen by the LoCoMo and MemoryArena sweeps.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rerank {
+    /// Weight of the best neighbouring turn's score (same session, one turn away).
+    pub neighbour: f32,
+    /// Weight of the best score among other candidates of the same session.
+    pub session: f32,
+    /// Bonus for documents inside a month the question names ("in March 2024").
+    pub month: f32,
+    /// Bonus for recency (newest candidate gets all of it) when the question asks about the present.
+    pub recency: f32,
+    /// How many fused candidates are re-ranked.
+    pub depth: usize,
+}
+
+impl Default for Rerank {
+    fn default() -> Self {
+        // neighbour / session: LoCoMo sweep at vector weight 0.4 (turn R_any@5 0.753, session 0.942);
+        // recency: MemoryArena sweep (knowledge-update Hit@1 0.556 at 0; best from 0.5-1.0; 2.0 overshoots).
+        Rerank {
+            neighbour: 0.1,
+            session: 0.1,
+            month: 0.5,
+            recency: 1.0,
+            depth: 100,
+        }
+    }
+}
+
+/// Settings of an index and of its searches.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Params {
+    /// Weight of the vector score in hybrid fusion (the keyword weight is `1 - vector_weight`).
+    pub vector_weight: f32,
+    /// Re-ranking weights.
+    pub rerank: Rerank,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        // LoCoMo sweep (turn R_any@5): 0.0 -> 0.707, 0.3 -> 0.747, 0.4 -> 0.745, 0.5 -> 0.731, 1.0 -> 0.401.
+        Params {
+            vector_weight: 0.4,
+            rerank: Rerank::default(),
+        }
+    }
+}
+
+/// A ranked document: index into the index's documents and its score.
+pub type Ranked = (usize, f32);
+
+/// A store holding one benchmark unit's documents.
+pub struct Index {
+    store: Store,
+    _dir: tempfile::TempDir,
+    /// Record id -> documents saved under it (identical texts in one session share a record).
+    docs_of: HashMap<u64, Vec<usize>>,
+    keys: Vec<String>,
+    sessions: Vec<String>,
+    times: Vec<Option<i64>>,
+    params: Params,
+}
+
+impl Index {
+    /// Save `docs` (with `embeddings`, one per doc, when given) into a fresh store.
+    pub fn build(
+        docs: &[Doc],
+        embeddings: Option<&[Vec<f32>]>,
+        stemming: bool,
+        params: Params,
+    ) -> Result<Index> {
+        if let Some(e) = embeddings {
+            if e.len() != docs.len() {
+                return Err(EvalError::InvalidInput(format!(
+                    "{} embeddings for {} documents",
+                    e.len(),
+                    docs.len()
+                )));
+            }
+        }
+        if !(0.0..=1.0).contains(&params.vector_weight) {
+            return Err(EvalError::InvalidInput(format!(
+                "vector weight {} is outside [0, 1]",
+                params.vector_weight
+            )));
+        }
+        let dir = tempfile::tempdir().map_err(io_err(&std::env::temp_dir()))?;
+        let config = StoreConfig {
+            tokenizer: TokenizerConfig {
+                stemming,
+                stop_words: true,
+            },
+            fusion_vector_weight: params.vector_weight,
+            fusion_keyword_weight: 1.0 - params.vector_weight,
+            ..StoreConfig::default()
+        };
+        let opts = StoreOptions {
+            durability: Durability::None,
+            config,
+            ..StoreOptions::default()
+        };
+        let mut store = Store::open_with(&dir.path().join("eval.h5"), opts)?;
+        let mut docs_of: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, d) in docs.iter().enumerate() {
+            let out = store.save(NewMemory {
+                text: d.text.clone(),
+                session: Some(d.session.clone()),
+                event_time: d.event_time,
+                embedding: embeddings.map(|e| e[i].clone()),
+                ..NewMemory::default()
+            })?;
+            docs_of.entry(out.id).or_default().push(i);
+        }
+        Ok(Index {
+            store,
+            _dir: dir,
+            docs_of,
+            keys: docs.iter().map(|d| d.key.clone()).collect(),
+            sessions: docs.iter().map(|d| d.session.clone()).collect(),
+            times: docs.iter().map(|d| d.event_time).collect(),
+            params,
+        })
+    }
+
+    /// Session of document `i`.
+    pub fn session(&self, i: usize) -> &str {
+        &self.sessions[i]
+    }
+
+    /// Key of document `i`.
+    pub fn key(&self, i: usize) -> &str {
+        &self.keys[i]
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn filter(q: &Query) -> Filter {
+        Filter {
+            time_to: q.before,
+            ..Filter::default()
+        }
+    }
+
+    /// `Store::search` in `mode`, expanded to documents.
+    fn store_search(&self, q: &Query, mode: SearchMode, k: usize) -> Result<Vec<Ranked>> {
+        let hits = self.store.search(&SearchQuery {
+            text: q.text.clone(),
+            k,
+            mode,
+            filter: Self::filter(q),
+            min_score: None,
+            embedding: if mode == SearchMode::Keyword {
+                None
+            } else {
+                q.embedding.clone()
+            },
+        })?;
+        let mut out = Vec::with_capacity(hits.len());
+        for h in hits {
+            for &d in self
+                .docs_of
+                .get(&h.record.id)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                out.push((d, h.score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rank up to `k` documents for `q` in `mode`.
+    pub fn rank(&self, q: &Query, mode: Mode, k: usize) -> Result<Vec<Ranked>> {
+        if mode.needs_embeddings() && q.embedding.is_none() {
+            return Err(EvalError::InvalidInput(format!(
+                "mode {} needs a query embedding",
+                mode.as_str()
+            )));
+        }
+        match mode {
+            Mode::Bm25 | Mode::Bm25Stem => self.store_search(q, SearchMode::Keyword, k),
+            Mode::Vector => self.store_search(q, SearchMode::Vector, k),
+            Mode::Hybrid => self.store_search(q, SearchMode::Hybrid, k),
+            Mode::Rrf => self.store_search(q, SearchMode::Rrf, k),
+            Mode::HybridRerank => {
+                let depth = self.params.rerank.depth.max(k);
+                let fused = self.store_search(q, SearchMode::Hybrid, depth)?;
+                let mut out = self.rerank(q, &fused, &self.params.rerank);
+                out.truncate(k);
+                Ok(out)
+            }
+        }
+    }
+
+    /// The keyword and vector candidate lists the store's hybrid search would fuse for `k` results, as
+    /// (record id, raw score); lets a sweep re-fuse them at many weights with the store's own [`fuse`].
+    pub fn stage_lists(&self, q: &Query, k: usize) -> Result<StageLists> {
+        let pool = (k * 4).max(50);
+        let raw = |mode: SearchMode| -> Result<Vec<(u32, f32)>> {
+            let hits = self.store.search(&SearchQuery {
+                text: q.text.clone(),
+                k: pool,
+                mode,
+                filter: Self::filter(q),
+                min_score: None,
+                embedding: if mode == SearchMode::Keyword {
+                    None
+                } else {
+                    q.embedding.clone()
+                },
+            })?;
+            hits.into_iter()
+                .map(|h| {
+                    let id = u32::try_from(h.record.id).map_err(|_| {
+                        EvalError::InvalidInput(format!("record id {} too large", h.record.id))
+                    })?;
+                    let s = match mode {
+                        SearchMode::Keyword => h.keyword_score.unwrap_or(h.score),
+                        _ => h.vector_score.unwrap_or(h.score),
+                    };
+                    Ok((id, s))
+                })
+                .collect()
+        };
+        Ok(StageLists {
+            candidates: Candidates {
+                keyword: raw(SearchMode::Keyword)?,
+                vector: if q.embedding.is_some() {
+                    raw(SearchMode::Vector)?
+                } else {
+                    Vec::new()
+                },
+            },
+            k,
+        })
+    }
+
+    /// Fuse stage lists at vector weight `w` exactly as the store's hybrid search does; documents best first.
+    pub fn fuse_at(&self, lists: &StageLists, w: f32) -> Vec<Ranked> {
+        let rrf_k = self.store.config().rrf_k;
+        let fused = fuse(&lists.candidates, SearchMode::Hybrid, w, 1.0 - w, rrf_k);
+        let mut out = Vec::new();
+        for (id, score, _, _) in fused.into_iter().take(lists.k) {
+            for &d in self
+                .docs_of
+                .get(&(id as u64))
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                out.push((d, score));
+            }
+        }
+        out
+    }
+
+    /// Re-rank fused candidates: add the best neighbour's and the best same-session candidate's scores, a bonus
+    /// inside a month the question names, and a recency bonus when the question asks about the present.
+    pub fn rerank(&self, q: &Query, fused: &[Ranked], p: &Rerank) -> Vec<Ranked> {
+        let score: HashMap<usize, f32> = fused.iter().copied().collect();
+        let mut best_in_session: HashMap<&str, (f32, f32)> = HashMap::new();
+        for &(d, s) in fused {
+            let e = best_in_session
+                .entry(self.sessions[d].as_str())
+                .or_insert((0.0, 0.0));
+            // Keep the two best so a document never counts itself as its session's evidence.
+            if s > e.0 {
+                *e = (s, e.0);
+            } else if s > e.1 {
+                e.1 = s;
+            }
+        }
+        let month = month_window(&q.text);
+        let present = asks_about_present(&q.text);
+        let (tmin, tmax) = fused
+            .iter()
+            .filter_map(|&(d, _)| self.times[d])
+            .fold((i64::MAX, i64::MIN), |(a, b), t| (a.min(t), b.max(t)));
+        let mut out: Vec<Ranked> = fused
+            .iter()
+            .map(|&(d, s)| {
+                let neighbour = [d.wrapping_sub(1), d + 1]
+                    .into_iter()
+                    .filter(|&n| n < self.keys.len() && self.sessions[n] == self.sessions[d])
+                    .filter_map(|n| score.get(&n).copied())
+                    .fold(0.0f32, f32::max);
+                let (b1, b2) = best_in_session[self.sessions[d].as_str()];
+                let session = if (s - b1).abs() < f32::EPSILON {
+                    b2
+                } else {
+                    b1
+                };
+                let mut total = s + p.neighbour * neighbour + p.session * session;
+                if let (Some((from, to)), Some(t)) = (month, self.times[d]) {
+                    if t >= from && t < to {
+                        total += p.month;
+                    }
+                }
+                if present && tmax > tmin {
+                    if let Some(t) = self.times[d] {
+                        total += p.recency * (t - tmin) as f32 / (tmax - tmin) as f32;
+                    }
+                }
+                (d, total)
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+/// Keyword and vector candidates of one query, ready to be fused at any weight.
+#[derive(Clone, Debug)]
+pub struct StageLists {
+    candidates: Candidates,
+    k: usize,
+}
+
+/// True when a question asks about the current state of something ("now", "currently", "these days").
+pub fn asks_about_present(question: &str) -> bool {
+    let q = question.to_ascii_lowercase();
+    let words: Vec<&str> = q.split(|c: char| !c.is_alphanumeric()).collect();
+    [
+        "now",
+        "currently",
+        "current",
+        "latest",
+        "nowadays",
+        "anymore",
+        "still",
+    ]
+    .iter()
+    .any(|w| words.contains(w))
+        || q.contains("these days")
+        || q.contains("most recent")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(key: &str, session: &str, text: &str, t: i64) -> Doc {
+        Doc {
+            key: key.into(),
+            session: session.into(),
+            text: text.into(),
+            embed_text: text.into(),
+            event_time: Some(t),
+        }
+    }
+
+    fn unit(x: f32, y: f32) -> Vec<f32> {
+        vec![x, y]
+    }
+
+    #[test]
+    fn modes_parse_round_trip() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(Mode::parse("magic"), None);
+    }
+
+    #[test]
+    fn keyword_ranking_maps_back_to_keys_and_duplicates() {
+        let docs = vec![
+            doc("D1:1", "D1", "I adopted a dog named Rex", 1),
+            doc("D1:2", "D1", "Thanks!", 2),
+            doc("D1:3", "D1", "Thanks!", 3),
+            doc("D2:1", "D2", "We went hiking in the Alps", 4),
+        ];
+        let idx = Index::build(&docs, None, true, Params::default()).unwrap();
+        let q = Query {
+            text: "what is the dog's name".into(),
+            ..Query::default()
+        };
+        let r = idx.rank(&q, Mode::Bm25Stem, 5).unwrap();
+        assert_eq!(idx.key(r[0].0), "D1:1");
+        let q = Query {
+            text: "thanks".into(),
+            ..Query::default()
+        };
+        let keys: Vec<&str> = idx
+            .rank(&q, Mode::Bm25, 5)
+            .unwrap()
+            .iter()
+            .map(|&(d, _)| idx.key(d))
+            .collect();
+        assert_eq!(
+            keys,
+            vec!["D1:2", "D1:3"],
+            "identical texts share a record but both keys come back"
+        );
+    }
+
+    #[test]
+    fn vector_mode_needs_query_embedding() {
+        let docs = vec![doc("a", "s", "x", 1)];
+        let idx = Index::build(&docs, Some(&[unit(1.0, 0.0)]), true, Params::default()).unwrap();
+        assert!(idx.rank(&Query::default(), Mode::Vector, 1).is_err());
+    }
+
+    #[test]
+    fn sweep_fusion_equals_store_hybrid() {
+        let docs = vec![
+            doc("a", "s1", "red apples and pears", 1),
+            doc("b", "s1", "green apples", 2),
+            doc("c", "s2", "bananas", 3),
+            doc("d", "s2", "red cars", 4),
+        ];
+        let embs = vec![
+            unit(1.0, 0.0),
+            unit(0.8, 0.6),
+            unit(0.0, 1.0),
+            unit(0.6, 0.8),
+        ];
+        for w in [0.0f32, 0.3, 0.5, 1.0] {
+            let params = Params {
+                vector_weight: w,
+                ..Params::default()
+            };
+            let idx = Index::build(&docs, Some(&embs), true, params).unwrap();
+            let q = Query {
+                text: "red apples".into(),
+                embedding: Some(unit(0.0, 1.0)),
+                before: None,
+            };
+            let direct: Vec<usize> = idx
+                .rank(&q, Mode::Hybrid, 3)
+                .unwrap()
+                .iter()
+                .map(|x| x.0)
+                .collect();
+            let lists = idx.stage_lists(&q, 3).unwrap();
+            let swept: Vec<usize> = idx.fuse_at(&lists, w).iter().map(|x| x.0).collect();
+            assert_eq!(direct, swept, "weight {w}");
+        }
+    }
+
+    #[test]
+    fn time_limit_hides_later_documents() {
+        let docs = vec![
+            doc("old", "s1", "I work at Acme", 10),
+            doc("new", "s2", "I work at Globex", 20),
+        ];
+        let idx = Index::build(&docs, None, true, Params::default()).unwrap();
+        let q = Query {
+            text: "where do I work".into(),
+            embedding: None,
+            before: Some(15),
+        };
+        let r = idx.rank(&q, Mode::Bm25Stem, 5).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(idx.key(r[0].0), "old");
+    }
+
+    #[test]
+    fn rerank_prefers_recent_for_present_questions() {
+        let docs = vec![
+            doc("old", "s1", "I work at Acme", 10),
+            doc("new", "s2", "I work at Globex", 20),
+        ];
+        let idx = Index::build(&docs, None, true, Params::default()).unwrap();
+        let q = Query {
+            text: "where do I work now".into(),
+            ..Query::default()
+        };
+        let out = idx.rerank(&q, &[(0, 1.0), (1, 0.95)], &Rerank::default());
+        assert_eq!(out[0].0, 1);
+        let q = Query {
+            text: "where did I work".into(),
+            ..Query::default()
+        };
+        let out = idx.rerank(&q, &[(0, 1.0), (1, 0.95)], &Rerank::default());
+        assert_eq!(out[0].0, 0);
+    }
+
+    #[test]
+    fn bad_weight_is_an_error() {
+        let params = Params {
+            vector_weight: 1.5,
+            ..Params::default()
+        };
+        assert!(Index::build(&[], None, true, params).is_err());
+    }
+}

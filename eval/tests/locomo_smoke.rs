@@ -1,0 +1,140 @@
+//! Smoke tests of `clawhdf5-eval locomo`: a real conversation with BM25 (seconds), a fixture with the model.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn bm25_on_a_real_conversation_subset() {
+    let src = shared().join("datasets/locomo/30.json");
+    if !require(src.is_file(), "shared/datasets/locomo/30.json") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&src, dir.path().join("30.json")).unwrap();
+    let json = dir.path().join("r.json");
+    let md = dir.path().join("r.md");
+    let out = run(&[
+        "locomo",
+        dir.path().to_str().unwrap(),
+        "--mode",
+        "bm25-stem",
+        "--limit",
+        "40",
+        "--json",
+        json.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.contains("BM25 beside every mode"), "{out}");
+    let r = read_json(&json);
+    // BM25 is always run beside the requested modes.
+    let modes: Vec<&str> = r["grids"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[0].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, vec!["bm25", "bm25-stem"]);
+    let turn = headline(&r, "bm25-stem", "turn R_any@5");
+    let session = headline(&r, "bm25-stem", "session R_any@5");
+    assert!(
+        (0.0..=1.0).contains(&turn) && session >= turn,
+        "turn {turn}, session {session}"
+    );
+    assert_eq!(r["dataset"]["turns"], 369);
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| cat 1-4 |"));
+}
+
+#[test]
+fn session_granularity_and_bad_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.json"), locomo_fixture().to_string()).unwrap();
+    let json = out.path().join("r.json");
+    run(&[
+        "locomo",
+        dir.path().to_str().unwrap(),
+        "--mode",
+        "bm25",
+        "--granularity",
+        "session",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let r = read_json(&json);
+    assert_eq!(
+        headline(&r, "bm25", "session R_any@10"),
+        1.0,
+        "two sessions: both always within 10"
+    );
+    let err = run_err(&["locomo", dir.path().to_str().unwrap(), "--mode", "magic"]);
+    assert!(err.contains("unknown mode"), "{err}");
+    let err = run_err(&[
+        "locomo",
+        dir.path().to_str().unwrap(),
+        "--granularity",
+        "word",
+        "--mode",
+        "bm25",
+    ]);
+    assert!(err.contains("granularity"), "{err}");
+    std::fs::write(dir.path().join("broken.json"), "{\"speaker_a\": 1}").unwrap();
+    let err = run_err(&["locomo", dir.path().to_str().unwrap(), "--mode", "bm25"]);
+    assert!(err.contains("broken.json"), "{err}");
+}
+
+#[test]
+fn every_mode_with_the_model_on_a_fixture() {
+    if !require(
+        model_available(),
+        "the all-MiniLM-L6-v2 model (scripts/setup/embed.sh)",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("c.json"), locomo_fixture().to_string()).unwrap();
+    let json = dir.path().join("r.json");
+    let cache = dir.path().join("emb.bin");
+    let args = [
+        "locomo",
+        data.to_str().unwrap(),
+        "--sweep",
+        "--json",
+        json.to_str().unwrap(),
+        "--embedding-cache",
+        cache.to_str().unwrap(),
+        "--quiet",
+    ];
+    run(&args);
+    let r = read_json(&json);
+    for m in [
+        "bm25",
+        "bm25-stem",
+        "vector",
+        "hybrid",
+        "rrf",
+        "hybrid-rerank",
+    ] {
+        let v = headline(&r, m, "turn R_any@10");
+        assert!((0.0..=1.0).contains(&v), "{m}: {v}");
+    }
+    assert_eq!(
+        r["grids"][1]["rows"].as_array().unwrap().len(),
+        11,
+        "weight sweep 0.0..1.0"
+    );
+    // A second run finds every embedding in the cache and gives the same figures.
+    let first = std::fs::metadata(&cache).unwrap().len();
+    run(&args);
+    assert_eq!(std::fs::metadata(&cache).unwrap().len(), first);
+    assert_eq!(
+        read_json(&json)["grids"][0]["rows"][2],
+        r["grids"][0]["rows"][2]
+    );
+}

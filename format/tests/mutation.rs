@@ -1,0 +1,229 @@
+//! Robustness: ≥ 20,000 seeded mutations and truncations of corpus files and of files we write.
+//! Every variant must open-and-walk without panicking, within 1 s, and without any single
+//! allocation larger than a bound proportional to the file.
+
+mod common;
+
+use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileWriter, H5File};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Tracks the largest single allocation.
+struct Tracking;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: delegates to the system allocator; only records sizes.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: p was allocated by System with l.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        LARGEST.fetch_max(n, Ordering::Relaxed);
+        // SAFETY: p was allocated by System with l.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Tracking = Tracking;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn walk(f: &H5File, path: &str, seen: &mut HashSet<u64>, budget: &mut usize) {
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    match f.resolve(path) {
+        Ok(a) if seen.insert(a) => {}
+        _ => return,
+    }
+    if let Ok(names) = f.attr_names(path) {
+        for n in names.iter().take(64) {
+            let _ = f.attr(path, n);
+        }
+    }
+    let Ok(entries) = f.list(path) else { return };
+    for e in entries.into_iter().take(256) {
+        let child = format!("{}/{}", path.trim_end_matches('/'), e.name);
+        match e.kind {
+            EntryKind::Group => walk(f, &child, seen, budget),
+            EntryKind::Dataset => {
+                if let Ok(d) = f.dataset(&child) {
+                    let _ = d.read();
+                    if !d.shape().is_empty() && d.shape()[0] > 1 {
+                        let _ = d.read_rows(1, 1);
+                    }
+                }
+                let _ = f.attr_names(&child);
+            }
+            _ => {}
+        }
+    }
+}
+
+static OPENED: AtomicUsize = AtomicUsize::new(0);
+static OBJECTS: AtomicUsize = AtomicUsize::new(0);
+
+fn exercise(bytes: Vec<u8>) {
+    if let Ok(f) = H5File::from_bytes(bytes) {
+        OPENED.fetch_add(1, Ordering::Relaxed);
+        let mut seen = HashSet::new();
+        let mut budget = 2000;
+        walk(&f, "/", &mut seen, &mut budget);
+        OBJECTS.fetch_add(seen.len(), Ordering::Relaxed);
+    }
+}
+
+fn ours() -> Vec<u8> {
+    let mut w = FileWriter::new();
+    let chunked = DatasetOptions {
+        chunk: Some(vec![8, 2]),
+        deflate: Some(3),
+        shuffle: true,
+        fletcher32: true,
+        max_shape: Some(vec![None, Some(4)]),
+        ..Default::default()
+    };
+    w.write_dataset(
+        "/d/f",
+        Array::matrix(20, 4, Data::F32((0..80).map(|x| x as f32).collect())).unwrap(),
+        chunked,
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/s",
+        Array::vector(Data::VarStr((0..10).map(|i| format!("s{i}")).collect())),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/c",
+        Array::vector(Data::I16(vec![1, 2, 3])),
+        DatasetOptions {
+            compact: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..10 {
+        w.create_group(&format!("/g/x{i}")).unwrap();
+        w.set_attr("/g", &format!("a{i}"), Array::scalar(Data::U8(vec![i])))
+            .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+#[test]
+fn mutated_files_never_panic_hang_or_overallocate() {
+    let mut seeds: Vec<(String, Vec<u8>)> = vec![("ours".into(), ours())];
+    for sub in ["h5py", "pytables"] {
+        let dir = common::shared().join("hdf5-corpus").join(sub);
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+            paths.sort();
+            for p in paths {
+                let b = std::fs::read(&p).unwrap();
+                if b.len() <= 32 * 1024 {
+                    seeds.push((p.file_name().unwrap().to_string_lossy().into(), b));
+                }
+            }
+        }
+    }
+    if seeds.len() < 2 {
+        assert!(!common::in_ci(), "corpus missing under CI");
+    }
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut variants = 0usize;
+    let mut failures = Vec::new();
+    let per_seed = 20_000usize.div_ceil(seeds.len()) + 1;
+    for (name, seed) in &seeds {
+        let mut todo: Vec<Vec<u8>> = Vec::new();
+        // Truncation at every 1 KiB.
+        for cut in (0..seed.len()).step_by(1024) {
+            todo.push(seed[..cut].to_vec());
+        }
+        for _ in 0..per_seed {
+            let mut b = seed.clone();
+            let n = 1 + rng.below(8);
+            for _ in 0..n {
+                let i = rng.below(b.len() as u64) as usize;
+                b[i] = match rng.below(4) {
+                    0 => rng.next() as u8,
+                    1 => b[i] ^ (1 << rng.below(8)),
+                    2 => 0xff,
+                    _ => 0,
+                };
+            }
+            todo.push(b);
+        }
+        for b in todo {
+            variants += 1;
+            let bound = b.len() * 1100 + (64 << 20) + (1 << 20);
+            LARGEST.store(0, Ordering::Relaxed);
+            let t = Instant::now();
+            let r = std::panic::catch_unwind(|| exercise(b.clone()));
+            let took = t.elapsed();
+            let largest = LARGEST.load(Ordering::Relaxed);
+            if r.is_err() {
+                let dump = std::env::temp_dir().join(format!("clawhdf5-panic-{variants}.h5"));
+                let _ = std::fs::write(&dump, &b);
+                failures.push(format!(
+                    "{name} variant {variants}: panic (saved {})",
+                    dump.display()
+                ));
+            } else if took > Duration::from_secs(1) {
+                failures.push(format!("{name} variant {variants}: took {took:?}"));
+            } else if largest > bound {
+                failures.push(format!(
+                    "{name} variant {variants}: allocation of {largest} bytes"
+                ));
+            }
+        }
+    }
+    let _ = std::panic::take_hook();
+    eprintln!(
+        "{variants} variants, {} opened, {} objects visited",
+        OPENED.load(Ordering::Relaxed),
+        OBJECTS.load(Ordering::Relaxed)
+    );
+    assert!(variants >= 20_000, "only {variants} variants");
+    assert!(
+        failures.is_empty(),
+        "{} failures of {variants}:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

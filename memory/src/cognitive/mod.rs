@@ -1,0 +1,748 @@
+//! The cognitive layer: what makes a store an agent's memory rather than a vector store.
+//!
+//! [`AgentMemory`] owns a [`Store`] and is what callers use instead of it:
+//!
+//! * `observe_exchange` runs the decision [`gate`] and the save [`strategy`] on a conversation turn;
+//! * `save` adds knowledge-update detection ([`updates`]: a newer memory about the same subject supersedes the
+//!   older one, which is kept), entity extraction into the [`graph`], the [`temporal`] index (with relative
+//!   times resolved against the conversation's date) and the [`sessions`] table;
+//! * `search` parses temporal hints into a time filter and an ordering, expands the query through the
+//!   entities it names (spreading activation over the graph), re-ranks a larger pool ([`rerank`]) and drops
+//!   weak results ([`confidence`]);
+//! * `consolidate` moves records between tiers incrementally ([`consolidation`]);
+//! * an [`ephemeral`] scratchpad can be promoted into the store, and [`multimodal`] media memories have
+//!   per-modality indexes.
+//!
+//! State that cannot be derived from the records is persisted through the store's extensions (logged in its
+//! write-ahead log, written under `/extensions` in the HDF5 file): `cognitive_graph`, `cognitive_sessions`,
+//! `cognitive_state` (strategy and consolidation progress) and `cognitive_media_NNNN`. Per-record state (tier,
+//! importance, superseded-by) goes through [`RecordChange`]. The temporal and subject indexes are rebuilt
+//! from the records on open.
+
+pub mod confidence;
+pub mod consolidation;
+pub mod ephemeral;
+pub mod gate;
+pub mod graph;
+pub mod multimodal;
+pub mod rerank;
+pub mod sessions;
+pub mod sketch;
+pub mod strategy;
+pub mod temporal;
+pub mod updates;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MemoryError, Result};
+use crate::record::{NewMemory, Record, Tier};
+use crate::search::{SearchHit, SearchQuery};
+use crate::store::{SaveOutcome, Store, StoreOptions};
+use crate::wal::RecordChange;
+
+use confidence::ConfidenceConfig;
+use consolidation::{Change, ConsolidationConfig, ConsolidationState, Consolidator, CycleReport};
+use ephemeral::EphemeralStore;
+use graph::Graph;
+use multimodal::{MediaEntry, MediaHit, MediaIndex, Modality};
+use rerank::{Ranked, RerankConfig};
+use sessions::{SessionHit, Sessions};
+use strategy::{SaveStrategy, StrategyState};
+use temporal::{TemporalHint, TemporalIndex};
+use updates::{SubjectIndex, UpdateAction};
+
+/// Extension holding the knowledge graph.
+pub const EXT_GRAPH: &str = "cognitive_graph";
+/// Extension holding the session table.
+pub const EXT_SESSIONS: &str = "cognitive_sessions";
+/// Extension holding strategy and consolidation progress.
+pub const EXT_STATE: &str = "cognitive_state";
+
+/// How search expands a query through the graph.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpansionConfig {
+    /// Expand at all.
+    pub enabled: bool,
+    /// Most related entities added to the query.
+    pub max_entities: usize,
+    /// Weight of results found only through the expansion, relative to direct results.
+    pub weight: f32,
+    /// Spreading-activation steps.
+    pub steps: u32,
+    /// Activation kept per step.
+    pub decay: f32,
+    /// Least activation an entity needs to be used.
+    pub threshold: f32,
+}
+
+impl Default for ExpansionConfig {
+    fn default() -> Self {
+        ExpansionConfig {
+            enabled: true,
+            max_entities: 3,
+            weight: 0.3,
+            steps: 2,
+            decay: 0.5,
+            threshold: 0.05,
+        }
+    }
+}
+
+/// Settings of the cognitive layer (not persisted: they are the caller's policy).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CognitiveConfig {
+    /// Which parts of an exchange are saved.
+    pub strategy: SaveStrategy,
+    /// Re-ranker weights.
+    pub rerank: RerankConfig,
+    /// Confidence rejection.
+    pub confidence: ConfidenceConfig,
+    /// Consolidation thresholds.
+    pub consolidation: ConsolidationConfig,
+    /// Graph query expansion.
+    pub expansion: ExpansionConfig,
+    /// Detect knowledge updates on save.
+    pub knowledge_updates: bool,
+    /// Extract entities into the graph on save.
+    pub extract_entities: bool,
+    /// Parse temporal hints in queries.
+    pub temporal_hints: bool,
+    /// Resolve "yesterday", "last week"... in saved text against the memory's event time.
+    pub resolve_relative_times: bool,
+    /// Candidates fetched from the store before re-ranking (at least 4 × k).
+    pub search_pool: usize,
+    /// Include Archived records in search.
+    pub search_archived: bool,
+    /// Persist graph, sessions and strategy state after this many saves (and on flush/close).
+    pub persist_every: u32,
+    /// Capacity of the ephemeral scratchpad.
+    pub ephemeral_capacity: usize,
+    /// Default time-to-live of scratchpad entries (ms).
+    pub ephemeral_ttl_ms: Option<i64>,
+}
+
+impl Default for CognitiveConfig {
+    fn default() -> Self {
+        CognitiveConfig {
+            strategy: SaveStrategy::default(),
+            rerank: RerankConfig::default(),
+            confidence: ConfidenceConfig::default(),
+            consolidation: ConsolidationConfig::default(),
+            expansion: ExpansionConfig::default(),
+            knowledge_updates: true,
+            extract_entities: true,
+            temporal_hints: true,
+            resolve_relative_times: true,
+            search_pool: 50,
+            search_archived: false,
+            persist_every: 64,
+            ephemeral_capacity: 1024,
+            ephemeral_ttl_ms: Some(3_600_000),
+        }
+    }
+}
+
+/// The answer to a search.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Recall {
+    /// Confident results, best first; empty means "I don't know".
+    pub hits: Vec<Ranked>,
+    /// Candidates dropped by confidence rejection.
+    pub rejected: usize,
+    /// Temporal information found in the query.
+    pub hint: TemporalHint,
+    /// Whether the hint's time range restricted the search (false when it matched nothing and was relaxed).
+    pub time_filter_applied: bool,
+    /// Entities the query was expanded with.
+    pub expanded_with: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct PersistedState {
+    strategy: StrategyState,
+    consolidation: ConsolidationState,
+}
+
+/// An agent's memory: a [`Store`] plus the cognitive layer.
+#[derive(Debug)]
+pub struct AgentMemory {
+    store: Store,
+    cfg: CognitiveConfig,
+    graph: Graph,
+    temporal: TemporalIndex,
+    sessions: Sessions,
+    subjects: SubjectIndex,
+    strategy: StrategyState,
+    consolidator: Consolidator,
+    media: MediaIndex,
+    ephemeral: EphemeralStore,
+    state_dirty: bool,
+    saves_since_flush: u32,
+}
+
+fn corrupt(store: &Store, what: &str, reason: String) -> MemoryError {
+    MemoryError::Corrupt {
+        path: store.path().to_path_buf(),
+        reason: format!("extension {what}: {reason}"),
+    }
+}
+
+impl AgentMemory {
+    /// Open (or create) the store at `path` and restore the cognitive state persisted in it.
+    pub fn open(path: &Path, opts: StoreOptions, cfg: CognitiveConfig) -> Result<AgentMemory> {
+        let store = Store::open_with(path, opts)?;
+        AgentMemory::from_store(store, cfg)
+    }
+
+    /// Wrap an open store.
+    pub fn from_store(store: Store, cfg: CognitiveConfig) -> Result<AgentMemory> {
+        let graph = match store.extension(EXT_GRAPH) {
+            Some(b) => Graph::from_bytes(b).map_err(|e| corrupt(&store, EXT_GRAPH, e))?,
+            None => Graph::new(),
+        };
+        let sessions = match store.extension(EXT_SESSIONS) {
+            Some(b) => Sessions::from_bytes(b).map_err(|e| corrupt(&store, EXT_SESSIONS, e))?,
+            None => Sessions::default(),
+        };
+        let state: PersistedState = match store.extension(EXT_STATE) {
+            Some(b) => {
+                serde_json::from_slice(b).map_err(|e| corrupt(&store, EXT_STATE, e.to_string()))?
+            }
+            None => PersistedState::default(),
+        };
+        let mut media = MediaIndex::new();
+        for c in 0.. {
+            let name = multimodal::chunk_name(c);
+            let Some(b) = store.extension(&name) else {
+                break;
+            };
+            media.load_chunk(b).map_err(|e| corrupt(&store, &name, e))?;
+        }
+        let ephemeral = EphemeralStore::new(cfg.ephemeral_capacity, cfg.ephemeral_ttl_ms);
+        let mut m = AgentMemory {
+            store,
+            graph,
+            temporal: TemporalIndex::new(),
+            sessions,
+            subjects: SubjectIndex::new(),
+            strategy: state.strategy,
+            consolidator: Consolidator::new(state.consolidation),
+            media,
+            ephemeral,
+            state_dirty: false,
+            saves_since_flush: 0,
+            cfg,
+        };
+        m.rebuild_derived();
+        Ok(m)
+    }
+
+    /// Rebuild what is derived from the records, and catch the graph and sessions up with records saved
+    /// after their state was last persisted.
+    fn rebuild_derived(&mut self) {
+        let records = self.store.records();
+        for r in records.iter().filter(|r| !r.tombstone) {
+            self.temporal.insert(r.id, rerank::record_time(r));
+            if r.superseded_by.is_none() {
+                // Rebuild only: the supersessions were already recorded.
+                let _ = self
+                    .subjects
+                    .observe(&r.agent, r.id, &r.text, rerank::record_time(r));
+            }
+            if self.cfg.extract_entities && r.id > self.graph.covered_id() {
+                self.graph.ingest(r.id, &r.text, rerank::record_time(r));
+            }
+            if r.id > self.sessions.state.covered_id {
+                self.sessions.observe(r);
+            }
+        }
+    }
+
+    /// The underlying store (read-only: changes go through this layer).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &CognitiveConfig {
+        &self.cfg
+    }
+
+    /// Replace the settings.
+    pub fn set_config(&mut self, cfg: CognitiveConfig) {
+        self.cfg = cfg;
+    }
+
+    /// The knowledge graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The temporal index.
+    pub fn timeline(&self) -> &TemporalIndex {
+        &self.temporal
+    }
+
+    /// The session table.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// The media index.
+    pub fn media(&self) -> &MediaIndex {
+        &self.media
+    }
+
+    /// Strategy counters (exchanges seen and skipped).
+    pub fn strategy_state(&self) -> &StrategyState {
+        &self.strategy
+    }
+
+    /// Consolidation progress.
+    pub fn consolidation_state(&self) -> &ConsolidationState {
+        &self.consolidator.state
+    }
+
+    /// The ephemeral scratchpad.
+    pub fn ephemeral(&mut self) -> &mut EphemeralStore {
+        &mut self.ephemeral
+    }
+
+    /// Run the gate and the save strategy on one exchange and save what they select, with the exchange's
+    /// `session` and `time` (ms, the conversation's own clock).
+    pub fn observe_exchange(
+        &mut self,
+        user: &str,
+        assistant: &str,
+        session: &str,
+        time: i64,
+    ) -> Result<Vec<SaveOutcome>> {
+        let planned = strategy::plan(&self.cfg.strategy, &mut self.strategy, user, assistant);
+        self.state_dirty = true;
+        let mut out = Vec::with_capacity(planned.len());
+        for p in planned {
+            out.push(self.save(NewMemory {
+                text: p.text,
+                source: Some(p.source.to_string()),
+                session: (!session.is_empty()).then(|| session.to_string()),
+                event_time: Some(time),
+                ..Default::default()
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Save a memory through the cognitive layer (knowledge updates, graph, time, sessions).
+    pub fn save(&mut self, mut m: NewMemory) -> Result<SaveOutcome> {
+        if self.cfg.resolve_relative_times {
+            if let Some(said) = m.event_time {
+                if let Some(t) = temporal::resolve_event_time(&m.text, said) {
+                    if t <= said {
+                        m.event_time = Some(t);
+                    }
+                }
+            }
+        }
+        let outcome = self.store.save(m)?;
+        if outcome.deduplicated {
+            return Ok(outcome);
+        }
+        let Some(r) = self.record(outcome.id) else {
+            return Ok(outcome);
+        };
+        let time = rerank::record_time(&r);
+        self.temporal.insert(r.id, time);
+        if self.cfg.extract_entities {
+            self.graph.ingest(r.id, &r.text, time);
+        }
+        self.sessions.observe(&r);
+        if self.cfg.knowledge_updates {
+            if let UpdateAction::Supersede { old, new } =
+                self.subjects.observe(&r.agent, r.id, &r.text, time)
+            {
+                self.store.update(old, RecordChange::SupersededBy(new))?;
+            }
+        }
+        self.saves_since_flush += 1;
+        if self.saves_since_flush >= self.cfg.persist_every.max(1) {
+            self.flush()?;
+        }
+        Ok(outcome)
+    }
+
+    /// A record by id without its embedding.
+    fn record(&self, id: u64) -> Option<Record> {
+        let mut r = self.store.get(id)?;
+        r.embedding = None;
+        Some(r)
+    }
+
+    /// Forget a record (tombstone it) and drop it from the layer's indexes.
+    pub fn forget(&mut self, id: u64) -> Result<bool> {
+        let Some(r) = self.record(id) else {
+            return Ok(false);
+        };
+        if !self.store.forget(id)? {
+            return Ok(false);
+        }
+        self.temporal.remove(id, rerank::record_time(&r));
+        self.subjects.remove(id);
+        self.graph.forget_record(id);
+        self.consolidator.invalidate();
+        Ok(true)
+    }
+
+    /// Every version of the fact a record states (same holder and attribute, same agent), oldest first,
+    /// superseded ones included; just the record itself when it states no recognised subject.
+    pub fn history(&self, id: u64) -> Vec<Record> {
+        let Some(r) = self.record(id) else {
+            return Vec::new();
+        };
+        let Some(subject) = updates::subject_of(&r.text) else {
+            return vec![r];
+        };
+        let mut out: Vec<Record> = self
+            .store
+            .records()
+            .iter()
+            .filter(|x| {
+                !x.tombstone
+                    && x.agent == r.agent
+                    && updates::subject_of(&x.text).as_ref() == Some(&subject)
+            })
+            .cloned()
+            .collect();
+        out.sort_by_key(|x| (rerank::record_time(x), x.id));
+        out
+    }
+
+    /// Store candidates for `text`. In keyword mode the score becomes the raw BM25 score (the store's min-max
+    /// scaling would pin the weakest candidate of every pool at 0). Superseded records are replaced by their
+    /// current successor (same scores) unless the filter asks for superseded records; Archived records are
+    /// dropped unless configured otherwise.
+    fn candidates(
+        &self,
+        q: &SearchQuery,
+        text: &str,
+        pool: usize,
+        filter: &crate::filter::Filter,
+    ) -> Result<Vec<SearchHit>> {
+        let mut inner = filter.clone();
+        inner.include_superseded = true;
+        let base = SearchQuery {
+            text: text.to_string(),
+            k: pool,
+            mode: q.mode,
+            filter: inner,
+            min_score: None,
+            embedding: q.embedding.clone(),
+        };
+        let raw = self.store.search(&base)?;
+        let mut seen = std::collections::HashSet::new();
+        let mut hits = Vec::with_capacity(raw.len());
+        for mut h in raw {
+            if q.mode == crate::search::SearchMode::Keyword {
+                h.score = h.keyword_score.unwrap_or(h.score);
+            }
+            // The newer version of a fact answers for the older one; asked for history, both are returned.
+            let successor = if h.record.superseded_by.is_some() {
+                self.current_version(&h.record)
+                    .filter(|s| filter.matches(s))
+            } else {
+                None
+            };
+            let mut group = Vec::with_capacity(2);
+            match successor {
+                Some(succ) if filter.include_superseded => {
+                    let mut next = h.clone();
+                    next.record = succ;
+                    group.push(h);
+                    group.push(next);
+                }
+                Some(succ) => {
+                    h.record = succ;
+                    group.push(h);
+                }
+                None if h.record.superseded_by.is_some() && !filter.include_superseded => {}
+                None => group.push(h),
+            }
+            for h in group {
+                if !self.cfg.search_archived && h.record.tier == Tier::Archived {
+                    continue;
+                }
+                if seen.insert(h.record.id) {
+                    hits.push(h);
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The live record at the end of a record's superseded-by chain.
+    fn current_version(&self, r: &Record) -> Option<Record> {
+        let mut cur = r.superseded_by?;
+        for _ in 0..64 {
+            let next = self.record(cur)?;
+            if next.tombstone {
+                return None;
+            }
+            match next.superseded_by {
+                Some(n) if n != cur => cur = n,
+                _ => return Some(next),
+            }
+        }
+        None
+    }
+
+    /// Search with temporal hints, graph expansion, re-ranking and confidence rejection. `reference_time` is
+    /// "now" for relative hints and recency (ms).
+    pub fn search(&self, q: &SearchQuery, reference_time: i64) -> Result<Recall> {
+        let hint = if self.cfg.temporal_hints {
+            temporal::parse_hint(&q.text, reference_time)
+        } else {
+            TemporalHint {
+                residual: q.text.clone(),
+                ..Default::default()
+            }
+        };
+        let mut recall = Recall {
+            hits: Vec::new(),
+            rejected: 0,
+            hint,
+            time_filter_applied: false,
+            expanded_with: Vec::new(),
+        };
+        if q.k == 0 {
+            return Ok(recall);
+        }
+        let text = recall.hint.residual.clone();
+        let pool = self.cfg.search_pool.max(q.k * 4);
+        let mut filter = q.filter.clone();
+        if recall.hint.from.is_some() || recall.hint.to.is_some() {
+            if let Some(f) = recall.hint.from {
+                filter.time_from = Some(filter.time_from.map_or(f, |x| x.max(f)));
+            }
+            if let Some(t) = recall.hint.to {
+                filter.time_to = Some(filter.time_to.map_or(t, |x| x.min(t)));
+            }
+            recall.time_filter_applied = true;
+        }
+        let mut hits = self.candidates(q, &text, pool, &filter)?;
+        if hits.is_empty() && recall.time_filter_applied {
+            // The time range matched nothing relevant: relax it rather than answer nothing.
+            filter = q.filter.clone();
+            recall.time_filter_applied = false;
+            hits = self.candidates(q, &text, pool, &filter)?;
+        }
+        if self.cfg.expansion.enabled && !self.graph.entities().is_empty() {
+            let e = &self.cfg.expansion;
+            let seeds = self.graph.entities_in(&text);
+            if !seeds.is_empty() {
+                let related: Vec<String> = self
+                    .graph
+                    .spread(&seeds, e.steps, e.decay, e.threshold)
+                    .into_iter()
+                    .filter_map(|(id, _)| self.graph.entity(id).map(|x| x.name.clone()))
+                    .filter(|n| !text.to_lowercase().contains(&n.to_lowercase()))
+                    .take(e.max_entities)
+                    .collect();
+                if !related.is_empty() {
+                    let expanded = format!("{text} {}", related.join(" "));
+                    let seen: std::collections::HashSet<u64> =
+                        hits.iter().map(|h| h.record.id).collect();
+                    for mut h in self.candidates(q, &expanded, pool, &filter)? {
+                        if !seen.contains(&h.record.id) {
+                            h.score *= e.weight;
+                            hits.push(h);
+                        }
+                    }
+                    recall.expanded_with = related;
+                }
+            }
+        }
+        let ranked = rerank::rerank(hits, &self.cfg.rerank, reference_time, recall.hint.order);
+        let (mut kept, rejected) = confidence::reject(ranked, &self.cfg.confidence);
+        if let Some(min) = q.min_score {
+            kept.retain(|r| r.score >= min);
+        }
+        kept.truncate(q.k);
+        recall.rejected = rejected;
+        recall.hits = kept;
+        Ok(recall)
+    }
+
+    /// Which sessions (conversations) a query is about, best first.
+    pub fn search_sessions(&self, query: &str, k: usize) -> Result<Vec<SessionHit>> {
+        let mut q = SearchQuery::new(query, self.cfg.search_pool.max(4 * k));
+        q.mode = crate::search::SearchMode::Keyword;
+        let hits: Vec<(String, u64, f32)> = self
+            .store
+            .search(&q)?
+            .into_iter()
+            .filter(|h| !h.record.session.is_empty())
+            .map(|h| (h.record.session, h.record.id, h.score))
+            .collect();
+        Ok(self.sessions.rank(query, &hits, k))
+    }
+
+    /// Set a session's summary (persisted now).
+    pub fn set_session_summary(&mut self, session: &str, summary: &str) -> Result<()> {
+        if session.is_empty() {
+            return Err(MemoryError::InvalidInput(
+                "a session id must not be empty".into(),
+            ));
+        }
+        self.sessions.set_summary(session, summary);
+        self.store
+            .put_extension(EXT_SESSIONS, self.sessions.to_bytes())?;
+        self.sessions.mark_clean();
+        Ok(())
+    }
+
+    /// Run one incremental consolidation cycle at time `now` (ms) and persist its progress.
+    pub fn consolidate(&mut self, now: i64) -> Result<CycleReport> {
+        let (changes, report) =
+            self.consolidator
+                .cycle(self.store.records(), now, &self.cfg.consolidation);
+        for c in changes {
+            match c {
+                Change::Tier(id, t) => self.store.update(id, RecordChange::Tier(t.code()))?,
+                Change::Importance(id, x) => self.store.update(id, RecordChange::Importance(x))?,
+            }
+        }
+        self.state_dirty = true;
+        self.flush()?;
+        Ok(report)
+    }
+
+    /// Save a media memory: `memory.text` is the caption; `embeddings` holds one vector per modality space.
+    pub fn save_media(
+        &mut self,
+        mut memory: NewMemory,
+        kind: Modality,
+        uri: &str,
+        mime: Option<&str>,
+        embeddings: Vec<(Modality, Vec<f32>)>,
+    ) -> Result<SaveOutcome> {
+        let mut entry = MediaEntry {
+            record_id: 0,
+            kind,
+            uri: uri.to_string(),
+            mime: mime.map(str::to_string),
+            caption: memory.text.trim().to_string(),
+            embeddings,
+        };
+        self.media
+            .validate(&entry)
+            .map_err(MemoryError::InvalidInput)?;
+        let tag = format!("media:{}", format!("{kind:?}").to_lowercase());
+        if !memory.tags.contains(&tag) {
+            memory.tags.push(tag);
+        }
+        let outcome = self.save(memory)?;
+        if self.media.get(outcome.id).is_some() {
+            return Ok(outcome);
+        }
+        entry.record_id = outcome.id;
+        self.media.add(entry).map_err(MemoryError::InvalidInput)?;
+        for (name, bytes) in self.media.take_dirty_chunks() {
+            self.store.put_extension(&name, bytes)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Media nearest to a query embedding: in one modality space, or across every space of that dimension
+    /// when `space` is `None`. Forgotten records are skipped.
+    pub fn search_media(
+        &self,
+        space: Option<Modality>,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<(MediaHit, Record)>> {
+        let fetch = k.saturating_mul(2).max(k + 4);
+        let hits = match space {
+            Some(s) => self.media.search(s, query, fetch),
+            None => self.media.search_all(query, fetch),
+        }
+        .map_err(MemoryError::InvalidInput)?;
+        Ok(hits
+            .into_iter()
+            .filter_map(|h| {
+                let r = self.record(h.record_id)?;
+                (!r.tombstone).then_some((h, r))
+            })
+            .take(k)
+            .collect())
+    }
+
+    /// Move a scratchpad entry into the durable store (through `save`, so updates and the graph apply).
+    /// `template` supplies metadata (source, session, tags...); its text is replaced by the entry's value.
+    pub fn promote_ephemeral(
+        &mut self,
+        key: &str,
+        now: i64,
+        template: NewMemory,
+    ) -> Result<Option<SaveOutcome>> {
+        self.ephemeral.purge_expired(now);
+        let Some(e) = self.ephemeral.remove(key) else {
+            return Ok(None);
+        };
+        let m = NewMemory {
+            text: e.value,
+            embedding: template.embedding.clone().or(e.embedding),
+            event_time: template.event_time.or(Some(e.stored_at)),
+            ..template
+        };
+        self.save(m).map(Some)
+    }
+
+    /// Persist every changed piece of cognitive state through the store's extensions. A read-only store
+    /// persists nothing (its derived state is rebuilt on every open).
+    pub fn flush(&mut self) -> Result<()> {
+        match self.flush_inner() {
+            Err(MemoryError::ReadOnly(_)) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn flush_inner(&mut self) -> Result<()> {
+        if self.graph.is_dirty() {
+            self.store.put_extension(EXT_GRAPH, self.graph.to_bytes())?;
+            self.graph.mark_clean();
+        }
+        if self.sessions.is_dirty() {
+            self.store
+                .put_extension(EXT_SESSIONS, self.sessions.to_bytes())?;
+            self.sessions.mark_clean();
+        }
+        if self.state_dirty {
+            let st = PersistedState {
+                strategy: self.strategy.clone(),
+                consolidation: self.consolidator.state.clone(),
+            };
+            let bytes =
+                serde_json::to_vec(&st).map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
+            self.store.put_extension(EXT_STATE, bytes)?;
+            self.state_dirty = false;
+        }
+        for (name, bytes) in self.media.take_dirty_chunks() {
+            self.store.put_extension(&name, bytes)?;
+        }
+        self.saves_since_flush = 0;
+        Ok(())
+    }
+
+    /// Persist the cognitive state and fold the log into the HDF5 file.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.flush()?;
+        self.store.checkpoint()
+    }
+
+    /// Persist everything and close the store.
+    pub fn close(mut self) -> Result<()> {
+        self.flush()?;
+        self.store.close()
+    }
+}

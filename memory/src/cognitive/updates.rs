@@ -1,0 +1,275 @@
+//! Knowledge updates: recognise when a memory states something about the same subject as an earlier one
+//! ("I live in Paris" → "I moved to Berlin"), so that the newer supersedes the older.
+//!
+//! A subject is (holder, attribute): the holder is the speaker ("Name:" prefix, "user:" or first person → the
+//! user) or a named third person; the attribute comes from a fixed set of patterns (residence, employer, age,
+//! car, partner) or from "my X is ..." (attribute X). Texts that match no pattern have no subject and never
+//! supersede anything. English only.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a memory is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Subject {
+    /// Whose fact it is ("user" or a lower-case name).
+    pub holder: String,
+    /// Which fact ("residence", "employer", "favorite color", ...).
+    pub attribute: String,
+}
+
+/// First-person patterns: (phrase, attribute).
+const FIRST_PERSON: &[(&str, &str)] = &[
+    ("i live in ", "residence"),
+    ("i now live in ", "residence"),
+    ("i'm living in ", "residence"),
+    ("i am living in ", "residence"),
+    ("i moved to ", "residence"),
+    ("i've moved to ", "residence"),
+    ("i have moved to ", "residence"),
+    ("i relocated to ", "residence"),
+    ("i'm based in ", "residence"),
+    ("i am based in ", "residence"),
+    ("i work at ", "employer"),
+    ("i work for ", "employer"),
+    ("i now work at ", "employer"),
+    ("i now work for ", "employer"),
+    ("i'm working at ", "employer"),
+    ("i am working at ", "employer"),
+    ("i joined ", "employer"),
+    ("i got a job at ", "employer"),
+    ("i drive a ", "car"),
+    ("i drive an ", "car"),
+    ("i'm married to ", "partner"),
+    ("i am married to ", "partner"),
+    ("i'm dating ", "partner"),
+];
+
+/// Third-person verbs: (phrase after the name, attribute).
+const THIRD_PERSON: &[(&str, &str)] = &[
+    (" lives in ", "residence"),
+    (" moved to ", "residence"),
+    (" relocated to ", "residence"),
+    (" works at ", "employer"),
+    (" works for ", "employer"),
+    (" joined ", "employer"),
+    (" drives a ", "car"),
+    (" is married to ", "partner"),
+];
+
+/// The part of a text that states facts: the user's side of a combined exchange, without a speaker prefix.
+/// Returns (holder, body).
+fn holder_and_body(text: &str) -> (String, String) {
+    let t = text.trim();
+    let t = t.split("\nassistant:").next().unwrap_or(t);
+    if let Some((head, rest)) = t.split_once(':') {
+        let head = head.trim();
+        let is_name = !head.is_empty()
+            && head.len() <= 40
+            && head.split_whitespace().count() <= 3
+            && head
+                .chars()
+                .all(|c| c.is_alphabetic() || c == ' ' || c == '-' || c == '.');
+        if is_name {
+            let h = head.to_lowercase();
+            let holder = if h == "user" || h == "me" {
+                "user".to_string()
+            } else {
+                h
+            };
+            return (holder, rest.trim().to_lowercase());
+        }
+    }
+    ("user".to_string(), t.to_lowercase())
+}
+
+/// The subject a memory states a fact about, if any.
+pub fn subject_of(text: &str) -> Option<Subject> {
+    let (holder, body) = holder_and_body(text);
+    let padded = format!(" {body}");
+    for (p, attr) in FIRST_PERSON {
+        if padded.contains(&format!(" {p}")) {
+            return Some(Subject {
+                holder,
+                attribute: (*attr).to_string(),
+            });
+        }
+    }
+    // "my favorite color is ...", "my sister's name is ..."
+    if let Some(pos) = padded.find(" my ") {
+        let rest = &padded[pos + 4..];
+        if let Some(is_at) = rest.find(" is ").or_else(|| rest.find(" are ")) {
+            let attr = rest[..is_at].trim();
+            let words = attr.split_whitespace().count();
+            if (1..=3).contains(&words)
+                && attr
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == ' ' || c == '\'')
+            {
+                return Some(Subject {
+                    holder,
+                    attribute: attr.to_string(),
+                });
+            }
+        }
+    }
+    // "I'm 34 years old", "I am 34"
+    if (padded.contains(" i'm ") || padded.contains(" i am ")) && padded.contains(" years old") {
+        return Some(Subject {
+            holder,
+            attribute: "age".into(),
+        });
+    }
+    // "Alice lives in Rome": a capitalised name right before the verb, read from the original text.
+    for (p, attr) in THIRD_PERSON {
+        if let Some(pos) = padded.find(p) {
+            let before = &padded[..pos];
+            let name = before.split_whitespace().last().unwrap_or("");
+            if name.is_empty()
+                || matches!(
+                    name,
+                    "he" | "she" | "they" | "it" | "who" | "that" | "which"
+                )
+            {
+                continue;
+            }
+            // Only when the original spelled it with a capital (a name, not "everyone lives in").
+            let original_cap =
+                text.contains(&format!("{}{}", name[..1].to_uppercase(), &name[1..]));
+            if original_cap {
+                return Some(Subject {
+                    holder: name.to_string(),
+                    attribute: (*attr).to_string(),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Latest record per (agent, subject).
+#[derive(Clone, Debug, Default)]
+pub struct SubjectIndex {
+    latest: HashMap<(String, Subject), (u64, i64)>,
+}
+
+/// What to do after saving a memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateAction {
+    /// Nothing: no subject, or the first memory about it.
+    None,
+    /// Mark record `old` superseded by record `new`.
+    Supersede {
+        /// The record to mark.
+        old: u64,
+        /// The record that replaces it.
+        new: u64,
+    },
+}
+
+impl SubjectIndex {
+    /// Empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register record `id` (saved by `agent`, about time `time`) and say which record it supersedes (or
+    /// is superseded by, when it reports something older than what is already known).
+    pub fn observe(&mut self, agent: &str, id: u64, text: &str, time: i64) -> UpdateAction {
+        let Some(subject) = subject_of(text) else {
+            return UpdateAction::None;
+        };
+        let key = (agent.to_string(), subject);
+        match self.latest.get(&key).copied() {
+            None => {
+                self.latest.insert(key, (id, time));
+                UpdateAction::None
+            }
+            Some((old, _)) if old == id => UpdateAction::None,
+            Some((old, old_time)) if time >= old_time => {
+                self.latest.insert(key, (id, time));
+                UpdateAction::Supersede { old, new: id }
+            }
+            Some((current, _)) => UpdateAction::Supersede {
+                old: id,
+                new: current,
+            },
+        }
+    }
+
+    /// The current record about a subject.
+    pub fn current(&self, agent: &str, subject: &Subject) -> Option<u64> {
+        self.latest
+            .get(&(agent.to_string(), subject.clone()))
+            .map(|x| x.0)
+    }
+
+    /// Forget a record (when it is forgotten in the store).
+    pub fn remove(&mut self, id: u64) {
+        self.latest.retain(|_, v| v.0 != id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects() {
+        let s = subject_of("I live in Paris").unwrap();
+        assert_eq!(
+            (s.holder.as_str(), s.attribute.as_str()),
+            ("user", "residence")
+        );
+        assert_eq!(
+            subject_of("Actually, I moved to Berlin last week").unwrap(),
+            s
+        );
+        let s = subject_of("Evan: my favorite color is green").unwrap();
+        assert_eq!(
+            (s.holder.as_str(), s.attribute.as_str()),
+            ("evan", "favorite color")
+        );
+        let s = subject_of("Alice works at Acme").unwrap();
+        assert_eq!(
+            (s.holder.as_str(), s.attribute.as_str()),
+            ("alice", "employer")
+        );
+        assert_eq!(
+            subject_of("user: I'm 34 years old\nassistant: noted")
+                .unwrap()
+                .attribute,
+            "age"
+        );
+        assert!(subject_of("I love hiking").is_none());
+        assert!(subject_of("everyone lives in fear").is_none());
+    }
+
+    #[test]
+    fn newer_supersedes_older() {
+        let mut ix = SubjectIndex::new();
+        assert_eq!(
+            ix.observe("main", 1, "I live in Paris", 100),
+            UpdateAction::None
+        );
+        assert_eq!(
+            ix.observe("main", 2, "I moved to Berlin", 200),
+            UpdateAction::Supersede { old: 1, new: 2 }
+        );
+        // Late news about an earlier time is itself superseded.
+        assert_eq!(
+            ix.observe("main", 3, "I live in Rome", 50),
+            UpdateAction::Supersede { old: 3, new: 2 }
+        );
+        // Other agents keep their own facts.
+        assert_eq!(
+            ix.observe("other", 4, "I live in Oslo", 300),
+            UpdateAction::None
+        );
+        let subj = subject_of("I live in x").unwrap();
+        assert_eq!(ix.current("main", &subj), Some(2));
+        ix.remove(2);
+        assert_eq!(ix.current("main", &subj), None);
+    }
+}

@@ -1,0 +1,535 @@
+//! The cognitive layer acting through `AgentMemory::save` / `search` and surviving close + reopen.
+
+use std::path::Path;
+
+use clawhdf5_memory::cognitive::multimodal::Modality;
+use clawhdf5_memory::cognitive::strategy::{ExchangeParts, SaveStrategy};
+use clawhdf5_memory::cognitive::{
+    AgentMemory, CognitiveConfig, EXT_GRAPH, EXT_SESSIONS, EXT_STATE,
+};
+use clawhdf5_memory::{Filter, NewMemory, SearchMode, SearchQuery, Store, StoreOptions, Tier};
+
+const DAY: i64 = 86_400_000;
+/// 2023-05-18T00:00:00Z, a Thursday.
+const T0: i64 = 1_684_368_000_000;
+
+fn open(p: &Path) -> AgentMemory {
+    AgentMemory::open(p, StoreOptions::default(), CognitiveConfig::default()).unwrap()
+}
+
+fn open_with(p: &Path, cfg: CognitiveConfig) -> AgentMemory {
+    AgentMemory::open(p, StoreOptions::default(), cfg).unwrap()
+}
+
+fn kw(q: &str, k: usize) -> SearchQuery {
+    let mut q = SearchQuery::new(q, k);
+    q.mode = SearchMode::Keyword;
+    q
+}
+
+fn at(text: &str, t: i64) -> NewMemory {
+    NewMemory {
+        text: text.into(),
+        event_time: Some(t),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn gate_and_strategies_through_observe_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    assert!(m
+        .observe_exchange("thanks!", "You're welcome!", "s1", T0)
+        .unwrap()
+        .is_empty());
+    let saved = m
+        .observe_exchange(
+            "My sister Ana lives in Lisbon",
+            "Noted, Ana in Lisbon.",
+            "s1",
+            T0,
+        )
+        .unwrap();
+    assert_eq!(saved.len(), 1);
+    let fix = m
+        .observe_exchange(
+            "Actually, Ana lives in Porto now",
+            "Updated.",
+            "s1",
+            T0 + DAY,
+        )
+        .unwrap();
+    let rec = m.store().get(fix[0].id).unwrap();
+    assert_eq!(rec.source.as_str(), "user_correction");
+    assert_eq!(rec.session, "s1");
+    assert_eq!(m.strategy_state().seen, 3);
+    assert_eq!(m.strategy_state().skipped, 1);
+    m.close().unwrap();
+
+    // Strategy state and the semantic-shift window survive reopen.
+    let cfg = CognitiveConfig {
+        strategy: SaveStrategy::OnSemanticShift {
+            parts: ExchangeParts::UserTurn,
+            max_similarity: 0.8,
+            window: 8,
+        },
+        ..Default::default()
+    };
+    let mut m = open_with(&p, cfg.clone());
+    assert_eq!(m.strategy_state().seen, 3);
+    assert_eq!(
+        m.observe_exchange("I collect vintage cameras", "", "s2", T0)
+            .unwrap()
+            .len(),
+        1
+    );
+    m.close().unwrap();
+    let mut m = open_with(&p, cfg);
+    assert!(
+        m.observe_exchange("I collect vintage cameras!", "", "s2", T0)
+            .unwrap()
+            .is_empty(),
+        "repeat skipped"
+    );
+    let only = CognitiveConfig {
+        strategy: SaveStrategy::OnUserCorrection,
+        ..Default::default()
+    };
+    m.set_config(only);
+    assert!(m
+        .observe_exchange("I like tea", "ok", "s2", T0)
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        m.observe_exchange("No, I meant green tea", "ok", "s2", T0)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn knowledge_updates_supersede_and_keep_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let paris = m.save(at("I live in Paris", T0)).unwrap().id;
+    let berlin = m.save(at("I moved to Berlin", T0 + 30 * DAY)).unwrap().id;
+    m.save(at("I love the museums in Paris", T0)).unwrap();
+    m.close().unwrap();
+
+    let m = open(&p);
+    assert_eq!(m.store().get(paris).unwrap().superseded_by, Some(berlin));
+    let r = m.search(&kw("where do I live", 5), T0 + 40 * DAY).unwrap();
+    assert_eq!(r.hits[0].record.id, berlin);
+    assert!(
+        r.hits.iter().all(|h| h.record.id != paris),
+        "superseded hidden by default"
+    );
+    let mut q = kw("where do I live", 5);
+    q.filter.include_superseded = true;
+    let r = m.search(&q, T0 + 40 * DAY).unwrap();
+    let ids: Vec<u64> = r.hits.iter().map(|h| h.record.id).collect();
+    assert!(ids.contains(&paris) && ids.contains(&berlin));
+    let h = m.history(berlin);
+    assert_eq!(
+        h.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![paris, berlin]
+    );
+    assert_eq!(h[0].event_time, Some(T0));
+    assert_eq!(h[1].event_time, Some(T0 + 30 * DAY));
+}
+
+#[test]
+fn reranker_prefers_newer_and_corrections_on_near_ties() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let cfg = CognitiveConfig {
+        knowledge_updates: false,
+        ..Default::default()
+    };
+    let mut m = open_with(&p, cfg.clone());
+    let old = m.save(at("the team meeting is on Monday", T0)).unwrap().id;
+    let new = m
+        .save(at("the team meeting is on Tuesday", T0 + 20 * DAY))
+        .unwrap()
+        .id;
+    m.close().unwrap();
+    let m = open_with(&p, cfg.clone());
+    let r = m.search(&kw("team meeting", 5), T0 + 21 * DAY).unwrap();
+    assert_eq!(r.hits[0].record.id, new);
+    assert_eq!(r.hits[1].record.id, old);
+    let mut off = cfg.clone();
+    off.rerank.enabled = false;
+    drop(m);
+    let m = open_with(&p, off);
+    let r = m.search(&kw("team meeting", 5), T0 + 21 * DAY).unwrap();
+    assert_eq!(
+        r.hits[0].record.id, old,
+        "without re-ranking the tie stays in id order"
+    );
+    drop(m);
+
+    let mut m = open_with(&p, cfg);
+    let corr = m
+        .save(NewMemory {
+            source: Some("user_correction".into()),
+            ..at("the team meeting is on Wednesday", T0 + 20 * DAY)
+        })
+        .unwrap()
+        .id;
+    // Said at the same time as the Tuesday record: the correction's authority breaks the tie.
+    let r = m.search(&kw("team meeting", 5), T0 + 21 * DAY).unwrap();
+    assert_eq!(r.hits[0].record.id, corr);
+}
+
+#[test]
+fn confidence_rejection_says_i_dont_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = open(&dir.path().join("m.h5"));
+    m.save(at("Bob adopted a greyhound named Pixel", T0))
+        .unwrap();
+    for i in 0..20 {
+        m.save(at(&format!("note {i} about groceries and errands"), T0))
+            .unwrap();
+    }
+    let r = m
+        .search(&kw("quantum chromodynamics lecture", 5), T0)
+        .unwrap();
+    assert!(r.hits.is_empty());
+    let r = m.search(&kw("greyhound", 5), T0).unwrap();
+    assert_eq!(r.hits.len(), 1);
+}
+
+#[test]
+fn temporal_hints_filter_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let first = m
+        .save(at("went hiking on Mount Tam", T0 - 60 * DAY))
+        .unwrap()
+        .id;
+    let last_week = m
+        .save(at("went hiking near the lake", T0 - 7 * DAY))
+        .unwrap()
+        .id;
+    let recent = m.save(at("went hiking in the rain", T0 - DAY)).unwrap().id;
+    // Relative time in the text is resolved against the session date.
+    let y = m.save(at("I baked bread yesterday", T0)).unwrap().id;
+    m.close().unwrap();
+
+    let m = open(&p);
+    assert_eq!(m.store().get(y).unwrap().event_time, Some(T0 - DAY));
+    assert_eq!(m.timeline().len(), 4, "rebuilt on open");
+    assert_eq!(m.timeline().earliest(1), vec![first]);
+    let r = m.search(&kw("hiking last week", 5), T0).unwrap();
+    assert!(r.time_filter_applied);
+    assert_eq!(r.hits.len(), 1);
+    assert_eq!(r.hits[0].record.id, last_week);
+    let r = m
+        .search(&kw("the first time I went hiking", 5), T0)
+        .unwrap();
+    assert_eq!(r.hits[0].record.id, first);
+    let r = m
+        .search(&kw("where did I go hiking most recently", 5), T0)
+        .unwrap();
+    assert_eq!(r.hits[0].record.id, recent);
+    let r = m.search(&kw("hiking in May 2023", 5), T0).unwrap();
+    assert_eq!(r.hits.len(), 2, "the hikes of 11 and 17 May, not March's");
+    assert!(r.hits.iter().all(|h| h.record.id != first));
+    // A range that matches nothing is relaxed rather than answering nothing.
+    let r = m.search(&kw("hiking in 1999", 5), T0).unwrap();
+    assert!(!r.time_filter_applied);
+    assert_eq!(r.hits.len(), 3);
+}
+
+#[test]
+fn graph_is_built_persisted_and_expands_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    m.save(at("Then Alice joined Acme Corp as an engineer", T0))
+        .unwrap();
+    m.save(at(
+        "Acme Corp builds its backend with Kubernetes and Rust",
+        T0,
+    ))
+    .unwrap();
+    m.save(at("Later Alicee moved to Berlin", T0)).unwrap();
+    m.close().unwrap();
+
+    let store = Store::open_read_only(&p).unwrap();
+    assert!(
+        store.extension(EXT_GRAPH).is_some(),
+        "persisted in the file"
+    );
+    drop(store);
+    let m = open(&p);
+    let g = m.graph();
+    let alice = g.find("alice").unwrap();
+    assert_eq!(g.find("alicee"), Some(alice), "resolved by edit distance");
+    let acme = g.find("acme corp").unwrap();
+    let k8s = g.find("kubernetes").unwrap();
+    let reach = g.bfs(alice, 2);
+    assert!(reach.contains(&(acme, 1)));
+    assert!(reach.contains(&(k8s, 2)));
+    // "What does Alice work with?" reaches the Kubernetes record only through the graph.
+    let r = m
+        .search(&kw("what tools does Alice work with", 5), T0)
+        .unwrap();
+    assert!(
+        r.expanded_with.iter().any(|n| n == "Acme Corp"),
+        "{:?}",
+        r.expanded_with
+    );
+    assert!(r.hits.iter().any(|h| h.record.text.contains("Kubernetes")));
+}
+
+#[test]
+fn graph_catches_up_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    {
+        let mut m = open(&p);
+        m.save(at("So Carol visited Tokyo", T0)).unwrap();
+        // Dropped without close: the graph was never persisted, the records are in the log.
+    }
+    let m = open(&p);
+    assert!(m.graph().find("tokyo").is_some());
+    assert_eq!(m.graph().covered_id(), 1);
+}
+
+#[test]
+fn consolidation_moves_tiers_and_archives_without_destroying() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        ids.push(
+            m.save(at(&format!("weekly chore {i}: water the plants"), T0))
+                .unwrap()
+                .id,
+        );
+    }
+    let key = m
+        .save(NewMemory {
+            importance: Some(0.9),
+            ..at("my passport expires in 2031", T0)
+        })
+        .unwrap()
+        .id;
+    // Created now (wall clock): consolidate with a clock a day ahead, then far ahead.
+    let now = clawhdf5_memory::now_ms();
+    let rep = m.consolidate(now + 2 * DAY).unwrap();
+    assert_eq!(rep.to_episodic, 11, "{rep:?}");
+    m.close().unwrap();
+
+    let mut m = open(&p);
+    assert_eq!(m.store().get(key).unwrap().tier, Tier::Episodic);
+    assert!(m.consolidation_state().cycles >= 1, "progress persisted");
+    let rep = m.consolidate(now + 400 * DAY).unwrap();
+    assert!(rep.archived >= 10, "{rep:?}");
+    assert_eq!(m.store().get(key).unwrap().tier, Tier::Semantic);
+    m.close().unwrap();
+
+    let m = open(&p);
+    assert_eq!(m.store().get(ids[0]).unwrap().tier, Tier::Archived);
+    assert!(
+        !m.store().get(ids[0]).unwrap().tombstone,
+        "archived, not destroyed"
+    );
+    assert!(m
+        .search(&kw("water the plants", 5), now)
+        .unwrap()
+        .hits
+        .is_empty());
+    let cfg = CognitiveConfig {
+        search_archived: true,
+        ..Default::default()
+    };
+    drop(m);
+    let m = open_with(&p, cfg);
+    assert!(!m
+        .search(&kw("water the plants", 5), now)
+        .unwrap()
+        .hits
+        .is_empty());
+}
+
+#[test]
+fn sessions_are_summarised_and_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    m.observe_exchange(
+        "Let's plan the camping trip to Yosemite",
+        "Sure, tents and permits.",
+        "trip",
+        T0,
+    )
+    .unwrap();
+    m.observe_exchange(
+        "We need bear canisters for Yosemite",
+        "Added to the list.",
+        "trip",
+        T0 + 1000,
+    )
+    .unwrap();
+    m.observe_exchange(
+        "How do I file my tax return?",
+        "Start with form 1040.",
+        "tax",
+        T0 + DAY,
+    )
+    .unwrap();
+    m.set_session_summary("tax", "Filing the 2022 tax return")
+        .unwrap();
+    m.close().unwrap();
+
+    let store = Store::open_read_only(&p).unwrap();
+    assert!(store.extension(EXT_SESSIONS).is_some());
+    assert!(store.extension(EXT_STATE).is_some());
+    drop(store);
+    let m = open(&p);
+    let info = m.sessions().get("trip").unwrap();
+    assert_eq!(info.records, 2);
+    assert_eq!((info.first_time, info.last_time), (T0, T0 + 1000));
+    let hits = m
+        .search_sessions("which conversation was about camping?", 3)
+        .unwrap();
+    assert_eq!(hits[0].session, "trip");
+    let hits = m.search_sessions("taxes", 3).unwrap();
+    assert_eq!(hits[0].session, "tax");
+    assert_eq!(hits[0].summary, "Filing the 2022 tax return");
+}
+
+#[test]
+fn ephemeral_entries_promote_into_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    m.ephemeral().put(
+        "scratch",
+        "the wifi password is hunter2",
+        Some(&[1.0, 0.0]),
+        None,
+        T0,
+    );
+    m.ephemeral()
+        .put("other", "temporary", Some(&[0.0, 1.0]), Some(10), T0);
+    assert_eq!(m.ephemeral().search(&[0.9, 0.1], 1, T0)[0].0, "scratch");
+    assert!(m.ephemeral().get("other", T0 + 20).is_none(), "expired");
+    let out = m
+        .promote_ephemeral(
+            "scratch",
+            T0 + 30,
+            NewMemory {
+                session: Some("s".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .unwrap();
+    assert!(m.ephemeral().get("scratch", T0 + 40).is_none());
+    assert!(m
+        .promote_ephemeral("missing", T0, NewMemory::default())
+        .unwrap()
+        .is_none());
+    m.close().unwrap();
+    let m = open(&p);
+    let r = m.search(&kw("wifi password", 3), T0).unwrap();
+    assert_eq!(r.hits[0].record.id, out.id);
+    assert_eq!(r.hits[0].record.event_time, Some(T0));
+}
+
+#[test]
+fn media_memories_are_indexed_and_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let photo = m
+        .save_media(
+            at("photo of the sunset over the bay", T0),
+            Modality::Image,
+            "file:///photos/sunset.jpg",
+            Some("image/jpeg"),
+            vec![
+                (Modality::Image, vec![1.0, 0.0, 0.0]),
+                (Modality::Text, vec![0.2, 0.9]),
+            ],
+        )
+        .unwrap()
+        .id;
+    let song = m
+        .save_media(
+            at("recording of the street band", T0),
+            Modality::Audio,
+            "file:///audio/band.ogg",
+            None,
+            vec![(Modality::Audio, vec![0.0, 1.0, 0.0])],
+        )
+        .unwrap()
+        .id;
+    let bad = m.save_media(
+        at("broken", T0),
+        Modality::Image,
+        "x",
+        None,
+        vec![(Modality::Image, vec![1.0])],
+    );
+    assert!(bad.is_err(), "dimension mismatch refused");
+    m.close().unwrap();
+
+    let m = open(&p);
+    assert_eq!(m.media().len(), 2);
+    let hits = m
+        .search_media(Some(Modality::Image), &[0.9, 0.1, 0.0], 1)
+        .unwrap();
+    assert_eq!(hits[0].0.record_id, photo);
+    assert_eq!(hits[0].1.tags, vec!["media:image".to_string()]);
+    let hits = m.search_media(None, &[0.1, 0.9, 0.0], 1).unwrap();
+    assert_eq!(hits[0].0.record_id, song);
+    // The caption is searchable by keyword too.
+    let r = m.search(&kw("sunset", 3), T0).unwrap();
+    assert_eq!(r.hits[0].record.id, photo);
+}
+
+#[test]
+fn corrupt_extension_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    s.put_extension(EXT_GRAPH, vec![0xff, 0xff, 0xff]).unwrap();
+    s.close().unwrap();
+    let err =
+        AgentMemory::open(&p, StoreOptions::default(), CognitiveConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("cognitive_graph"), "{err}");
+}
+
+#[test]
+fn filters_still_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = open(&dir.path().join("m.h5"));
+    m.save(NewMemory {
+        session: Some("a".into()),
+        ..at("coffee order is a flat white", T0)
+    })
+    .unwrap();
+    m.save(NewMemory {
+        session: Some("b".into()),
+        ..at("coffee order is an espresso", T0)
+    })
+    .unwrap();
+    let mut q = kw("coffee order", 5);
+    q.filter = Filter {
+        session: Some("b".into()),
+        ..Default::default()
+    };
+    let r = m.search(&q, T0).unwrap();
+    assert_eq!(r.hits.len(), 1);
+    assert!(r.hits[0].record.text.contains("espresso"));
+}

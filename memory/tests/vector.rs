@@ -1,0 +1,133 @@
+//! Vector search through the store: the HNSW graph above the exact-scan threshold, its persistence, and the
+//! embedder hook (saved texts and queries embedded by the store, model mismatch refused).
+
+use std::sync::Arc;
+
+use clawhdf5_memory::embed::{EmbedError, Embedder};
+use clawhdf5_memory::{
+    MemoryError, NewMemory, SearchMode, SearchQuery, Store, StoreConfig, StoreOptions,
+};
+
+/// A deterministic toy embedder: bag of hashed words into 32 buckets.
+struct HashEmbedder(&'static str);
+
+impl Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        self.0
+    }
+    fn dim(&self) -> usize {
+        32
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 32];
+                for w in t.to_lowercase().split_whitespace() {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+                    v[(h % 32) as usize] += 1.0;
+                }
+                v[0] += 0.01;
+                v
+            })
+            .collect())
+    }
+}
+
+fn unit(i: usize, dim: usize) -> Vec<f32> {
+    // Deterministic pseudo-random vectors.
+    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (0..dim)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+#[test]
+fn graph_search_persists_and_skips_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let opts = StoreOptions {
+        config: StoreConfig {
+            exact_search_threshold: 100,
+            ..StoreConfig::default()
+        },
+        durability: clawhdf5_memory::Durability::None,
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts.clone()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..400 {
+        let out = s
+            .save(NewMemory {
+                embedding: Some(unit(i, 24)),
+                ..NewMemory::text(format!("vector memory {i}"))
+            })
+            .unwrap();
+        ids.push(out.id);
+    }
+    let query = |s: &Store, i: usize| {
+        let mut q = SearchQuery::new("", 1);
+        q.mode = SearchMode::Vector;
+        q.embedding = Some(unit(i, 24));
+        s.search(&q).unwrap()
+    };
+    for i in [0, 17, 250, 399] {
+        assert_eq!(
+            query(&s, i)[0].record.id,
+            ids[i],
+            "row {i} finds itself through the graph"
+        );
+    }
+    s.forget(ids[17]).unwrap();
+    assert_ne!(query(&s, 17)[0].record.id, ids[17]);
+    s.close().unwrap();
+
+    let s = Store::open_with(&p, opts).unwrap();
+    for i in [0, 250, 399] {
+        assert_eq!(query(&s, i)[0].record.id, ids[i], "after reopen");
+    }
+    assert_ne!(query(&s, 17)[0].record.id, ids[17]);
+    // The graph went into the file.
+    let f = clawhdf5_memory::format::H5File::open(&p).unwrap();
+    assert!(f.exists("/index/hnsw"));
+}
+
+#[test]
+fn embedder_embeds_saves_and_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let opts = StoreOptions {
+        embedder: Some(Arc::new(HashEmbedder("toy-v1"))),
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts.clone()).unwrap();
+    let a = s.save(NewMemory::text("green apples are sour")).unwrap();
+    s.save(NewMemory::text("the train leaves at noon")).unwrap();
+    let mut q = SearchQuery::new("sour green apples", 2);
+    q.mode = SearchMode::Vector;
+    let hits = s.search(&q).unwrap();
+    assert_eq!(hits[0].record.id, a.id);
+    assert!(hits[0].vector_score.is_some());
+    assert_eq!(s.config().embedding_model.as_deref(), Some("toy-v1"));
+    s.close().unwrap();
+
+    // Reopening with another model is refused with a clear error; without one, keyword search still works.
+    let other = StoreOptions {
+        embedder: Some(Arc::new(HashEmbedder("toy-v2"))),
+        ..StoreOptions::default()
+    };
+    let err = Store::open_with(&p, other).unwrap_err();
+    assert!(matches!(err, MemoryError::Embedding(_)));
+    assert!(err.to_string().contains("toy-v1"), "{err}");
+    let s = Store::open_with(&p, StoreOptions::default()).unwrap();
+    let hits = s.search(&SearchQuery::new("apples", 2)).unwrap();
+    assert_eq!(hits[0].record.id, a.id);
+    assert_eq!(s.config().embedding_model.as_deref(), Some("toy-v1"));
+}
