@@ -222,13 +222,15 @@ pub fn sync(
     Ok(report)
 }
 
-/// Number of files and chunks the last sync recorded.
-pub fn sync_counts(store: &Store) -> (usize, usize) {
+/// What the last sync recorded: workspace (if any sync ran), files and chunks.
+pub fn sync_counts(store: &Store) -> (Option<String>, usize, usize) {
     let state: SyncState = store
         .extension(EXTENSION)
         .and_then(|b| serde_json::from_slice(b).ok())
         .unwrap_or_default();
+    let ws = (!state.workspace.is_empty()).then_some(state.workspace);
     (
+        ws,
         state.files.len(),
         state.files.values().map(|f| f.ids.len()).sum(),
     )

@@ -119,7 +119,7 @@ impl VectorIndex {
         config: &StoreConfig,
         live: &dyn Fn(u32) -> bool,
     ) -> Result<()> {
-        let want = table.rows() >= config.exact_search_threshold as usize;
+        let want = table.dim() > 0 && table.rows() >= config.exact_search_threshold as usize;
         if !want {
             self.hnsw = None;
             self.stale = false;

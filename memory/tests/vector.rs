@@ -131,3 +131,21 @@ fn embedder_embeds_saves_and_queries() {
     assert_eq!(hits[0].record.id, a.id);
     assert_eq!(s.config().embedding_model.as_deref(), Some("toy-v1"));
 }
+
+#[test]
+fn keyword_only_store_past_the_graph_threshold_keeps_saving() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = StoreOptions {
+        config: StoreConfig {
+            exact_search_threshold: 10,
+            ..StoreConfig::default()
+        },
+        durability: clawhdf5_memory::Durability::None,
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&dir.path().join("m.h5"), opts).unwrap();
+    for i in 0..30 {
+        s.save(NewMemory::text(format!("keyword only memory {i}"))).unwrap();
+    }
+    assert_eq!(s.search(&SearchQuery::new("memory 7", 3)).unwrap().len(), 3);
+}
