@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use clawhdf5_memory::{Store, StoreOptions};
+use clawhdf5_memory::cognitive::{AgentMemory, CognitiveConfig};
+use clawhdf5_memory::StoreOptions;
 
 use crate::error::BackendError;
 
@@ -24,11 +25,14 @@ pub fn validate_agent(agent: &str) -> Result<(), BackendError> {
     }
 }
 
+/// An agent's open memory: its store with the cognitive layer (knowledge updates, graph, time, re-ranking).
+pub type SharedMemory = Arc<RwLock<AgentMemory>>;
+
 /// Open stores, one per agent, opened on first use.
 pub struct AgentStores {
     dir: PathBuf,
     options: StoreOptions,
-    open: Mutex<HashMap<String, Arc<RwLock<Store>>>>,
+    open: Mutex<HashMap<String, SharedMemory>>,
 }
 
 impl AgentStores {
@@ -56,7 +60,7 @@ impl AgentStores {
     }
 
     /// The agent's store, opening (or creating) it on first use.
-    pub fn get(&self, agent: &str) -> Result<Arc<RwLock<Store>>, BackendError> {
+    pub fn get(&self, agent: &str) -> Result<SharedMemory, BackendError> {
         validate_agent(agent)?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = open.get(agent) {
@@ -64,7 +68,7 @@ impl AgentStores {
         }
         let mut opts = self.options.clone();
         opts.default_agent = agent.to_string();
-        let store = Store::open_with(&self.path_of(agent), opts)?;
+        let store = AgentMemory::open(&self.path_of(agent), opts, CognitiveConfig::default())?;
         let store = Arc::new(RwLock::new(store));
         open.insert(agent.to_string(), Arc::clone(&store));
         Ok(store)
@@ -111,8 +115,8 @@ mod tests {
             .unwrap()
             .save(clawhdf5_memory::NewMemory::text("alice likes tea"))
             .unwrap();
-        assert_eq!(a.read().unwrap().len(), 1);
-        assert_eq!(b.read().unwrap().len(), 0);
+        assert_eq!(a.read().unwrap().store().len(), 1);
+        assert_eq!(b.read().unwrap().store().len(), 0);
         assert!(stores.path_of("alice").exists());
         assert!(Arc::ptr_eq(&a, &stores.get("alice").unwrap()));
     }

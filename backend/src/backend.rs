@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use clawhdf5_memory::{NewMemory, Record, SaveOutcome, SearchHit, SearchQuery, StoreOptions};
+use clawhdf5_memory::{
+    now_ms, NewMemory, Record, SaveOutcome, SearchHit, SearchQuery, StoreOptions,
+};
 use serde::Serialize;
 
 use crate::agents::AgentStores;
@@ -136,18 +138,7 @@ fn poisoned<T>(p: std::sync::PoisonError<T>) -> T {
 impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || {
-            let (outcome, ticket) = store
-                .write()
-                .unwrap_or_else(poisoned)
-                .save_deferred(memory)?;
-            // Wait outside the lock so concurrent saves share one fsync.
-            if let Some(t) = ticket {
-                t.wait()?;
-            }
-            Ok(outcome)
-        })
-        .await
+        blocking(move || Ok(store.write().unwrap_or_else(poisoned).save(memory)?)).await
     }
 
     async fn search(
@@ -156,14 +147,30 @@ impl MemoryBackend for HdfBackend {
         query: SearchQuery,
     ) -> Result<Vec<SearchHit>, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || Ok(store.read().unwrap_or_else(poisoned).search(&query)?)).await
+        blocking(move || {
+            let recall = store
+                .read()
+                .unwrap_or_else(poisoned)
+                .search(&query, now_ms())?;
+            Ok(recall
+                .hits
+                .into_iter()
+                .map(|h| SearchHit {
+                    score: h.score,
+                    keyword_score: h.keyword_score,
+                    vector_score: h.vector_score,
+                    record: h.record,
+                })
+                .collect())
+        })
+        .await
     }
 
     async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
             let s = store.read().unwrap_or_else(poisoned);
-            match s.get(id) {
+            match s.store().get(id) {
                 Some(mut r) if !r.tombstone => {
                     r.embedding = None;
                     Ok(r)
@@ -202,7 +209,11 @@ impl MemoryBackend for HdfBackend {
                 } => {
                     let mut q = SearchQuery::new(query, limit);
                     q.min_score = Some(min_score);
-                    s.search(&q)?.into_iter().map(|h| h.record.id).collect()
+                    s.search(&q, now_ms())?
+                        .hits
+                        .into_iter()
+                        .map(|h| h.record.id)
+                        .collect()
                 }
             };
             let mut done = Vec::new();
@@ -221,8 +232,8 @@ impl MemoryBackend for HdfBackend {
         let workspace = self.workspace.as_ref().map(|w| w.display().to_string());
         blocking(move || {
             let s = store.read().unwrap_or_else(poisoned);
-            let st = s.stats();
-            let (synced, files, chunks) = workspace::sync_counts(&s);
+            let st = s.store().stats();
+            let (synced, files, chunks) = workspace::sync_counts(s.store());
             let workspace = synced.or(workspace);
             Ok(BackendStatus {
                 backend: "clawhdf5",

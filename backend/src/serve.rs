@@ -45,6 +45,9 @@ pub struct ServeOptions {
     pub deadline: Duration,
     /// Longest accepted request line, in bytes.
     pub max_line: usize,
+    /// Requests in flight at once; further input waits (backpressure), so a flood of pipelined requests
+    /// cannot starve the threads that write responses.
+    pub max_in_flight: usize,
 }
 
 impl Default for ServeOptions {
@@ -52,6 +55,7 @@ impl Default for ServeOptions {
         ServeOptions {
             deadline: Duration::from_secs(10),
             max_line: 8 << 20,
+            max_in_flight: 32,
         }
     }
 }
@@ -104,6 +108,7 @@ where
     let mut lines = BufReader::new(input);
     let mut buf = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(opts.max_in_flight.max(1)));
     loop {
         buf.clear();
         let n = (&mut lines)
@@ -175,6 +180,9 @@ where
             return Ok(());
         }
         let params = req.get("params").cloned().unwrap_or(Value::Null);
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            break;
+        };
         let handler = Arc::clone(&handler);
         let tx = tx.clone();
         let deadline = opts.deadline;
@@ -190,6 +198,7 @@ where
             if !is_notification {
                 let _ = tx.send(response(id, result));
             }
+            drop(permit);
         });
         // Reap finished tasks so the set does not grow without bound.
         while tasks.try_join_next().is_some() {}

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use clawhdf5_memory::cognitive::AgentMemory;
 use clawhdf5_memory::{NewMemory, Origin, Store};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -134,7 +135,7 @@ fn date_of(rel: &str) -> Option<i64> {
 /// Index the workspace's memory files into `store` (only changed files), forgetting chunks of files that changed
 /// or disappeared.
 pub fn sync(
-    store: &mut Store,
+    store: &mut AgentMemory,
     workspace: &Path,
     extra: &[String],
     force: bool,

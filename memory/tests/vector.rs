@@ -145,7 +145,8 @@ fn keyword_only_store_past_the_graph_threshold_keeps_saving() {
     };
     let mut s = Store::open_with(&dir.path().join("m.h5"), opts).unwrap();
     for i in 0..30 {
-        s.save(NewMemory::text(format!("keyword only memory {i}"))).unwrap();
+        s.save(NewMemory::text(format!("keyword only memory {i}")))
+            .unwrap();
     }
     assert_eq!(s.search(&SearchQuery::new("memory 7", 3)).unwrap().len(), 3);
 }

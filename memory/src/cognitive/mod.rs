@@ -734,6 +734,16 @@ impl AgentMemory {
         Ok(())
     }
 
+    /// The persisted state of a store extension (see [`Store::extension`]).
+    pub fn extension(&self, name: &str) -> Option<&[u8]> {
+        self.store.extension(name)
+    }
+
+    /// Replace a store extension's persisted state (see [`Store::put_extension`]).
+    pub fn put_extension(&mut self, name: &str, payload: Vec<u8>) -> Result<()> {
+        self.store.put_extension(name, payload)
+    }
+
     /// Persist the cognitive state and fold the log into the HDF5 file.
     pub fn checkpoint(&mut self) -> Result<()> {
         self.flush()?;
