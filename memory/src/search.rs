@@ -127,6 +127,13 @@ pub fn fuse(
     };
     let (kmin, kmax) = norm(&c.keyword);
     let (vmin, vmax) = norm(&c.vector);
+    let relative = |s: f32, max: f32| {
+        if max > 0.0 {
+            (s / max).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    };
     let scale = |s: f32, min: f32, max: f32| {
         if max - min > f32::EPSILON {
             (s - min) / (max - min)
@@ -138,13 +145,15 @@ pub fn fuse(
         .into_iter()
         .map(|(row, (ks, vs, kr, vr))| {
             let score = match mode {
-                SearchMode::Keyword => ks.map_or(0.0, |s| scale(s, kmin, kmax)),
+                // Keyword evidence alone: relative to the best BM25 score (never min-max, which would
+                // score the weakest match 0 and let confidence rejection drop it).
+                SearchMode::Keyword => ks.map_or(0.0, |s| relative(s, kmax)),
                 SearchMode::Vector => vs.unwrap_or(0.0),
                 SearchMode::Hybrid => {
                     let k = ks.map_or(0.0, |s| scale(s, kmin, kmax));
                     let v = vs.map_or(0.0, |s| scale(s, vmin, vmax));
                     if c.vector.is_empty() {
-                        k
+                        ks.map_or(0.0, |s| relative(s, kmax))
                     } else if c.keyword.is_empty() {
                         v
                     } else {
@@ -189,6 +198,19 @@ mod tests {
         };
         let f = fuse(&c, SearchMode::Rrf, 0.4, 0.6, 60.0);
         assert_eq!(f[0].0, 2);
+    }
+
+    #[test]
+    fn keyword_scores_are_relative_to_the_best_not_min_max() {
+        let c = Candidates {
+            keyword: vec![(1, 4.0), (2, 3.0)],
+            vector: vec![],
+        };
+        for mode in [SearchMode::Keyword, SearchMode::Hybrid] {
+            let f = fuse(&c, mode, 0.4, 0.6, 60.0);
+            assert!((f[0].1 - 1.0).abs() < 1e-6);
+            assert!((f[1].1 - 0.75).abs() < 1e-6, "{mode:?}: {f:?}");
+        }
     }
 
     #[test]
