@@ -672,6 +672,32 @@ impl Store {
     /// Rank records for a query. Never writes the HDF5 file; in a writable store the returned records' access
     /// statistics are logged.
     pub fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let hits = self.search_candidates(q)?;
+        let ids: Vec<u64> = hits.iter().map(|h| h.record.id).collect();
+        self.record_access(&ids)?;
+        Ok(hits)
+    }
+
+    /// Log that these records were returned to a caller (access count and last access, through the log). A
+    /// no-op on a read-only store or an empty list.
+    pub fn record_access(&self, ids: &[u64]) -> Result<()> {
+        if let (Some(wal), false) = (&self.wal, ids.is_empty()) {
+            let at = now_ms();
+            wal.append(WalOp::Access {
+                ids: ids.to_vec(),
+                at,
+            })?;
+            self.pending_access
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((ids.to_vec(), at));
+        }
+        Ok(())
+    }
+
+    /// Like [`search`](Self::search) without logging access: for layers that pick their own results from a
+    /// larger candidate pool and log only what they return.
+    pub fn search_candidates(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         if q.k == 0 {
             return Ok(Vec::new());
         }
@@ -734,20 +760,6 @@ impl Store {
                 record: self.records[row as usize].clone(),
             })
             .collect();
-        if let Some(wal) = &self.wal {
-            if !hits.is_empty() {
-                let ids: Vec<u64> = hits.iter().map(|h| h.record.id).collect();
-                let at = now_ms();
-                wal.append(WalOp::Access {
-                    ids: ids.clone(),
-                    at,
-                })?;
-                self.pending_access
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((ids, at));
-            }
-        }
         Ok(hits)
     }
 

@@ -439,7 +439,7 @@ impl AgentMemory {
             min_score: None,
             embedding: q.embedding.clone(),
         };
-        let raw = self.store.search(&base)?;
+        let raw = self.store.search_candidates(&base)?;
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::with_capacity(raw.len());
         for mut h in raw {
@@ -568,6 +568,8 @@ impl AgentMemory {
             kept.retain(|r| r.score >= min);
         }
         kept.truncate(q.k);
+        let returned: Vec<u64> = kept.iter().map(|h| h.record.id).collect();
+        self.store.record_access(&returned)?;
         recall.rejected = rejected;
         recall.hits = kept;
         Ok(recall)
