@@ -6,7 +6,7 @@ use crate::filter::{Filter, IdSet};
 use crate::kmeans::{kmeans, nearest};
 use crate::metric::Metric;
 use crate::rng::SplitMix64;
-use crate::store::VectorStore;
+use crate::store::{check_row, VectorStore};
 use crate::topk::{Neighbor, TopK};
 use rayon::prelude::*;
 
@@ -103,18 +103,7 @@ impl Ivf {
 
     /// Adds row `id` of `store` to the list of its nearest centroid; `Ok(false)` if already live.
     pub fn add<S: VectorStore + ?Sized>(&mut self, id: u32, store: &S) -> Result<bool, AnnError> {
-        if store.dim() != self.dim {
-            return Err(AnnError::DimensionMismatch {
-                expected: self.dim,
-                got: store.dim(),
-            });
-        }
-        if id as usize >= store.len() {
-            return Err(AnnError::IdOutOfRange {
-                id,
-                len: store.len(),
-            });
-        }
+        check_row(store, self.dim, id)?;
         if self.present.contains(id) {
             if !self.deleted.contains(id) {
                 return Ok(false);

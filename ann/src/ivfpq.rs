@@ -8,7 +8,7 @@ use crate::ivf::training_rows;
 use crate::kernels;
 use crate::kmeans::{kmeans, nearest};
 use crate::metric::Metric;
-use crate::store::VectorStore;
+use crate::store::{check_row, VectorStore};
 use crate::topk::{Neighbor, TopK};
 use rayon::prelude::*;
 
@@ -149,18 +149,7 @@ impl IvfPq {
 
     /// Encodes and adds row `id` of `store`; `Ok(false)` if it is already live.
     pub fn add<S: VectorStore + ?Sized>(&mut self, id: u32, store: &S) -> Result<bool, AnnError> {
-        if store.dim() != self.dim {
-            return Err(AnnError::DimensionMismatch {
-                expected: self.dim,
-                got: store.dim(),
-            });
-        }
-        if id as usize >= store.len() {
-            return Err(AnnError::IdOutOfRange {
-                id,
-                len: store.len(),
-            });
-        }
+        check_row(store, self.dim, id)?;
         if self.present.contains(id) {
             if !self.deleted.contains(id) {
                 return Ok(false);

@@ -16,6 +16,27 @@ pub trait VectorStore: Sync {
     }
 }
 
+/// Checks that `store` has vectors of `dim` dimensions and a row `id`; the errors an index's `add` reports.
+pub(crate) fn check_row<S: VectorStore + ?Sized>(
+    store: &S,
+    dim: usize,
+    id: u32,
+) -> Result<(), AnnError> {
+    if store.dim() != dim {
+        return Err(AnnError::DimensionMismatch {
+            expected: dim,
+            got: store.dim(),
+        });
+    }
+    if id as usize >= store.len() {
+        return Err(AnnError::IdOutOfRange {
+            id,
+            len: store.len(),
+        });
+    }
+    Ok(())
+}
+
 /// A simple owned store: `len` rows of `dim` f32 values, row-major.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlatVectors {
