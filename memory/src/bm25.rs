@@ -22,6 +22,8 @@ impl Default for Bm25Params {
 pub struct Bm25Index {
     params: Bm25Params,
     vocab: HashMap<String, u32>,
+    /// Terms by id (ids are assigned in order of first appearance and never reused).
+    terms: Vec<String>,
     /// Per term: (document, term frequency), documents ascending.
     postings: Vec<Vec<(u32, u32)>>,
     /// Per term: number of live documents containing it.
@@ -56,28 +58,60 @@ impl Bm25Index {
         self.vocab.len()
     }
 
-    /// Index document `doc` with its tokens. Re-adding a live document replaces it.
-    pub fn add(&mut self, doc: u32, tokens: &[String]) {
+    /// Terms by id.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// Index document `doc` with its tokens (a live document must be removed first; adding it again is a
+    /// no-op). Returns the document's term ids, one per token, ascending — what [`Self::add_ids`] takes.
+    pub fn add(&mut self, doc: u32, tokens: &[String]) -> Vec<u32> {
+        let mut ids: Vec<u32> = tokens
+            .iter()
+            .map(|t| match self.vocab.get(t) {
+                Some(&id) => id,
+                None => {
+                    let id = self.terms.len() as u32;
+                    self.vocab.insert(t.clone(), id);
+                    self.terms.push(t.clone());
+                    self.postings.push(Vec::new());
+                    self.doc_freq.push(0);
+                    id
+                }
+            })
+            .collect();
+        ids.sort_unstable();
+        // Sorted and in range by construction.
+        self.add_ids(doc, &ids);
+        ids
+    }
+
+    /// Index document `doc` from its term ids (ascending, one per token), as persisted in the file. Ids must
+    /// be below [`Self::vocabulary_size`]; returns false (and changes nothing) when they are not ascending or
+    /// out of range.
+    pub fn add_ids(&mut self, doc: u32, sorted_ids: &[u32]) -> bool {
+        let in_range = sorted_ids
+            .last()
+            .is_none_or(|&t| (t as usize) < self.postings.len());
+        if !in_range || !sorted_ids.is_sorted() {
+            return false;
+        }
         let d = doc as usize;
         if self.doc_len.len() <= d {
             self.doc_len.resize(d + 1, None);
         }
         if self.doc_len[d].is_some() {
-            // Replacing: we cannot subtract without the old tokens, so the caller must remove first.
-            // Treat as a no-op to keep statistics consistent.
-            return;
+            return true;
         }
-        let mut tf: HashMap<u32, u32> = HashMap::new();
-        for t in tokens {
-            let next = self.vocab.len() as u32;
-            let id = *self.vocab.entry(t.clone()).or_insert(next);
-            if id as usize == self.postings.len() {
-                self.postings.push(Vec::new());
-                self.doc_freq.push(0);
+        let mut i = 0;
+        while i < sorted_ids.len() {
+            let term = sorted_ids[i];
+            let mut j = i + 1;
+            while j < sorted_ids.len() && sorted_ids[j] == term {
+                j += 1;
             }
-            *tf.entry(id).or_insert(0) += 1;
-        }
-        for (term, count) in tf {
+            let count = (j - i) as u32;
+            i = j;
             let list = &mut self.postings[term as usize];
             // Documents normally arrive in ascending order; keep the list sorted otherwise.
             match list.last() {
@@ -89,9 +123,46 @@ impl Bm25Index {
             }
             self.doc_freq[term as usize] += 1;
         }
-        self.doc_len[d] = Some(tokens.len() as u32);
+        self.doc_len[d] = Some(sorted_ids.len() as u32);
         self.live_docs += 1;
-        self.total_len += tokens.len() as u64;
+        self.total_len += sorted_ids.len() as u64;
+        true
+    }
+
+    /// An empty index over a persisted vocabulary (documents are then added with [`Self::add_ids`]).
+    pub fn with_terms(params: Bm25Params, terms: Vec<String>) -> Self {
+        let n = terms.len();
+        Bm25Index {
+            params,
+            vocab: terms
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.clone(), i as u32))
+                .collect(),
+            terms,
+            postings: vec![Vec::new(); n],
+            doc_freq: vec![0; n],
+            ..Default::default()
+        }
+    }
+
+    /// Every live document's term ids (ascending, one per token), for documents `0..docs`; absent and
+    /// removed documents get an empty list. The inverse of adding them with [`Self::add_ids`].
+    pub fn doc_terms(&self, docs: usize) -> Vec<Vec<u32>> {
+        let mut out: Vec<Vec<u32>> = (0..docs)
+            .map(|d| {
+                let len = self.doc_len.get(d).copied().flatten().unwrap_or(0);
+                Vec::with_capacity(len as usize)
+            })
+            .collect();
+        for (term, list) in self.postings.iter().enumerate() {
+            for &(doc, tf) in list {
+                if let Some(v) = out.get_mut(doc as usize) {
+                    v.extend(std::iter::repeat_n(term as u32, tf as usize));
+                }
+            }
+        }
+        out
     }
 
     /// Remove document `doc`, given the same tokens it was added with.
@@ -230,6 +301,29 @@ mod tests {
         ix.add(0, &toks("new text"));
         assert!(ix.search(&toks("old"), 5, &|_| true).is_empty());
         assert_eq!(ix.search(&toks("new"), 5, &|_| true).len(), 1);
+    }
+
+    #[test]
+    fn doc_terms_rebuild_an_identical_index() {
+        let mut ix = index(&["cat sat on the mat", "dog dog barked", "cat and dog"]);
+        ix.remove(1, &toks("dog dog barked"));
+        let terms = ix.doc_terms(3);
+        assert!(terms[1].is_empty());
+        let mut again = Bm25Index::with_terms(Bm25Params::default(), ix.terms().to_vec());
+        for (d, t) in terms.iter().enumerate() {
+            if d != 1 {
+                assert!(again.add_ids(d as u32, t));
+            }
+        }
+        for q in ["cat", "dog", "mat and"] {
+            assert_eq!(
+                again.search(&toks(q), 10, &|_| true),
+                ix.search(&toks(q), 10, &|_| true)
+            );
+        }
+        assert!(!again.add_ids(5, &[999]));
+        assert!(!again.add_ids(5, &[2, 1]));
+        assert_eq!(again.len(), 2);
     }
 
     #[test]

@@ -93,6 +93,15 @@ fn message(generation: u64, root: &[u8; 32]) -> Vec<u8> {
 /// Sign the live state of `records` at `generation`.
 pub fn sign(records: &[Record], generation: u64, key: &SigningKey) -> SignedManifest {
     let list: Vec<(u64, [u8; 32])> = records.iter().map(|r| (r.id, record_hash(r))).collect();
+    sign_hashes(list, generation, key)
+}
+
+/// Sign already computed `(id, record_hash)` pairs, in row order, at `generation`.
+pub fn sign_hashes(
+    list: Vec<(u64, [u8; 32])>,
+    generation: u64,
+    key: &SigningKey,
+) -> SignedManifest {
     let leaves: Vec<[u8; 32]> = list.iter().map(|x| x.1).collect();
     let root = merkle_root(&leaves);
     let signature = key.sign(&message(generation, &root));

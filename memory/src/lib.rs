@@ -2,11 +2,16 @@
 //! vector search with fusion and filters.
 
 pub mod bm25;
+pub mod checkpoint;
 pub mod cognitive;
+pub mod columns;
 pub mod config;
+pub mod dictionary;
 pub mod error;
 pub mod filter;
 pub mod integrity;
+pub mod keyword_table;
+pub mod pending;
 pub mod record;
 pub mod schema;
 pub mod search;

@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, FormatError, H5File};
-use half::f16;
 
+use crate::columns::{self, ColumnGroup, NONE_TIME};
 use crate::config::{StoreConfig, VectorPrecision};
+use crate::dictionary::Dictionaries;
 use crate::error::{MemoryError, Result};
 use crate::integrity::{from_hex, hex, SignedManifest};
+use crate::keyword_table::KeywordTable;
 use crate::record::{Origin, Record, Source, Tier};
 use crate::tokenize::TokenizerConfig;
 use crate::vectors::VectorTable;
@@ -19,11 +21,15 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Value of the root `clawhdf5_format` attribute that marks a store.
 pub const FORMAT_MARK: &str = "clawhdf5 agent memory store";
 /// Most rows per chunk of the record columns (small stores use smaller chunks, see [`chunk_rows`]).
-pub const CHUNK_ROWS: u64 = 4096;
-/// Record columns stored dictionary-encoded: a u32 index per row into `/dictionaries/NAME`.
-pub const DICTIONARY_COLUMNS: [&str; 5] = ["source", "agent", "session", "origin_path", "tags"];
+pub const CHUNK_ROWS: u64 = 1024;
+/// Largest chunk of a 2-D column in bytes (so appending a row rewrites at most this much).
+pub const MAX_CHUNK_BYTES: u64 = 128 << 10;
+/// Term ids per chunk of `/index/bm25/doc_terms`.
+pub const TERM_CHUNK: u64 = 8192;
+pub use crate::dictionary::DICTIONARY_COLUMNS;
 
-/// Rows per chunk for a column of `n` rows: a power of two between 64 and [`CHUNK_ROWS`].
+/// Rows per chunk for a column of `n` rows: a power of two between 64 and [`CHUNK_ROWS`] (small chunks keep
+/// the copy-on-write of an append or an in-place change small).
 pub fn chunk_rows(n: u64) -> u64 {
     n.max(1).next_power_of_two().clamp(64, CHUNK_ROWS)
 }
@@ -35,18 +41,31 @@ pub struct StoreMeta {
     pub schema_version: u32,
     /// Creation time (ms).
     pub created_at: i64,
-    /// Incremented by every checkpoint; persisted indexes carry it to detect staleness.
+    /// Incremented by every checkpoint.
     pub generation: u64,
     /// Highest WAL LSN folded into the file.
     pub checkpoint_lsn: u64,
     /// The id the next record gets.
     pub next_id: u64,
+    /// Incremented whenever a stored vector changes in place; a persisted graph from another epoch is stale.
+    pub vector_epoch: u64,
     /// Persisted configuration.
     pub config: StoreConfig,
 }
 
-/// One complete snapshot of a store.
+/// A persisted HNSW graph with what it was built against.
 #[derive(Clone, Debug, PartialEq)]
+pub struct StoredGraph {
+    /// `clawhdf5_ann::Hnsw::to_bytes` output.
+    pub bytes: Vec<u8>,
+    /// Generation stamped into the bytes.
+    pub generation: u64,
+    /// [`StoreMeta::vector_epoch`] when it was written.
+    pub vector_epoch: u64,
+}
+
+/// Everything read from a store file.
+#[derive(Clone, Debug)]
 pub struct Snapshot {
     /// Store metadata.
     pub meta: StoreMeta,
@@ -58,18 +77,47 @@ pub struct Snapshot {
     pub extensions: BTreeMap<String, Vec<u8>>,
     /// Signature over the records, when the store is signed; stored under `/integrity`.
     pub manifest: Option<SignedManifest>,
-    /// Serialised HNSW graph (see `clawhdf5_ann::Hnsw::to_bytes`), stamped with the generation; `/index/hnsw`.
-    pub hnsw: Option<Vec<u8>>,
+    /// The persisted vector graph (`/index/hnsw`), if present and readable.
+    pub hnsw: Option<StoredGraph>,
+    /// The persisted keyword index (`/index/bm25`), if present, readable and from this tokenizer.
+    pub keywords: Option<KeywordTable>,
+    /// The dictionaries of the dictionary-encoded columns.
+    pub dictionaries: Dictionaries,
+    /// Rows per chunk of the record columns in this file.
+    pub chunk_rows: u64,
 }
 
-const NONE_TIME: i64 = i64::MIN;
+/// What a full write needs, borrowed from the open store.
+pub struct StoreView<'a> {
+    /// Store metadata (generation and LSN already advanced).
+    pub meta: &'a StoreMeta,
+    /// Every record in row order.
+    pub records: &'a [Record],
+    /// Embeddings by row.
+    pub vectors: &'a VectorTable,
+    /// Extension states.
+    pub extensions: &'a BTreeMap<String, Vec<u8>>,
+    /// Signature to store, if the store is signed.
+    pub manifest: Option<&'a SignedManifest>,
+    /// Graph bytes stamped with `meta.generation`, if a graph is to be stored.
+    pub hnsw: Option<&'a [u8]>,
+    /// The keyword index over all rows.
+    pub keywords: &'a KeywordTable,
+}
 
 /// Chunked, resizable along rows (so checkpoints can append); 2-D columns keep their width fixed.
-fn chunked(shape: &[u64], deflate: bool) -> DatasetOptions {
-    let rows = chunk_rows(shape.first().copied().unwrap_or(0));
+pub fn chunked(shape: &[u64], elem_bytes: u64, deflate: bool) -> DatasetOptions {
+    let n = shape.first().copied().unwrap_or(0);
     let (chunk, max_shape) = match shape {
-        [_, cols] => (vec![rows, (*cols).max(1)], vec![None, Some(*cols)]),
-        _ => (vec![rows], vec![None]),
+        [_, cols] => {
+            let row = ((*cols).max(1) * elem_bytes).max(1);
+            let cap = (MAX_CHUNK_BYTES / row).max(16).next_power_of_two();
+            (
+                vec![chunk_rows(n).min(cap), (*cols).max(1)],
+                vec![None, Some(*cols)],
+            )
+        }
+        _ => (vec![chunk_rows(n)], vec![None]),
     };
     DatasetOptions {
         chunk: Some(chunk),
@@ -80,47 +128,96 @@ fn chunked(shape: &[u64], deflate: bool) -> DatasetOptions {
     }
 }
 
-fn str_attr(s: &str) -> Array {
+/// Options of a growable byte blob (extensions, graph).
+pub fn blob_options(len: usize, level: u32) -> DatasetOptions {
+    DatasetOptions {
+        chunk: Some(vec![(len as u64).clamp(1, 1 << 20)]),
+        deflate: Some(level),
+        max_shape: Some(vec![None]),
+        ..Default::default()
+    }
+}
+
+/// Options of the flat term-id list.
+pub fn term_options() -> DatasetOptions {
+    DatasetOptions {
+        chunk: Some(vec![TERM_CHUNK]),
+        deflate: Some(4),
+        shuffle: true,
+        max_shape: Some(vec![None]),
+        ..Default::default()
+    }
+}
+
+/// Size in bytes of one element of `a` (8 for strings: the size does not matter for them).
+pub fn elem_bytes(a: &Array) -> u64 {
+    match &a.data {
+        Data::U8(_) | Data::I8(_) => 1,
+        Data::F16(_) | Data::U16(_) | Data::I16(_) => 2,
+        Data::U32(_) | Data::I32(_) | Data::F32(_) => 4,
+        _ => 8,
+    }
+}
+
+pub(crate) fn str_attr(s: &str) -> Array {
     Array::scalar(Data::VarStr(vec![s.to_string()]))
 }
 
-/// Write `snap` as a new HDF5 file at `path` (written and fsynced; the caller renames it into place).
-pub fn write_snapshot(path: &Path, snap: &Snapshot) -> Result<()> {
+/// The root attributes (all but the format mark), rewritten at every checkpoint.
+pub(crate) fn root_attrs(m: &StoreMeta) -> Vec<(&'static str, Array)> {
+    vec![
+        (
+            "schema_version",
+            Array::scalar(Data::U32(vec![m.schema_version])),
+        ),
+        ("created_at", Array::scalar(Data::I64(vec![m.created_at]))),
+        ("generation", Array::scalar(Data::U64(vec![m.generation]))),
+        (
+            "checkpoint_lsn",
+            Array::scalar(Data::U64(vec![m.checkpoint_lsn])),
+        ),
+        ("next_id", Array::scalar(Data::U64(vec![m.next_id]))),
+        (
+            "vector_epoch",
+            Array::scalar(Data::U64(vec![m.vector_epoch])),
+        ),
+    ]
+}
+
+/// Attributes of `/index/hnsw`.
+pub(crate) fn graph_attrs(m: &StoreMeta) -> Vec<(&'static str, Array)> {
+    vec![
+        ("generation", Array::scalar(Data::U64(vec![m.generation]))),
+        (
+            "vector_epoch",
+            Array::scalar(Data::U64(vec![m.vector_epoch])),
+        ),
+    ]
+}
+
+/// Description of the tokenizer output stored on `/index/bm25`.
+pub(crate) fn keyword_tokenizer_mark(c: &StoreConfig) -> String {
+    format!(
+        "{}; output v{}",
+        c.tokenizer.describe(),
+        crate::keyword_table::TOKENIZER_OUTPUT_VERSION
+    )
+}
+
+/// Write the whole store as a new HDF5 file at `path` (written and fsynced; the caller renames it into
+/// place). Returns the dictionaries the file now holds.
+pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries> {
     let fmt = |source: FormatError| MemoryError::Format {
         path: path.to_path_buf(),
         source,
     };
     let mut w = FileWriter::new();
-    let m = &snap.meta;
+    let m = snap.meta;
     w.set_attr("/", "clawhdf5_format", str_attr(FORMAT_MARK))
         .map_err(fmt)?;
-    w.set_attr(
-        "/",
-        "schema_version",
-        Array::scalar(Data::U32(vec![m.schema_version])),
-    )
-    .map_err(fmt)?;
-    w.set_attr(
-        "/",
-        "created_at",
-        Array::scalar(Data::I64(vec![m.created_at])),
-    )
-    .map_err(fmt)?;
-    w.set_attr(
-        "/",
-        "generation",
-        Array::scalar(Data::U64(vec![m.generation])),
-    )
-    .map_err(fmt)?;
-    w.set_attr(
-        "/",
-        "checkpoint_lsn",
-        Array::scalar(Data::U64(vec![m.checkpoint_lsn])),
-    )
-    .map_err(fmt)?;
-    w.set_attr("/", "next_id", Array::scalar(Data::U64(vec![m.next_id])))
-        .map_err(fmt)?;
-
+    for (name, value) in root_attrs(m) {
+        w.set_attr("/", name, value).map_err(fmt)?;
+    }
     w.create_group("/config").map_err(fmt)?;
     for (name, value) in config_attrs(&m.config) {
         w.set_attr("/config", name, value).map_err(fmt)?;
@@ -128,83 +225,96 @@ pub fn write_snapshot(path: &Path, snap: &Snapshot) -> Result<()> {
 
     w.create_group("/records").map_err(fmt)?;
     w.create_group("/dictionaries").map_err(fmt)?;
-    for (name, array, deflate) in record_columns(&snap.records, &snap.vectors, &m.config)? {
-        let (array, deflate) = if DICTIONARY_COLUMNS.contains(&name) {
-            let (values, codes) = dictionary_encode(array);
-            let opts = chunked(&values.shape, false);
-            w.write_dataset(&format!("/dictionaries/{name}"), values, opts)
-                .map_err(fmt)?;
-            (codes, true)
-        } else {
-            (array, deflate)
-        };
-        let opts = chunked(&array.shape, deflate);
-        w.write_dataset(&format!("/records/{name}"), array, opts)
+    let mut dicts = Dictionaries::default();
+    let all = [
+        ColumnGroup::Fixed,
+        ColumnGroup::Text,
+        ColumnGroup::Meta,
+        ColumnGroup::Access,
+    ];
+    let n = snap.records.len();
+    for col in columns::build(
+        snap.records,
+        snap.vectors,
+        &m.config,
+        0..n,
+        &all,
+        &mut dicts,
+    )? {
+        let opts = chunked(&col.array.shape, elem_bytes(&col.array), col.deflate);
+        w.write_dataset(&format!("/records/{}", col.name), col.array, opts)
             .map_err(fmt)?;
     }
+    for (i, name) in DICTIONARY_COLUMNS.iter().enumerate() {
+        let values = Array::vector(Data::VarStr(dicts.values(i).to_vec()));
+        let opts = chunked(&values.shape, 8, false);
+        w.write_dataset(&format!("/dictionaries/{name}"), values, opts)
+            .map_err(fmt)?;
+    }
+    dicts.mark_persisted();
     w.set_attr(
         "/records",
         "count",
-        Array::scalar(Data::U64(vec![snap.records.len() as u64])),
+        Array::scalar(Data::U64(vec![n as u64])),
     )
     .map_err(fmt)?;
     w.create_group("/extensions").map_err(fmt)?;
-    for (name, bytes) in &snap.extensions {
-        let opts = DatasetOptions {
-            chunk: Some(vec![(bytes.len() as u64).clamp(1, 1 << 20)]),
-            deflate: Some(4),
-            max_shape: Some(vec![None]),
-            ..Default::default()
-        };
+    for (name, bytes) in snap.extensions {
         w.write_dataset(
             &format!("/extensions/{name}"),
             Array::vector(Data::U8(bytes.clone())),
-            opts,
+            blob_options(bytes.len(), 4),
         )
         .map_err(fmt)?;
     }
-    if let Some(m) = &snap.manifest {
+    if let Some(m) = snap.manifest {
         write_manifest(&mut w, m).map_err(fmt)?;
     }
-    if let Some(g) = &snap.hnsw {
-        let opts = DatasetOptions {
-            chunk: Some(vec![(g.len() as u64).clamp(1, 1 << 20)]),
-            deflate: Some(1),
-            max_shape: Some(vec![None]),
-            ..Default::default()
-        };
-        w.write_dataset("/index/hnsw", Array::vector(Data::U8(g.clone())), opts)
-            .map_err(fmt)?;
-        w.set_attr(
+    if let Some(g) = snap.hnsw {
+        w.write_dataset(
             "/index/hnsw",
-            "generation",
-            Array::scalar(Data::U64(vec![m.generation])),
+            Array::vector(Data::U8(g.to_vec())),
+            blob_options(g.len(), 1),
         )
         .map_err(fmt)?;
+        for (name, value) in graph_attrs(m) {
+            w.set_attr("/index/hnsw", name, value).map_err(fmt)?;
+        }
     }
-    w.write_file(path).map_err(fmt)
+    write_keywords(&mut w, snap.keywords, &m.config).map_err(fmt)?;
+    w.write_file(path).map_err(fmt)?;
+    Ok(dicts)
 }
 
-/// Split a string column into distinct values (in order of first appearance) and a u32 code per row.
-fn dictionary_encode(column: Array) -> (Array, Array) {
-    let strings = match column.data {
-        Data::VarStr(v) => v,
-        _ => Vec::new(),
-    };
-    let mut index: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let mut values: Vec<String> = Vec::new();
-    let codes: Vec<u32> = strings
-        .iter()
-        .map(|s| {
-            *index.entry(s.as_str()).or_insert_with(|| {
-                values.push(s.clone());
-                (values.len() - 1) as u32
-            })
-        })
-        .collect();
-    (
-        Array::vector(Data::VarStr(values)),
-        Array::vector(Data::U32(codes)),
+fn write_keywords(
+    w: &mut FileWriter,
+    k: &KeywordTable,
+    config: &StoreConfig,
+) -> std::result::Result<(), FormatError> {
+    w.create_group("/index/bm25")?;
+    let terms = Array::vector(Data::VarStr(k.terms.clone()));
+    let opts = chunked(&terms.shape, 8, false);
+    w.write_dataset("/index/bm25/terms", terms, opts)?;
+    w.write_dataset(
+        "/index/bm25/doc_terms",
+        Array::vector(Data::U32(k.doc_terms.clone())),
+        term_options(),
+    )?;
+    let n = k.doc_start.len() as u64;
+    w.write_dataset(
+        "/index/bm25/doc_start",
+        Array::vector(Data::U64(k.doc_start.clone())),
+        chunked(&[n], 8, true),
+    )?;
+    w.write_dataset(
+        "/index/bm25/doc_len",
+        Array::vector(Data::U32(k.doc_len.clone())),
+        chunked(&[n], 4, true),
+    )?;
+    w.set_attr(
+        "/index/bm25",
+        "tokenizer",
+        str_attr(&keyword_tokenizer_mark(config)),
     )
 }
 
@@ -213,31 +323,39 @@ pub const INTEGRITY_ALGORITHM: &str = "ed25519(sha256-merkle(sha256-per-record))
 
 fn write_manifest(w: &mut FileWriter, m: &SignedManifest) -> std::result::Result<(), FormatError> {
     w.create_group("/integrity")?;
-    let n = m.records.len() as u64;
-    w.write_dataset(
-        "/integrity/ids",
-        Array::vector(Data::U64(m.records.iter().map(|x| x.0).collect())),
-        chunked(&[n], true),
-    )?;
-    let flat: Vec<u8> = m.records.iter().flat_map(|x| x.1).collect();
-    w.write_dataset(
-        "/integrity/record_sha256",
-        Array::matrix(n, 32, Data::U8(flat))?,
-        chunked(&[n, 32], false),
-    )?;
-    w.set_attr("/integrity", "algorithm", str_attr(INTEGRITY_ALGORITHM))?;
-    w.set_attr("/integrity", "merkle_root", str_attr(&hex(&m.root)))?;
-    w.set_attr("/integrity", "signature", str_attr(&hex(&m.signature)))?;
-    w.set_attr("/integrity", "public_key", str_attr(&hex(&m.public_key)))?;
-    w.set_attr(
-        "/integrity",
-        "generation",
-        Array::scalar(Data::U64(vec![m.generation])),
-    )?;
+    let (ids, hashes) = manifest_rows(&m.records)?;
+    let opts = chunked(&ids.shape, 8, true);
+    w.write_dataset("/integrity/ids", ids, opts)?;
+    let opts = chunked(&hashes.shape, 1, false);
+    w.write_dataset("/integrity/record_sha256", hashes, opts)?;
+    for (name, value) in manifest_attrs(m) {
+        w.set_attr("/integrity", name, value)?;
+    }
     Ok(())
 }
 
-fn config_attrs(c: &StoreConfig) -> Vec<(&'static str, Array)> {
+/// The `/integrity/ids` and `/integrity/record_sha256` rows of some manifest entries.
+pub(crate) fn manifest_rows(
+    entries: &[(u64, [u8; 32])],
+) -> std::result::Result<(Array, Array), FormatError> {
+    let n = entries.len() as u64;
+    let ids = Array::vector(Data::U64(entries.iter().map(|x| x.0).collect()));
+    let flat: Vec<u8> = entries.iter().flat_map(|x| x.1).collect();
+    Ok((ids, Array::matrix(n, 32, Data::U8(flat))?))
+}
+
+/// The attributes of `/integrity`.
+pub(crate) fn manifest_attrs(m: &SignedManifest) -> Vec<(&'static str, Array)> {
+    vec![
+        ("algorithm", str_attr(INTEGRITY_ALGORITHM)),
+        ("merkle_root", str_attr(&hex(&m.root))),
+        ("signature", str_attr(&hex(&m.signature))),
+        ("public_key", str_attr(&hex(&m.public_key))),
+        ("generation", Array::scalar(Data::U64(vec![m.generation]))),
+    ]
+}
+
+pub(crate) fn config_attrs(c: &StoreConfig) -> Vec<(&'static str, Array)> {
     vec![
         (
             "embedding_dim",
@@ -272,147 +390,6 @@ fn config_attrs(c: &StoreConfig) -> Vec<(&'static str, Array)> {
             Array::scalar(Data::U32(vec![c.exact_search_threshold])),
         ),
     ]
-}
-
-/// The record columns: (name, data, compress?).
-fn record_columns(
-    records: &[Record],
-    vectors: &VectorTable,
-    config: &StoreConfig,
-) -> Result<Vec<(&'static str, Array, bool)>> {
-    let strs = |f: &dyn Fn(&Record) -> String| {
-        Array::vector(Data::VarStr(records.iter().map(f).collect()))
-    };
-    let mut cols = vec![
-        (
-            "id",
-            Array::vector(Data::U64(records.iter().map(|r| r.id).collect())),
-            true,
-        ),
-        ("text", strs(&|r| r.text.clone()), false),
-        ("source", strs(&|r| r.source.as_str().to_string()), false),
-        ("agent", strs(&|r| r.agent.clone()), false),
-        ("session", strs(&|r| r.session.clone()), false),
-        (
-            "origin_path",
-            strs(&|r| {
-                r.origin
-                    .as_ref()
-                    .map(|o| o.path.clone())
-                    .unwrap_or_default()
-            }),
-            false,
-        ),
-        (
-            "origin_start_line",
-            Array::vector(Data::U32(
-                records
-                    .iter()
-                    .map(|r| r.origin.as_ref().map_or(0, |o| o.start_line))
-                    .collect(),
-            )),
-            true,
-        ),
-        (
-            "origin_end_line",
-            Array::vector(Data::U32(
-                records
-                    .iter()
-                    .map(|r| r.origin.as_ref().map_or(0, |o| o.end_line))
-                    .collect(),
-            )),
-            true,
-        ),
-        (
-            "tags",
-            strs(&|r| serde_json::to_string(&r.tags).unwrap_or_else(|_| "[]".into())),
-            false,
-        ),
-        (
-            "event_time",
-            Array::vector(Data::I64(
-                records
-                    .iter()
-                    .map(|r| r.event_time.unwrap_or(NONE_TIME))
-                    .collect(),
-            )),
-            true,
-        ),
-        (
-            "created_at",
-            Array::vector(Data::I64(records.iter().map(|r| r.created_at).collect())),
-            true,
-        ),
-        (
-            "importance",
-            Array::vector(Data::F32(records.iter().map(|r| r.importance).collect())),
-            true,
-        ),
-        (
-            "access_count",
-            Array::vector(Data::U32(records.iter().map(|r| r.access_count).collect())),
-            true,
-        ),
-        (
-            "last_access",
-            Array::vector(Data::I64(records.iter().map(|r| r.last_access).collect())),
-            true,
-        ),
-        (
-            "tier",
-            Array::vector(Data::U8(records.iter().map(|r| r.tier.code()).collect())),
-            true,
-        ),
-        (
-            "supersedes",
-            Array::vector(Data::U64(
-                records.iter().map(|r| r.supersedes.unwrap_or(0)).collect(),
-            )),
-            true,
-        ),
-        (
-            "superseded_by",
-            Array::vector(Data::U64(
-                records
-                    .iter()
-                    .map(|r| r.superseded_by.unwrap_or(0))
-                    .collect(),
-            )),
-            true,
-        ),
-        (
-            "tombstone",
-            Array::vector(Data::U8(
-                records.iter().map(|r| u8::from(r.tombstone)).collect(),
-            )),
-            true,
-        ),
-    ];
-    if let Some(dim) = config.embedding_dim {
-        let n = records.len() as u64;
-        if vectors.dim() != dim as usize || vectors.rows() != records.len() {
-            return Err(MemoryError::InvalidInput(format!(
-                "vector table is {}x{}, store has {} rows of dimension {dim}",
-                vectors.rows(),
-                vectors.dim(),
-                records.len()
-            )));
-        }
-        let data = match config.vector_precision {
-            VectorPrecision::F16 => {
-                Data::F16(vectors.data().iter().map(|&x| f16::from_f32(x)).collect())
-            }
-            VectorPrecision::F32 => Data::F32(vectors.data().to_vec()),
-        };
-        let matrix = Array::matrix(n, u64::from(dim), data)
-            .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
-        cols.push(("embedding", matrix, false));
-        let has = (0..records.len())
-            .map(|i| u8::from(vectors.has(i)))
-            .collect();
-        cols.push(("has_embedding", Array::vector(Data::U8(has)), true));
-    }
-    Ok(cols)
 }
 
 /// Read and validate a snapshot.
@@ -542,26 +519,96 @@ impl SnapshotReader<'_> {
             generation: self.attr_u64("/", "generation")?,
             checkpoint_lsn: self.attr_u64("/", "checkpoint_lsn")?,
             next_id: self.attr_u64("/", "next_id")?,
+            // Files written before graphs were kept across checkpoints have no epoch: 0.
+            vector_epoch: self.attr_u64("/", "vector_epoch").unwrap_or(0),
             config,
         };
-        let (records, vectors) = self.read_records(&meta.config)?;
+        let dictionaries = self.read_dictionaries()?;
+        let (records, vectors) = self.read_records(&meta.config, &dictionaries)?;
         let extensions = self.read_extensions()?;
         let manifest = self.read_manifest()?;
-        // A graph that cannot be read is rebuilt, never fatal.
-        let hnsw = self
+        let chunk_rows = self
             .file
-            .dataset("/index/hnsw")
-            .and_then(|d| d.read())
+            .dataset("/records/id")
             .ok()
-            .and_then(|a| a.as_u8().map(<[u8]>::to_vec));
+            .and_then(|d| d.chunk().and_then(|c| c.first().copied()))
+            .unwrap_or(0);
         Ok(Snapshot {
+            hnsw: self.read_graph(&meta),
+            keywords: self.read_keywords(&meta.config, records.len()),
             meta,
             records,
             vectors,
             extensions,
             manifest,
-            hnsw,
+            dictionaries: Dictionaries::from_stored(dictionaries),
+            chunk_rows,
         })
+    }
+
+    /// The persisted graph; one that cannot be read is rebuilt, never fatal.
+    fn read_graph(&self, meta: &StoreMeta) -> Option<StoredGraph> {
+        let bytes = self
+            .file
+            .dataset("/index/hnsw")
+            .and_then(|d| d.read())
+            .ok()?
+            .as_u8()?
+            .to_vec();
+        Some(StoredGraph {
+            bytes,
+            // Older files stamped the graph with the file's generation and had no epoch.
+            generation: self
+                .attr_u64("/index/hnsw", "generation")
+                .unwrap_or(meta.generation),
+            vector_epoch: self.attr_u64("/index/hnsw", "vector_epoch").unwrap_or(0),
+        })
+    }
+
+    /// The persisted keyword index; absent, damaged or from another tokenizer means `None` (the texts are
+    /// tokenised again), never an error.
+    fn read_keywords(&self, config: &StoreConfig, rows: usize) -> Option<KeywordTable> {
+        let mark = self.attr_str("/index/bm25", "tokenizer").ok()?;
+        if mark != keyword_tokenizer_mark(config) {
+            return None;
+        }
+        let read = |name: &str| {
+            self.file
+                .dataset(&format!("/index/bm25/{name}"))
+                .and_then(|d| d.read())
+                .ok()
+        };
+        let t = KeywordTable {
+            terms: read("terms")?.as_strings()?.to_vec(),
+            doc_terms: read("doc_terms")?.as_u32()?.to_vec(),
+            doc_start: read("doc_start")?.as_u64()?.to_vec(),
+            doc_len: read("doc_len")?.as_u32()?.to_vec(),
+        };
+        (t.doc_start.len() == rows && t.doc_len.len() == rows).then_some(t)
+    }
+
+    /// The five dictionaries, in [`DICTIONARY_COLUMNS`] order.
+    fn read_dictionaries(&self) -> Result<[Vec<String>; 5]> {
+        let mut out: [Vec<String>; 5] = Default::default();
+        for (slot, name) in out.iter_mut().zip(DICTIONARY_COLUMNS) {
+            let p = format!("/dictionaries/{name}");
+            let values =
+                self.file
+                    .dataset(&p)
+                    .and_then(|d| d.read())
+                    .map_err(|source| match source {
+                        FormatError::NotFound(_) => self.corrupt(format!("dataset {p} is missing")),
+                        source => MemoryError::Format {
+                            path: self.path.to_path_buf(),
+                            source,
+                        },
+                    })?;
+            *slot = values
+                .as_strings()
+                .ok_or_else(|| self.corrupt(format!("{p} is not strings")))?
+                .to_vec();
+        }
+        Ok(out)
     }
 
     fn read_manifest(&self) -> Result<Option<SignedManifest>> {
@@ -675,7 +722,11 @@ impl SnapshotReader<'_> {
         })
     }
 
-    fn read_records(&self, config: &StoreConfig) -> Result<(Vec<Record>, VectorTable)> {
+    fn read_records(
+        &self,
+        config: &StoreConfig,
+        dicts: &[Vec<String>; 5],
+    ) -> Result<(Vec<Record>, VectorTable)> {
         let n = usize::try_from(self.attr_u64("/records", "count")?)
             .map_err(|_| self.corrupt("count out of range"))?;
         let bad = |name: &str| self.corrupt(format!("dataset /records/{name} has the wrong type"));
@@ -687,13 +738,13 @@ impl SnapshotReader<'_> {
         }
         let ids: Vec<u64> = col!("id", as_u64);
         let texts: Vec<String> = col!("text", as_strings);
-        let sources = self.dictionary_column("source", n)?;
-        let agents = self.dictionary_column("agent", n)?;
-        let sessions = self.dictionary_column("session", n)?;
-        let opaths = self.dictionary_column("origin_path", n)?;
+        let sources = self.dictionary_column("source", n, &dicts[0])?;
+        let agents = self.dictionary_column("agent", n, &dicts[1])?;
+        let sessions = self.dictionary_column("session", n, &dicts[2])?;
+        let opaths = self.dictionary_column("origin_path", n, &dicts[3])?;
         let ostart: Vec<u32> = col!("origin_start_line", as_u32);
         let oend: Vec<u32> = col!("origin_end_line", as_u32);
-        let tags = self.dictionary_column("tags", n)?;
+        let tags = self.dictionary_column("tags", n, &dicts[4])?;
         let event: Vec<i64> = col!("event_time", as_i64);
         let created: Vec<i64> = col!("created_at", as_i64);
         let importance: Vec<f32> = col!("importance", as_f32);
@@ -744,32 +795,19 @@ impl SnapshotReader<'_> {
     }
 
     /// A dictionary-encoded string column, decoded; every code is bounds-checked.
-    fn dictionary_column(&self, name: &str, n: usize) -> Result<Vec<String>> {
+    fn dictionary_column(&self, name: &str, n: usize, values: &[String]) -> Result<Vec<String>> {
         let codes = self.column(name, n)?;
         let codes = codes
             .as_u32()
             .ok_or_else(|| self.corrupt(format!("/records/{name} is not u32 codes")))?;
-        let p = format!("/dictionaries/{name}");
-        let values =
-            self.file
-                .dataset(&p)
-                .and_then(|d| d.read())
-                .map_err(|source| match source {
-                    FormatError::NotFound(_) => self.corrupt(format!("dataset {p} is missing")),
-                    source => MemoryError::Format {
-                        path: self.path.to_path_buf(),
-                        source,
-                    },
-                })?;
-        let values = values
-            .as_strings()
-            .ok_or_else(|| self.corrupt(format!("{p} is not strings")))?;
         codes
             .iter()
             .enumerate()
             .map(|(i, &c)| {
                 values.get(c as usize).cloned().ok_or_else(|| {
-                    self.corrupt(format!("row {i} of /records/{name} points past {p}"))
+                    self.corrupt(format!(
+                        "row {i} of /records/{name} points past /dictionaries/{name}"
+                    ))
                 })
             })
             .collect()

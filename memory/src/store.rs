@@ -9,11 +9,16 @@ use std::sync::{Arc, Mutex};
 use clawhdf5_embed::Embedder;
 
 use crate::bm25::{Bm25Index, Bm25Params};
+use crate::checkpoint::{self, Increment};
 use crate::config::StoreConfig;
+use crate::dictionary::Dictionaries;
 use crate::error::{io_err, MemoryError, Result};
 use crate::filter::Filter;
+use crate::integrity::record_hash;
+use crate::keyword_table::KeywordTable;
+use crate::pending::{FileState, Pending};
 use crate::record::{now_ms, NewMemory, Record, Source, Tier};
-use crate::schema::{self, Snapshot, StoreMeta, SCHEMA_VERSION};
+use crate::schema::{self, Snapshot, StoreMeta, StoreView, SCHEMA_VERSION};
 use crate::search::{fuse, Candidates, SearchHit, SearchMode, SearchQuery};
 use crate::tokenize::Tokenizer;
 use crate::vector_index::VectorIndex;
@@ -108,6 +113,12 @@ pub struct StoreStats {
     pub embedding_dim: Option<u32>,
     /// Distinct keyword terms.
     pub vocabulary: usize,
+    /// Checkpoints since open that appended to the file in place.
+    pub incremental_checkpoints: u64,
+    /// Checkpoints since open that rewrote the whole file.
+    pub full_checkpoints: u64,
+    /// The keyword index was restored from the file at open (not rebuilt by tokenising every text).
+    pub keywords_from_file: bool,
 }
 
 /// An open memory store.
@@ -129,9 +140,19 @@ pub struct Store {
     /// What the last open's log recovery reported.
     recovery: Recovery,
     extensions: BTreeMap<String, Vec<u8>>,
-    /// Public key of the file's signature, if it is signed.
-    file_signer: Option<[u8; 32]>,
     index: VectorIndex,
+    /// What the HDF5 file holds.
+    file: FileState,
+    /// What changed since it was written.
+    pending: Pending,
+    /// Dictionaries of the dictionary-encoded columns, as far as the file holds them and beyond.
+    dicts: Dictionaries,
+    /// Per-row record hashes for signing, computed at the first signed checkpoint and kept current after.
+    row_hashes: Option<Vec<[u8; 32]>>,
+    /// Checkpoints done (incremental, full rewrites) since open.
+    checkpoints: (u64, u64),
+    /// Whether open restored the keyword index from the file.
+    keywords_from_file: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -198,27 +219,31 @@ impl Store {
             Some(take_lock(path)?)
         };
         if !exists {
-            let snap = Snapshot {
-                meta: StoreMeta {
-                    schema_version: SCHEMA_VERSION,
-                    created_at: now_ms(),
-                    generation: 0,
-                    checkpoint_lsn: 0,
-                    next_id: 1,
-                    config: opts.config.clone(),
-                },
-                records: Vec::new(),
-                vectors: VectorTable::new(opts.config.embedding_dim.unwrap_or(0) as usize),
-                extensions: BTreeMap::new(),
+            let meta = StoreMeta {
+                schema_version: SCHEMA_VERSION,
+                created_at: now_ms(),
+                generation: 0,
+                checkpoint_lsn: 0,
+                next_id: 1,
+                vector_epoch: 0,
+                config: opts.config.clone(),
+            };
+            let vectors = VectorTable::new(opts.config.embedding_dim.unwrap_or(0) as usize);
+            let view = StoreView {
+                meta: &meta,
+                records: &[],
+                vectors: &vectors,
+                extensions: &BTreeMap::new(),
                 manifest: None,
                 hnsw: None,
+                keywords: &KeywordTable::default(),
             };
             // A log left by an earlier store of the same name would replay into the new one.
             let wal = wal_path(path);
             if wal.exists() {
                 std::fs::remove_file(&wal).map_err(io_err(&wal))?;
             }
-            write_atomically(path, &snap)?;
+            write_atomically(path, &view)?;
         }
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
@@ -238,13 +263,28 @@ impl Store {
 
     fn from_snapshot(path: &Path, opts: StoreOptions, snap: Snapshot, lock: Option<File>) -> Store {
         let tokenizer = Tokenizer::new(snap.meta.config.tokenizer.clone());
+        let n = snap.records.len();
+        let file = FileState {
+            rows: n,
+            terms: snap.keywords.as_ref().map_or(0, |k| k.terms.len()),
+            term_ids: snap
+                .keywords
+                .as_ref()
+                .map_or(0, |k| k.doc_terms.len() as u64),
+            graph_slots: 0,
+            graph_epoch: 0,
+            has_embedding: snap.meta.config.embedding_dim.is_some(),
+            signer: snap.manifest.as_ref().map(|m| m.public_key),
+            chunk_rows: snap.chunk_rows,
+            keywords_stale: snap.keywords.is_none(),
+        };
         let mut store = Store {
             path: path.to_path_buf(),
             last_lsn: snap.meta.checkpoint_lsn,
             meta: snap.meta,
-            records: Vec::with_capacity(snap.records.len()),
-            by_id: HashMap::with_capacity(snap.records.len()),
-            dedup: HashMap::with_capacity(snap.records.len()),
+            records: Vec::with_capacity(n),
+            by_id: HashMap::with_capacity(n),
+            dedup: HashMap::with_capacity(n),
             vectors: snap.vectors,
             tokenizer,
             bm25: Bm25Index::new(Bm25Params::default()),
@@ -253,17 +293,57 @@ impl Store {
             pending_access: Mutex::new(Vec::new()),
             recovery: Recovery::default(),
             extensions: snap.extensions,
-            file_signer: snap.manifest.as_ref().map(|m| m.public_key),
             index: VectorIndex::default(),
+            file,
+            pending: Pending::default(),
+            dicts: snap.dictionaries,
+            row_hashes: None,
+            checkpoints: (0, 0),
+            keywords_from_file: false,
             opts,
         };
         for r in snap.records {
-            store.index_record(r, false);
+            store.push_record(r);
         }
-        store.index =
-            VectorIndex::load(snap.hnsw.as_deref(), store.meta.generation, &store.vectors);
-        // Rows the graph has never seen (none, unless the graph was persisted before them) go in now.
+        // The keyword index from its persisted term ids; texts are tokenised only when it is missing or stale.
+        let records = &store.records;
+        let persisted = snap.keywords.as_ref().and_then(|k| {
+            k.to_index(Bm25Params::default(), &|row| {
+                records.get(row).is_some_and(|r| !r.tombstone)
+            })
+        });
+        match persisted {
+            Some(ix) => {
+                store.bm25 = ix;
+                store.keywords_from_file = true;
+            }
+            None => {
+                store.file.keywords_stale = true;
+                for row in 0..store.records.len() {
+                    if !store.records[row].tombstone {
+                        let toks = store.tokenizer.tokens(&store.records[row].text);
+                        store.bm25.add(row as u32, &toks);
+                    }
+                }
+            }
+        }
+        if let Some(g) = snap
+            .hnsw
+            .filter(|g| g.vector_epoch == store.meta.vector_epoch)
+        {
+            store.index = VectorIndex::load(Some(&g.bytes), g.generation, &store.vectors);
+            if let Some(h) = store.index.graph() {
+                store.file.graph_slots = h.slots();
+                store.file.graph_epoch = g.vector_epoch;
+            }
+        }
+        // Rows forgotten after the graph was stored leave it now; rows it has never seen go in.
         let covered = store.index.graph().map_or(0, |h| h.slots());
+        for row in 0..covered.min(store.records.len()) {
+            if store.records[row].tombstone {
+                store.index.deleted(row as u32);
+            }
+        }
         for row in covered..store.records.len() {
             if !store.records[row].tombstone {
                 // An insert failure only means the graph is rebuilt when next needed.
@@ -275,21 +355,10 @@ impl Store {
         store
     }
 
-    fn refresh_index(&mut self) -> Result<()> {
-        let records = &self.records;
-        let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
-        self.index.ensure(&self.vectors, &self.meta.config, &live)
-    }
-
-    /// Add a record to the in-memory structures; `push_vector` when the vector table lacks its row.
-    fn index_record(&mut self, r: Record, push_vector: bool) {
+    /// Add a record read from the file to the row tables (not to the keyword index).
+    fn push_record(&mut self, mut r: Record) {
         let row = self.records.len() as u32;
-        if push_vector {
-            self.vectors.push(r.embedding.as_deref());
-        }
         if !r.tombstone {
-            let toks = self.tokenizer.tokens(&r.text);
-            self.bm25.add(row, &toks);
             self.dedup.insert(
                 dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text),
                 r.id,
@@ -297,9 +366,26 @@ impl Store {
         }
         self.by_id.insert(r.id, row);
         self.meta.next_id = self.meta.next_id.max(r.id + 1);
-        let mut r = r;
         r.embedding = None;
         self.records.push(r);
+    }
+
+    fn refresh_index(&mut self) -> Result<()> {
+        let records = &self.records;
+        let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
+        self.index.ensure(&self.vectors, &self.meta.config, &live)
+    }
+
+    /// Add a new record (a save, live or replayed from the log) to every in-memory structure.
+    fn index_record(&mut self, r: Record) {
+        let row = self.records.len() as u32;
+        self.vectors.push(r.embedding.as_deref());
+        if !r.tombstone {
+            let toks = self.tokenizer.tokens(&r.text);
+            let ids = self.bm25.add(row, &toks);
+            self.pending.row_terms.insert(row, ids);
+        }
+        self.push_record(r);
     }
 
     fn replay_log(&mut self) -> Result<()> {
@@ -339,13 +425,14 @@ impl Store {
                     self.ensure_dim(e.len())?;
                 }
                 let row = self.records.len() as u32;
-                self.index_record(*r, true);
+                self.index_record(*r);
                 self.index.inserted(row, &self.vectors)?;
             }
             WalOp::Update { id, change } => self.apply_change(id, change)?,
             WalOp::Delete { id } => self.apply_delete(id),
             WalOp::Access { ids, at } => self.apply_access(&ids, at),
             WalOp::Extension { name, payload } => {
+                self.pending.extensions.insert(name.clone());
                 self.extensions.insert(name, payload);
             }
             WalOp::EmbeddingModel { model } => self.meta.config.embedding_model = Some(model),
@@ -377,6 +464,11 @@ impl Store {
             return Ok(());
         };
         let row_us = row as usize;
+        if matches!(change, RecordChange::Text { .. }) {
+            self.pending.text_rows.insert(row);
+        } else {
+            self.pending.meta_rows.insert(row);
+        }
         match change {
             RecordChange::Text { text, embedding } => {
                 let old = std::mem::take(&mut self.records[row_us].text);
@@ -384,7 +476,8 @@ impl Store {
                     let old_toks = self.tokenizer.tokens(&old);
                     self.bm25.remove(row, &old_toks);
                     let new_toks = self.tokenizer.tokens(&text);
-                    self.bm25.add(row, &new_toks);
+                    let ids = self.bm25.add(row, &new_toks);
+                    self.pending.row_terms.insert(row, ids);
                 }
                 self.records[row_us].text = text;
                 if let Some(e) = &embedding {
@@ -393,6 +486,7 @@ impl Store {
                 if self.vectors.dim() > 0 {
                     self.vectors.set(row_us, embedding.as_deref());
                     self.index.changed();
+                    self.meta.vector_epoch += 1;
                 }
             }
             RecordChange::Tags(tags) => self.records[row_us].tags = tags,
@@ -416,6 +510,7 @@ impl Store {
             return;
         }
         r.tombstone = true;
+        self.pending.meta_rows.insert(row);
         let toks = self.tokenizer.tokens(&r.text);
         let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
         self.bm25.remove(row, &toks);
@@ -426,6 +521,7 @@ impl Store {
     fn apply_access(&mut self, ids: &[u64], at: i64) {
         for id in ids {
             if let Some(&row) = self.by_id.get(id) {
+                self.pending.access_rows.insert(row);
                 let r = &mut self.records[row as usize];
                 r.access_count = r.access_count.saturating_add(1);
                 r.last_access = r.last_access.max(at);
@@ -842,6 +938,9 @@ impl Store {
             embedding_model: self.meta.config.embedding_model.clone(),
             embedding_dim: self.meta.config.embedding_dim,
             vocabulary: self.bm25.vocabulary_size(),
+            incremental_checkpoints: self.checkpoints.0,
+            full_checkpoints: self.checkpoints.1,
+            keywords_from_file: self.keywords_from_file,
         }
     }
 
@@ -861,8 +960,14 @@ impl Store {
         Ok(())
     }
 
-    /// Fold the log into the HDF5 file (crash-safe) and start a fresh log.
+    /// Fold the log into the HDF5 file (crash-safe) and start a fresh log. Usually incremental: new rows
+    /// are appended and changed rows rewritten in place through copy-on-write; the file is rewritten whole
+    /// only when that is cheaper in the long run (see [`Self::needs_full_rewrite`]).
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.checkpoint_with(false)
+    }
+
+    fn checkpoint_with(&mut self, closing: bool) -> Result<()> {
         self.writer()?;
         self.drain_pending_access();
         // Access entries logged by searches count too.
@@ -871,45 +976,180 @@ impl Store {
             .as_ref()
             .map_or(0, |w| w.next_lsn().saturating_sub(1));
         let lsn = self.last_lsn.max(logged);
-        let must_sign = self
+        let key = self
             .opts
             .signing_key
             .as_ref()
-            .is_some_and(|k| self.file_signer != Some(k.verifying_key().to_bytes()));
-        if lsn <= self.meta.checkpoint_lsn && !must_sign {
+            .map(|k| k.verifying_key().to_bytes());
+        let must_sign = key.is_some() && self.file.signer != key;
+        let graph_due = self.graph_due(closing);
+        if lsn <= self.meta.checkpoint_lsn && !must_sign && !(closing && graph_due) {
             return Ok(());
         }
         let mut meta = self.meta.clone();
         meta.generation += 1;
         meta.checkpoint_lsn = lsn;
-        let manifest = self
-            .opts
-            .signing_key
-            .as_ref()
-            .map(|k| crate::integrity::sign(&self.records, meta.generation, k));
-        let hnsw = self.index.persist(meta.generation, &self.vectors)?;
-        let snap = Snapshot {
-            meta,
-            records: self.records.clone(),
-            vectors: self.vectors.clone(),
-            extensions: self.extensions.clone(),
-            manifest,
-            hnsw,
+        let mut all_hash_rows = false;
+        let manifest = match self.opts.signing_key.clone() {
+            Some(k) => {
+                all_hash_rows = self.update_row_hashes();
+                let hashes = self.row_hashes.as_deref().unwrap_or(&[]);
+                let list = self
+                    .records
+                    .iter()
+                    .zip(hashes)
+                    .map(|(r, h)| (r.id, *h))
+                    .collect();
+                Some(crate::integrity::sign_hashes(list, meta.generation, &k))
+            }
+            None => None,
         };
-        write_atomically(&self.path, &snap)?;
-        self.file_signer = snap.manifest.as_ref().map(|m| m.public_key);
-        self.meta = snap.meta;
+        let mut done = false;
+        if !self.needs_full_rewrite() {
+            let graph = if graph_due {
+                self.index.persist(meta.generation, &self.vectors)?
+            } else {
+                None
+            };
+            let slots = self.index.graph().map_or(0, |h| h.slots());
+            let inc = Increment {
+                meta: &meta,
+                records: &self.records,
+                vectors: &self.vectors,
+                extensions: &self.extensions,
+                terms: self.bm25.terms(),
+                manifest: manifest.as_ref().map(|m| (m, all_hash_rows)),
+                graph: graph.as_deref().map(|g| (g, slots)),
+            };
+            // The file is untouched unless the append committed, so a failure falls back to a full rewrite.
+            if let Ok(state) =
+                checkpoint::append(&self.path, &inc, &self.file, &self.pending, &mut self.dicts)
+            {
+                self.file = state;
+                self.checkpoints.0 += 1;
+                done = true;
+            }
+        }
+        if !done {
+            self.rewrite(&meta, manifest.as_ref())?;
+            self.checkpoints.1 += 1;
+        }
+        self.meta = meta;
         self.last_lsn = lsn;
+        self.pending = Pending::default();
         if let Some(w) = &self.wal {
             w.reset(lsn)?;
         }
         Ok(())
     }
 
-    /// Checkpoint (when writable) and close.
+    /// Write the whole store to a new file and rename it into place.
+    fn rewrite(
+        &mut self,
+        meta: &StoreMeta,
+        manifest: Option<&crate::integrity::SignedManifest>,
+    ) -> Result<()> {
+        let n = self.records.len();
+        let keywords = KeywordTable::from_index(&self.bm25, n);
+        let hnsw = self.index.persist(meta.generation, &self.vectors)?;
+        let view = StoreView {
+            meta,
+            records: &self.records,
+            vectors: &self.vectors,
+            extensions: &self.extensions,
+            manifest,
+            hnsw: hnsw.as_deref(),
+            keywords: &keywords,
+        };
+        self.dicts = write_atomically(&self.path, &view)?;
+        self.file = FileState {
+            rows: n,
+            terms: keywords.terms.len(),
+            term_ids: keywords.doc_terms.len() as u64,
+            graph_slots: match hnsw {
+                Some(_) => self.index.graph().map_or(0, |h| h.slots()),
+                None => 0,
+            },
+            graph_epoch: meta.vector_epoch,
+            has_embedding: meta.config.embedding_dim.is_some(),
+            signer: manifest.map(|m| m.public_key),
+            chunk_rows: schema::chunk_rows(n as u64),
+            keywords_stale: false,
+        };
+        Ok(())
+    }
+
+    /// Bring the per-row signing hashes up to date; true when they were computed from scratch.
+    fn update_row_hashes(&mut self) -> bool {
+        let fresh = self.row_hashes.is_none();
+        let hashes = self.row_hashes.get_or_insert_with(Vec::new);
+        if !fresh {
+            for &row in self.pending.text_rows.iter().chain(&self.pending.meta_rows) {
+                let row = row as usize;
+                if row < hashes.len() {
+                    hashes[row] = record_hash(&self.records[row]);
+                }
+            }
+        }
+        for r in &self.records[hashes.len()..] {
+            hashes.push(record_hash(r));
+        }
+        fresh
+    }
+
+    /// Whether the graph should be written at this checkpoint: the file has none or a stale one, it has grown
+    /// by a sixteenth (at least 1,024 rows) since, or the store is closing and the file's copy is behind.
+    fn graph_due(&self, closing: bool) -> bool {
+        let Some(h) = self.index.graph() else {
+            return false;
+        };
+        if self.index.is_stale() {
+            return false;
+        }
+        let slots = h.slots();
+        let f = &self.file;
+        f.graph_slots == 0
+            || f.graph_epoch != self.meta.vector_epoch
+            || slots >= f.graph_slots + (f.graph_slots / 16).max(1024)
+            || (closing && slots != f.graph_slots)
+    }
+
+    /// A full rewrite instead of an append when the file cannot take the change incrementally (no keyword
+    /// index or embedding columns yet, another signer), when the store has outgrown the file's chunk size
+    /// sixteen-fold, or when superseded copies make up more than half of the file.
+    fn needs_full_rewrite(&self) -> bool {
+        let f = &self.file;
+        let key = self
+            .opts
+            .signing_key
+            .as_ref()
+            .map(|k| k.verifying_key().to_bytes());
+        let n = self.records.len() as u64;
+        if f.keywords_stale
+            || (!f.has_embedding && self.meta.config.embedding_dim.is_some())
+            || f.signer != key
+            || (f.chunk_rows < schema::CHUNK_ROWS && f.chunk_rows.saturating_mul(16) < n)
+        {
+            return true;
+        }
+        let file_len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let elem = match self.meta.config.vector_precision {
+            crate::config::VectorPrecision::F16 => 2,
+            crate::config::VectorPrecision::F32 => 4,
+        };
+        let dim = u64::from(self.meta.config.embedding_dim.unwrap_or(0));
+        let text: u64 = self.records.iter().map(|r| r.text.len() as u64).sum();
+        let ext: u64 = self.extensions.values().map(|e| e.len() as u64).sum();
+        let graph = f.graph_slots as u64 * (u64::from(self.meta.config.hnsw_m) * 8 + 16);
+        let live = n * (dim * elem + 64) + text + ext + f.term_ids * 4 + graph;
+        file_len > 2 * live + (1 << 20)
+    }
+
+    /// Checkpoint (when writable) and close; the vector graph is brought up to date in the file, so the next
+    /// open does not rebuild any of it.
     pub fn close(mut self) -> Result<()> {
         if self.wal.is_some() {
-            self.checkpoint()?;
+            self.checkpoint_with(true)?;
         }
         Ok(())
     }
@@ -931,14 +1171,15 @@ pub fn verify_store(
         .map(|m| crate::integrity::verify(&snap.records, m, expected_key)))
 }
 
-/// Write a snapshot beside `path`, fsync it, rename it over `path` and fsync the directory.
-fn write_atomically(path: &Path, snap: &Snapshot) -> Result<()> {
+/// Write the store beside `path`, fsync it, rename it over `path` and fsync the directory.
+fn write_atomically(path: &Path, view: &StoreView<'_>) -> Result<Dictionaries> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    schema::write_snapshot(&tmp, snap)?;
+    let dicts = schema::write_snapshot(&tmp, view)?;
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    sync_dir(path)
+    sync_dir(path)?;
+    Ok(dicts)
 }
 
 fn take_lock(path: &Path) -> Result<File> {

@@ -69,6 +69,11 @@ impl VectorIndex {
         VectorIndex { hnsw, stale: false }
     }
 
+    /// True when vectors changed in place since the graph was built (it is rebuilt before next use).
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
     /// The graph, if one is built.
     pub fn graph(&self) -> Option<&Hnsw> {
         self.hnsw.as_ref()

@@ -1,0 +1,74 @@
+//! What the store file holds and what changed since it was written: the next checkpoint writes exactly the
+//! difference (new rows appended, changed rows rewritten column group by column group).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How much of the store the HDF5 file holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileState {
+    /// Record rows in the file.
+    pub rows: usize,
+    /// Keyword vocabulary size in the file.
+    pub terms: usize,
+    /// Length of `/index/bm25/doc_terms`.
+    pub term_ids: u64,
+    /// Rows the file's graph covers (0: no graph).
+    pub graph_slots: usize,
+    /// Vector epoch of the file's graph.
+    pub graph_epoch: u64,
+    /// The file has the embedding columns.
+    pub has_embedding: bool,
+    /// The file has `/integrity`, signed with this key.
+    pub signer: Option<[u8; 32]>,
+    /// Rows per chunk of the file's record columns.
+    pub chunk_rows: u64,
+    /// The file's keyword index is missing or stale: the next checkpoint rewrites the file.
+    pub keywords_stale: bool,
+}
+
+/// Changes since the last checkpoint.
+#[derive(Clone, Debug, Default)]
+pub struct Pending {
+    /// Rows whose text (and embedding) changed.
+    pub text_rows: BTreeSet<u32>,
+    /// Rows whose tags, importance, tier, supersession or tombstone changed.
+    pub meta_rows: BTreeSet<u32>,
+    /// Rows whose access statistics changed.
+    pub access_rows: BTreeSet<u32>,
+    /// Extensions whose state changed.
+    pub extensions: BTreeSet<String>,
+    /// Term ids of rows whose keyword entry the file lacks (new rows and changed texts).
+    pub row_terms: BTreeMap<u32, Vec<u32>>,
+}
+
+impl Pending {
+    /// Rows in `set` below `file_rows` (rows past it are written whole as new rows), grouped into runs whose
+    /// gaps are at most `gap` rows, as `start..end` ranges.
+    pub fn runs(set: &BTreeSet<u32>, file_rows: usize, gap: usize) -> Vec<std::ops::Range<usize>> {
+        let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+        for &row in set.range(..file_rows.min(u32::MAX as usize) as u32) {
+            let row = row as usize;
+            match out.last_mut() {
+                Some(r) if row <= r.end + gap => r.end = row + 1,
+                _ => out.push(row..row + 1),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_merge_close_rows_and_skip_new_ones() {
+        let set: BTreeSet<u32> = [1, 2, 5, 40, 41, 90, 120].into_iter().collect();
+        assert_eq!(Pending::runs(&set, 100, 4), vec![1..6, 40..42, 90..91]);
+        assert_eq!(
+            Pending::runs(&set, 100, 0),
+            vec![1..3, 5..6, 40..42, 90..91]
+        );
+        assert!(Pending::runs(&BTreeSet::new(), 10, 4).is_empty());
+    }
+}
