@@ -219,26 +219,64 @@ impl Bm25Index {
         }
         let avg_len = (self.total_len as f32 / self.live_docs as f32).max(1.0);
         let Bm25Params { k1, b } = self.params;
-        let mut acc: HashMap<u32, f32> = HashMap::new();
+        // Dense accumulator over documents plus the list of those touched: no hashing per posting.
+        let mut acc = vec![0f32; self.doc_len.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let len_scale = k1 * b / avg_len;
+        let len_base = k1 * (1.0 - b);
         for term in terms {
             let idf = self.idf(term);
+            let lift = idf * (k1 + 1.0);
             for &(doc, tf) in &self.postings[term as usize] {
                 let Some(Some(len)) = self.doc_len.get(doc as usize).copied() else {
                     continue;
                 };
                 let tf = tf as f32;
-                let norm = k1 * (1.0 - b + b * len as f32 / avg_len);
-                *acc.entry(doc).or_insert(0.0) += idf * tf * (k1 + 1.0) / (tf + norm);
+                let norm = len_base + len_scale * len as f32;
+                let slot = &mut acc[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += lift * tf / (tf + norm);
             }
         }
-        let mut scored: Vec<(u32, f32)> = acc.into_iter().filter(|&(d, _)| allow(d)).collect();
-        let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if scored.len() > k {
-            scored.select_nth_unstable_by(k - 1, cmp);
-            scored.truncate(k);
+        let mut scored: Vec<(u32, f32)> =
+            touched.into_iter().map(|d| (d, acc[d as usize])).collect();
+        top_allowed(&mut scored, k, allow)
+    }
+}
+
+/// The best `k` of `scored` that `allow` accepts, best first (ties by document). The filter is consulted
+/// for the best candidates first, widening the window only when too few of them pass, so a permissive
+/// filter is asked about a few rows rather than every matching one.
+fn top_allowed(
+    scored: &mut [(u32, f32)],
+    k: usize,
+    allow: &dyn Fn(u32) -> bool,
+) -> Vec<(u32, f32)> {
+    let cmp = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let mut window = (2 * k).max(16);
+    loop {
+        if window >= scored.len() {
+            let mut out: Vec<(u32, f32)> =
+                scored.iter().copied().filter(|&(d, _)| allow(d)).collect();
+            out.sort_by(cmp);
+            out.truncate(k);
+            return out;
         }
-        scored.sort_by(cmp);
-        scored
+        scored.select_nth_unstable_by(window - 1, cmp);
+        let head = &mut scored[..window];
+        head.sort_by(cmp);
+        let out: Vec<(u32, f32)> = head
+            .iter()
+            .copied()
+            .filter(|&(d, _)| allow(d))
+            .take(k)
+            .collect();
+        if out.len() == k {
+            return out;
+        }
+        window = window.saturating_mul(8);
     }
 }
 
@@ -301,6 +339,23 @@ mod tests {
         ix.add(0, &toks("new text"));
         assert!(ix.search(&toks("old"), 5, &|_| true).is_empty());
         assert_eq!(ix.search(&toks("new"), 5, &|_| true).len(), 1);
+    }
+
+    #[test]
+    fn selective_filters_still_get_the_exact_top_k() {
+        let docs: Vec<String> = (0..2000)
+            .map(|i| format!("common {} word{}", "extra ".repeat(i % 7), i % 13))
+            .collect();
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let ix = index(&refs);
+        for modulus in [1u32, 3, 97, 1999, 5000] {
+            let allow = |d: u32| d.is_multiple_of(modulus);
+            let got = ix.search(&toks("common word3"), 5, &allow);
+            let mut all = ix.search(&toks("common word3"), 5000, &|_| true);
+            all.retain(|&(d, _)| allow(d));
+            all.truncate(5);
+            assert_eq!(got, all, "modulus {modulus}");
+        }
     }
 
     #[test]

@@ -523,8 +523,23 @@ impl SnapshotReader<'_> {
             vector_epoch: self.attr_u64("/", "vector_epoch").unwrap_or(0),
             config,
         };
-        let dictionaries = self.read_dictionaries()?;
-        let (records, vectors) = self.read_records(&meta.config, &dictionaries)?;
+        let n = usize::try_from(self.attr_u64("/records", "count")?)
+            .map_err(|_| self.corrupt("count out of range"))?;
+        // The embeddings (the bulk of the file) are read and converted while everything else is read.
+        let (vectors, rest) = rayon::join(
+            || match meta.config.embedding_dim {
+                Some(dim) => self.read_embeddings(n, dim as usize),
+                None => Ok(VectorTable::new(0)),
+            },
+            || -> Result<_> {
+                let dictionaries = self.read_dictionaries()?;
+                let records = self.read_records(n, &dictionaries)?;
+                let keywords = self.read_keywords(&meta.config, records.len());
+                Ok((dictionaries, records, keywords))
+            },
+        );
+        let vectors = vectors?;
+        let (dictionaries, records, keywords) = rest?;
         let extensions = self.read_extensions()?;
         let manifest = self.read_manifest()?;
         let chunk_rows = self
@@ -533,9 +548,10 @@ impl SnapshotReader<'_> {
             .ok()
             .and_then(|d| d.chunk().and_then(|c| c.first().copied()))
             .unwrap_or(0);
+        let hnsw = self.read_graph(&meta);
         Ok(Snapshot {
-            hnsw: self.read_graph(&meta),
-            keywords: self.read_keywords(&meta.config, records.len()),
+            hnsw,
+            keywords,
             meta,
             records,
             vectors,
@@ -722,13 +738,7 @@ impl SnapshotReader<'_> {
         })
     }
 
-    fn read_records(
-        &self,
-        config: &StoreConfig,
-        dicts: &[Vec<String>; 5],
-    ) -> Result<(Vec<Record>, VectorTable)> {
-        let n = usize::try_from(self.attr_u64("/records", "count")?)
-            .map_err(|_| self.corrupt("count out of range"))?;
+    fn read_records(&self, n: usize, dicts: &[Vec<String>; 5]) -> Result<Vec<Record>> {
         let bad = |name: &str| self.corrupt(format!("dataset /records/{name} has the wrong type"));
         macro_rules! col {
             ($name:literal, $acc:ident) => {{
@@ -754,10 +764,6 @@ impl SnapshotReader<'_> {
         let supersedes: Vec<u64> = col!("supersedes", as_u64);
         let superseded_by: Vec<u64> = col!("superseded_by", as_u64);
         let tomb: Vec<u8> = col!("tombstone", as_u8);
-        let vectors = match config.embedding_dim {
-            Some(dim) => self.read_embeddings(n, dim as usize)?,
-            None => VectorTable::new(0),
-        };
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let tag_list: Vec<String> = serde_json::from_str(&tags[i])
@@ -791,7 +797,7 @@ impl SnapshotReader<'_> {
                 embedding: None,
             });
         }
-        Ok((out, vectors))
+        Ok(out)
     }
 
     /// A dictionary-encoded string column, decoded; every code is bounds-checked.
@@ -822,7 +828,13 @@ impl SnapshotReader<'_> {
             )));
         }
         let flat: Vec<f32> = match a.data {
-            Data::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            Data::F16(v) => {
+                use half::slice::HalfFloatSliceExt;
+                let mut out = vec![0f32; v.len()];
+                // Hardware conversion where the CPU has it (F16C / NEON).
+                v.convert_to_f32_slice(&mut out);
+                out
+            }
             Data::F32(v) => v,
             _ => return Err(self.corrupt("embedding is neither f16 nor f32")),
         };

@@ -121,6 +121,12 @@ pub struct StoreStats {
     pub keywords_from_file: bool,
 }
 
+/// A validated new memory, or the id of the stored record it duplicates.
+enum Prepared {
+    New(Box<Record>),
+    Duplicate(u64),
+}
+
 /// An open memory store.
 pub struct Store {
     path: PathBuf,
@@ -248,7 +254,7 @@ impl Store {
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.replay_log()?;
-        store.refresh_index()?;
+        store.refresh_index_with(true)?;
         if let (Some(e), Some(m)) = (&store.opts.embedder, &store.meta.config.embedding_model) {
             if e.model_id() != m {
                 return Err(MemoryError::Embedding(format!(
@@ -302,16 +308,33 @@ impl Store {
             keywords_from_file: false,
             opts,
         };
+        // The keyword index (from its persisted term ids) and the vector graph load in parallel.
+        let live: Vec<bool> = snap.records.iter().map(|r| !r.tombstone).collect();
+        let epoch = store.meta.vector_epoch;
+        let graph = snap.hnsw.filter(|g| g.vector_epoch == epoch);
+        let vectors = &store.vectors;
+        let (index, persisted) = rayon::join(
+            || match &graph {
+                Some(g) => VectorIndex::load(Some(&g.bytes), g.generation, vectors),
+                None => VectorIndex::default(),
+            },
+            || {
+                snap.keywords.as_ref().and_then(|k| {
+                    k.to_index(Bm25Params::default(), &|row| {
+                        live.get(row).copied().unwrap_or(false)
+                    })
+                })
+            },
+        );
+        store.index = index;
+        if let Some(h) = store.index.graph() {
+            store.file.graph_slots = h.slots();
+            store.file.graph_epoch = epoch;
+        }
         for r in snap.records {
             store.push_record(r);
         }
-        // The keyword index from its persisted term ids; texts are tokenised only when it is missing or stale.
-        let records = &store.records;
-        let persisted = snap.keywords.as_ref().and_then(|k| {
-            k.to_index(Bm25Params::default(), &|row| {
-                records.get(row).is_some_and(|r| !r.tombstone)
-            })
-        });
+        // Texts are tokenised only when the persisted keyword index is missing or stale.
         match persisted {
             Some(ix) => {
                 store.bm25 = ix;
@@ -327,29 +350,11 @@ impl Store {
                 }
             }
         }
-        if let Some(g) = snap
-            .hnsw
-            .filter(|g| g.vector_epoch == store.meta.vector_epoch)
-        {
-            store.index = VectorIndex::load(Some(&g.bytes), g.generation, &store.vectors);
-            if let Some(h) = store.index.graph() {
-                store.file.graph_slots = h.slots();
-                store.file.graph_epoch = g.vector_epoch;
-            }
-        }
-        // Rows forgotten after the graph was stored leave it now; rows it has never seen go in.
+        // Rows forgotten after the graph was stored leave it now (rows it has never seen are its tail).
         let covered = store.index.graph().map_or(0, |h| h.slots());
         for row in 0..covered.min(store.records.len()) {
             if store.records[row].tombstone {
                 store.index.deleted(row as u32);
-            }
-        }
-        for row in covered..store.records.len() {
-            if !store.records[row].tombstone {
-                // An insert failure only means the graph is rebuilt when next needed.
-                if store.index.inserted(row as u32, &store.vectors).is_err() {
-                    store.index.changed();
-                }
             }
         }
         store
@@ -371,9 +376,20 @@ impl Store {
     }
 
     fn refresh_index(&mut self) -> Result<()> {
+        self.refresh_index_with(false)
+    }
+
+    fn refresh_index_with(&mut self, cheap_only: bool) -> Result<()> {
         let records = &self.records;
         let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
-        self.index.ensure(&self.vectors, &self.meta.config, &live)
+        self.index
+            .ensure(&self.vectors, &self.meta.config, &live, cheap_only)
+    }
+
+    /// Build the vector graph now, or fold into it every row saved since it was built (batch saves leave
+    /// that for later; until then those rows are searched exactly).
+    pub fn build_index(&mut self) -> Result<()> {
+        self.refresh_index()
     }
 
     /// Add a new record (a save, live or replayed from the log) to every in-memory structure.
@@ -424,9 +440,7 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                let row = self.records.len() as u32;
                 self.index_record(*r);
-                self.index.inserted(row, &self.vectors)?;
             }
             WalOp::Update { id, change } => self.apply_change(id, change)?,
             WalOp::Delete { id } => self.apply_delete(id),
@@ -621,6 +635,156 @@ impl Store {
     /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
     /// fsync). `None` when the memory was a duplicate and nothing was written.
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+        let mut embedding = m.embedding.clone();
+        if embedding.is_none() && !m.text.trim().is_empty() {
+            if let Some(embedder) = self.opts.embedder.clone() {
+                if self.dedup.contains_key(&self.dedup_key_of(&m)) {
+                    embedding = None;
+                } else {
+                    self.check_model(embedder.as_ref())?;
+                    embedding = Some(
+                        embedder
+                            .embed_one(m.text.trim())
+                            .map_err(|e| MemoryError::Embedding(e.to_string()))?,
+                    );
+                    self.note_model(embedder.as_ref())?;
+                }
+            }
+        }
+        let record = match self.prepare(&m, embedding, self.meta.next_id)? {
+            Prepared::Duplicate(id) => {
+                return Ok((
+                    SaveOutcome {
+                        id,
+                        deduplicated: true,
+                    },
+                    None,
+                ))
+            }
+            Prepared::New(r) => r,
+        };
+        let id = record.id;
+        let ticket = self.log_and_apply(WalOp::Save(record))?;
+        self.refresh_index()?;
+        Ok((
+            SaveOutcome {
+                id,
+                deduplicated: false,
+            },
+            Some(ticket),
+        ))
+    }
+
+    /// Save many memories at once: one log write and one wait for durability, texts embedded in one batch
+    /// when the store has an embedder. Duplicates (of stored records or within the batch) are reported, not
+    /// stored twice. The vector graph is not updated here: new rows are searched exactly until the next
+    /// single save, [`Self::build_index`] or close folds them in. Nothing is saved if any memory is invalid.
+    pub fn save_batch(&mut self, items: Vec<NewMemory>) -> Result<Vec<SaveOutcome>> {
+        self.writer()?;
+        let mut embeddings: Vec<Option<Vec<f32>>> =
+            items.iter().map(|m| m.embedding.clone()).collect();
+        if let Some(embedder) = self.opts.embedder.clone() {
+            let missing: Vec<usize> = (0..items.len())
+                .filter(|&i| embeddings[i].is_none() && !items[i].text.trim().is_empty())
+                .collect();
+            if !missing.is_empty() {
+                self.check_model(embedder.as_ref())?;
+                let texts: Vec<&str> = missing.iter().map(|&i| items[i].text.trim()).collect();
+                let vs = embedder
+                    .embed_batch(&texts)
+                    .map_err(|e| MemoryError::Embedding(e.to_string()))?;
+                for (i, v) in missing.into_iter().zip(vs) {
+                    embeddings[i] = Some(v);
+                }
+                self.note_model(embedder.as_ref())?;
+            }
+        }
+        // Validate everything first, so a bad item leaves the store untouched.
+        let mut outcomes = Vec::with_capacity(items.len());
+        let mut records = Vec::new();
+        let mut in_batch: HashMap<u64, u64> = HashMap::new();
+        let mut next_id = self.meta.next_id;
+        let mut batch_dim = self.meta.config.embedding_dim.map(|d| d as usize);
+        for (m, e) in items.iter().zip(embeddings) {
+            if let Some(v) = &e {
+                match batch_dim {
+                    Some(d) if d != v.len() => {
+                        return Err(MemoryError::Embedding(format!(
+                            "embedding has {} dimensions, expected {d}",
+                            v.len()
+                        )))
+                    }
+                    _ => batch_dim = Some(v.len()),
+                }
+            }
+            match self.prepare(m, e, next_id)? {
+                Prepared::Duplicate(id) => outcomes.push(SaveOutcome {
+                    id,
+                    deduplicated: true,
+                }),
+                Prepared::New(r) => {
+                    let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
+                    if let Some(&id) = in_batch.get(&key) {
+                        outcomes.push(SaveOutcome {
+                            id,
+                            deduplicated: true,
+                        });
+                        continue;
+                    }
+                    in_batch.insert(key, r.id);
+                    outcomes.push(SaveOutcome {
+                        id: r.id,
+                        deduplicated: false,
+                    });
+                    next_id += 1;
+                    records.push(*r);
+                }
+            }
+        }
+        if records.is_empty() {
+            return Ok(outcomes);
+        }
+        self.drain_pending_access();
+        let ops: Vec<WalOp> = records
+            .into_iter()
+            .map(|r| WalOp::Save(Box::new(r)))
+            .collect();
+        let (first, ticket) = self.writer()?.append_many(ops.clone())?;
+        for (i, op) in ops.into_iter().enumerate() {
+            self.apply(WalEntry {
+                lsn: first + i as u64,
+                op,
+            })?;
+        }
+        ticket.wait()?;
+        self.maybe_checkpoint()?;
+        Ok(outcomes)
+    }
+
+    fn dedup_key_of(&self, m: &NewMemory) -> u64 {
+        let agent = m.agent.as_deref().unwrap_or(&self.opts.default_agent);
+        let source = Source::parse(m.source.as_deref().unwrap_or(""));
+        dedup_key(
+            agent,
+            m.session.as_deref().unwrap_or(""),
+            source.as_str(),
+            m.text.trim(),
+        )
+    }
+
+    /// Record the embedding model in the store (and its log) the first time it embeds.
+    fn note_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
+        if self.meta.config.embedding_model.is_none() {
+            self.writer()?.append(WalOp::EmbeddingModel {
+                model: embedder.model_id().to_string(),
+            })?;
+            self.meta.config.embedding_model = Some(embedder.model_id().to_string());
+        }
+        Ok(())
+    }
+
+    /// Validate a new memory and turn it into the record it would become (id `id`), or find its duplicate.
+    fn prepare(&mut self, m: &NewMemory, embedding: Option<Vec<f32>>, id: u64) -> Result<Prepared> {
         let text = m.text.trim();
         if text.is_empty() {
             return Err(MemoryError::InvalidInput(
@@ -640,55 +804,38 @@ impl Store {
                 )));
             }
         }
+        if let Some(&id) = self.dedup.get(&self.dedup_key_of(m)) {
+            return Ok(Prepared::Duplicate(id));
+        }
         let agent = m
             .agent
             .clone()
             .unwrap_or_else(|| self.opts.default_agent.clone());
-        let session = m.session.clone().unwrap_or_default();
-        let source = Source::parse(m.source.as_deref().unwrap_or(""));
-        if let Some(&id) = self
-            .dedup
-            .get(&dedup_key(&agent, &session, source.as_str(), text))
-        {
-            return Ok((
-                SaveOutcome {
-                    id,
-                    deduplicated: true,
-                },
-                None,
-            ));
-        }
-        let mut embedding = m.embedding.clone();
-        if embedding.is_none() {
-            if let Some(embedder) = self.opts.embedder.clone() {
-                self.check_model(embedder.as_ref())?;
-                let v = embedder
-                    .embed_one(text)
-                    .map_err(|e| MemoryError::Embedding(e.to_string()))?;
-                if self.meta.config.embedding_model.is_none() {
-                    self.writer()?.append(WalOp::EmbeddingModel {
-                        model: embedder.model_id().to_string(),
-                    })?;
-                    self.meta.config.embedding_model = Some(embedder.model_id().to_string());
-                }
-                embedding = Some(v);
-            }
-        }
+        let mut embedding = embedding;
         if let Some(e) = embedding.as_mut() {
             if e.iter().any(|x| !x.is_finite()) {
                 return Err(MemoryError::InvalidInput(
                     "embedding contains NaN or infinity".into(),
                 ));
             }
-            self.ensure_dim(e.len())?;
+            match self.meta.config.embedding_dim {
+                Some(d) if d as usize != e.len() => {
+                    return Err(MemoryError::Embedding(format!(
+                        "embedding has {} dimensions, the store holds {d}-dimensional vectors",
+                        e.len()
+                    )))
+                }
+                _ if e.is_empty() => return Err(MemoryError::Embedding("empty embedding".into())),
+                _ => {}
+            }
             normalize(e);
         }
-        let record = Record {
-            id: self.meta.next_id,
+        Ok(Prepared::New(Box::new(Record {
+            id,
             text: text.to_string(),
-            source,
+            source: Source::parse(m.source.as_deref().unwrap_or("")),
             agent,
-            session,
+            session: m.session.clone().unwrap_or_default(),
             origin: m.origin.clone(),
             tags: m.tags.clone(),
             event_time: m.event_time,
@@ -701,17 +848,7 @@ impl Store {
             superseded_by: None,
             tombstone: false,
             embedding,
-        };
-        let id = record.id;
-        let ticket = self.log_and_apply(WalOp::Save(Box::new(record)))?;
-        self.refresh_index()?;
-        Ok((
-            SaveOutcome {
-                id,
-                deduplicated: false,
-            },
-            Some(ticket),
-        ))
+        })))
     }
 
     /// Forget (tombstone) a record. Returns false when no live record has this id.

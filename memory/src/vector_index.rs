@@ -2,7 +2,10 @@
 //! traversal, exact f32 re-scoring) above it. The index never copies the f32 vectors: it reads the store's
 //! [`VectorTable`].
 
-use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, VectorStore};
+use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, Neighbor, VectorStore};
+
+/// Largest tail of unindexed rows that opening a store folds into the graph.
+pub const CHEAP_TAIL: usize = 1024;
 
 use crate::config::StoreConfig;
 use crate::error::{MemoryError, Result};
@@ -93,16 +96,6 @@ impl VectorIndex {
         Ok(Some(bytes))
     }
 
-    /// A row gained a vector (a new record).
-    pub fn inserted(&mut self, row: u32, table: &VectorTable) -> Result<()> {
-        if let Some(h) = self.hnsw.as_mut() {
-            if !self.stale && table.has(row as usize) {
-                h.insert(row, table).map_err(ann_err)?;
-            }
-        }
-        Ok(())
-    }
-
     /// A row was forgotten.
     pub fn deleted(&mut self, row: u32) {
         if let Some(h) = self.hnsw.as_mut() {
@@ -117,12 +110,24 @@ impl VectorIndex {
         }
     }
 
-    /// Build (or rebuild) the graph when the store is big enough to need one.
+    /// Rows the graph has not seen yet (saved since it was built or stored): they are searched exactly until
+    /// [`Self::ensure`] folds them in.
+    pub fn tail(&self, table: &VectorTable) -> usize {
+        match (&self.hnsw, self.stale) {
+            (Some(h), false) => table.rows().saturating_sub(h.slots()),
+            _ => 0,
+        }
+    }
+
+    /// Bring the graph up to date when the store is big enough to need one: build it (in parallel) or fold
+    /// in the rows saved since. With `cheap_only`, only a tail of at most [`CHEAP_TAIL`] rows is folded in
+    /// and nothing is built (opening a store stays fast; searches cover what is left exactly).
     pub fn ensure(
         &mut self,
         table: &VectorTable,
         config: &StoreConfig,
         live: &dyn Fn(u32) -> bool,
+        cheap_only: bool,
     ) -> Result<()> {
         let want = table.dim() > 0 && table.rows() >= config.exact_search_threshold as usize;
         if !want {
@@ -130,7 +135,21 @@ impl VectorIndex {
             self.stale = false;
             return Ok(());
         }
-        if self.hnsw.is_some() && !self.stale {
+        if let (Some(h), false) = (self.hnsw.as_mut(), self.stale) {
+            let (slots, rows) = (h.slots(), table.rows());
+            if slots >= rows || (cheap_only && rows - slots > CHEAP_TAIL) {
+                return Ok(());
+            }
+            let ids: Vec<u32> = (slots as u32..rows as u32).collect();
+            h.insert_many(&ids, table).map_err(ann_err)?;
+            for id in ids {
+                if !table.has(id as usize) || !live(id) {
+                    h.delete(id);
+                }
+            }
+            return Ok(());
+        }
+        if cheap_only {
             return Ok(());
         }
         let mut h = Hnsw::build(table, params(config)).map_err(ann_err)?;
@@ -156,15 +175,29 @@ impl VectorIndex {
     ) -> Result<Vec<(u32, f32)>> {
         let with_vector = |row: u32| table.has(row as usize) && allow(row);
         let hits = match (&self.hnsw, self.stale) {
-            (Some(h), false) => h
-                .search(
-                    table,
-                    query,
-                    k,
-                    ef.max(k),
-                    Some(Filter::Predicate(&with_vector)),
-                )
-                .map_err(ann_err)?,
+            (Some(h), false) => {
+                let mut hits = h
+                    .search(
+                        table,
+                        query,
+                        k,
+                        ef.max(k),
+                        Some(Filter::Predicate(&with_vector)),
+                    )
+                    .map_err(ann_err)?;
+                // Rows saved since the graph was built: scanned exactly and merged.
+                for row in h.slots()..table.rows() {
+                    if with_vector(row as u32) {
+                        hits.push(Neighbor {
+                            id: row as u32,
+                            distance: Metric::Cosine.distance(query, table.row(row)),
+                        });
+                    }
+                }
+                hits.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.id.cmp(&b.id)));
+                hits.truncate(k);
+                hits
+            }
             _ => exact_top_k(
                 table,
                 query,

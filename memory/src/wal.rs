@@ -393,6 +393,45 @@ impl Wal {
         })
     }
 
+    /// Append several operations with one write (consecutive LSNs); returns the ticket of the last one and the
+    /// first LSN. Nothing is appended if any of them cannot be encoded.
+    pub fn append_many(&self, ops: Vec<WalOp>) -> Result<(u64, DurableTicket)> {
+        let mut a = self
+            .shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let first = a.next_lsn;
+        let mut buf = Vec::new();
+        let mut lsn = first;
+        for op in ops {
+            let frame = encode_frame(&WalEntry { lsn, op }).map_err(|reason| MemoryError::Wal {
+                path: self.shared.path.clone(),
+                reason,
+            })?;
+            buf.extend_from_slice(&frame);
+            lsn += 1;
+        }
+        if let Err(e) = a.file.write_all(&buf) {
+            let len = a.len;
+            let _ = a.file.set_len(len);
+            let _ = a.file.seek(SeekFrom::Start(len));
+            return Err(io_err(&self.shared.path)(e));
+        }
+        a.len += buf.len() as u64;
+        a.next_lsn = lsn;
+        let last = lsn.saturating_sub(1);
+        self.shared.written_lsn.store(last, Ordering::Release);
+        Ok((
+            first,
+            DurableTicket {
+                shared: Arc::clone(&self.shared),
+                lsn: last,
+                needed: self.durability == Durability::EverySave && lsn > first,
+            },
+        ))
+    }
+
     /// fsync everything appended so far, whatever the mode.
     pub fn sync_all(&self) -> Result<()> {
         let lsn = self.shared.written_lsn.load(Ordering::Acquire);

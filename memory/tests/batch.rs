@@ -1,0 +1,107 @@
+//! Batch saves: one log write, duplicates reported, all-or-nothing validation, and rows the graph has not
+//! seen yet still found exactly.
+
+use clawhdf5_memory::{NewMemory, SearchMode, SearchQuery, Store, StoreConfig, StoreOptions};
+
+/// A distinct pseudo-random vector per `i`.
+fn vector(i: usize) -> Vec<f32> {
+    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (0..8)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+fn item(i: usize) -> NewMemory {
+    NewMemory {
+        text: format!("batch memory number {i} about topic{}", i % 10),
+        embedding: Some(vector(i)),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn batch_saves_dedup_and_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    {
+        let mut s = Store::open(&p).unwrap();
+        let first = s.save(item(0)).unwrap();
+        let out = s
+            .save_batch(vec![item(1), item(0), item(2), item(1)])
+            .unwrap();
+        assert_eq!(out.len(), 4);
+        assert!(!out[0].deduplicated);
+        assert!(out[1].deduplicated && out[1].id == first.id);
+        assert!(!out[2].deduplicated);
+        assert!(out[3].deduplicated && out[3].id == out[0].id);
+        assert_eq!(s.len(), 3);
+        // Dropped without close: the log must hold the batch.
+    }
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), 3);
+    let mut q = SearchQuery::new("topic2", 3);
+    q.mode = SearchMode::Keyword;
+    assert_eq!(
+        s.search_candidates(&q).unwrap()[0].record.text,
+        item(2).text
+    );
+}
+
+#[test]
+fn an_invalid_item_saves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    s.save(item(0)).unwrap();
+    let err = s
+        .save_batch(vec![item(1), NewMemory::text("   "), item(2)])
+        .unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+    let mut bad = item(3);
+    bad.embedding = Some(vec![1.0; 5]);
+    let err = s.save_batch(vec![item(4), bad]).unwrap_err();
+    assert!(err.to_string().contains("dimensions"), "{err}");
+    assert_eq!(s.len(), 1);
+    drop(s);
+    assert_eq!(Store::open(&p).unwrap().len(), 1);
+}
+
+#[test]
+fn rows_the_graph_has_not_seen_are_searched_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let opts = StoreOptions {
+        config: StoreConfig {
+            exact_search_threshold: 50,
+            ..StoreConfig::default()
+        },
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts).unwrap();
+    s.save_batch((0..100).map(item).collect()).unwrap();
+    s.build_index().unwrap();
+    s.save_batch((100..300).map(item).collect()).unwrap();
+    for i in [5, 150, 299] {
+        let mut q = SearchQuery::new("", 1);
+        q.mode = SearchMode::Vector;
+        q.embedding = Some(vector(i));
+        let hit = &s.search_candidates(&q).unwrap()[0];
+        assert_eq!(hit.record.text, item(i).text, "row {i}");
+    }
+    s.build_index().unwrap();
+    let mut q = SearchQuery::new("", 1);
+    q.mode = SearchMode::Vector;
+    q.embedding = Some(vector(250));
+    assert_eq!(
+        s.search_candidates(&q).unwrap()[0].record.text,
+        item(250).text
+    );
+    s.close().unwrap();
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), 300);
+}
