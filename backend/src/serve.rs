@@ -1,6 +1,8 @@
 //! `clawhdf5 serve`: JSON-RPC 2.0 over stdio, one JSON object per line, requests handled concurrently, each
-//! under a deadline; `shutdown` or end of input checkpoints every store and exits.
+//! under a deadline (its method's own, else the default one); `shutdown` or end of input checkpoints every store
+//! and exits.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,8 +43,11 @@ impl RpcHandler for MemoryRpc {
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
-    /// Per-request deadline.
+    /// Deadline of a request whose method has none of its own in `method_deadlines`.
     pub deadline: Duration,
+    /// Per-method deadlines overriding `deadline` (by default `sync`, which indexes a whole workspace and may take
+    /// far longer than a search, gets [`DEFAULT_SYNC_DEADLINE`]).
+    pub method_deadlines: HashMap<String, Duration>,
     /// Longest accepted request line, in bytes.
     pub max_line: usize,
     /// Requests in flight at once; further input waits (backpressure), so a flood of pipelined requests
@@ -50,13 +55,27 @@ pub struct ServeOptions {
     pub max_in_flight: usize,
 }
 
+/// Default deadline of `sync`.
+pub const DEFAULT_SYNC_DEADLINE: Duration = Duration::from_secs(120);
+
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             deadline: Duration::from_secs(10),
+            method_deadlines: HashMap::from([("sync".to_string(), DEFAULT_SYNC_DEADLINE)]),
             max_line: 8 << 20,
             max_in_flight: 32,
         }
+    }
+}
+
+impl ServeOptions {
+    /// The deadline a request for `method` runs under.
+    pub fn deadline_for(&self, method: &str) -> Duration {
+        self.method_deadlines
+            .get(method)
+            .copied()
+            .unwrap_or(self.deadline)
     }
 }
 
@@ -185,7 +204,7 @@ where
         };
         let handler = Arc::clone(&handler);
         let tx = tx.clone();
-        let deadline = opts.deadline;
+        let deadline = opts.deadline_for(&method);
         tasks.spawn(async move {
             let fut = handler.handle(&method, params);
             let result = match tokio::time::timeout(deadline, fut).await {
@@ -208,4 +227,104 @@ where
     drop(tx);
     let _ = writer.await;
     closed.map_err(|e| std::io::Error::other(e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncBufReadExt;
+
+    /// Answers every method after sleeping `delay`.
+    struct Slow {
+        delay: Duration,
+    }
+
+    #[async_trait::async_trait]
+    impl RpcHandler for Slow {
+        async fn handle(&self, method: &str, _params: Value) -> Result<Value, RpcError> {
+            tokio::time::sleep(self.delay).await;
+            Ok(json!({ "method": method }))
+        }
+
+        async fn close(&self) -> Result<(), RpcError> {
+            Ok(())
+        }
+    }
+
+    async fn run(opts: ServeOptions, delay: Duration, methods: &[&str]) -> HashMap<String, Value> {
+        let (mut client, server_io) = tokio::io::duplex(1 << 16);
+        let (server_in, server_out) = tokio::io::split(server_io);
+        let server = tokio::spawn(serve_with(
+            Arc::new(Slow { delay }),
+            server_in,
+            server_out,
+            opts,
+        ));
+        let mut input = String::new();
+        for (i, m) in methods.iter().enumerate() {
+            input.push_str(
+                &json!({"jsonrpc": "2.0", "id": i, "method": m, "params": {}}).to_string(),
+            );
+            input.push('\n');
+        }
+        client.write_all(input.as_bytes()).await.unwrap();
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = BufReader::new(read).lines();
+        let mut out = HashMap::new();
+        for _ in methods {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let i = v["id"].as_u64().unwrap() as usize;
+            out.insert(methods[i].to_string(), v);
+        }
+        write.shutdown().await.unwrap();
+        drop(write);
+        drop(lines);
+        server.await.unwrap().unwrap();
+        out
+    }
+
+    #[test]
+    fn sync_has_its_own_longer_deadline_by_default() {
+        let opts = ServeOptions::default();
+        assert_eq!(opts.deadline_for("search"), Duration::from_secs(10));
+        assert_eq!(opts.deadline_for("sync"), DEFAULT_SYNC_DEADLINE);
+    }
+
+    #[tokio::test]
+    async fn a_slow_sync_finishes_under_its_deadline_while_a_slow_search_times_out() {
+        let opts = ServeOptions {
+            deadline: Duration::from_millis(50),
+            method_deadlines: HashMap::from([("sync".to_string(), Duration::from_secs(20))]),
+            ..ServeOptions::default()
+        };
+        let out = run(opts, Duration::from_millis(400), &["search", "sync"]).await;
+        let search = &out["search"];
+        assert_eq!(search["error"]["code"], rpc::DEADLINE_EXCEEDED, "{search}");
+        assert!(
+            search["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("search did not finish within 50 ms"),
+            "{search}"
+        );
+        let sync = &out["sync"];
+        assert_eq!(sync["result"]["method"], "sync", "{sync}");
+    }
+
+    #[tokio::test]
+    async fn a_sync_past_its_own_deadline_is_cut_off() {
+        let opts = ServeOptions {
+            deadline: Duration::from_secs(20),
+            method_deadlines: HashMap::from([("sync".to_string(), Duration::from_millis(50))]),
+            ..ServeOptions::default()
+        };
+        let out = run(opts, Duration::from_millis(400), &["sync", "status"]).await;
+        assert_eq!(out["sync"]["error"]["code"], rpc::DEADLINE_EXCEEDED);
+        assert!(out["sync"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sync did not finish within 50 ms"));
+        assert_eq!(out["status"]["result"]["method"], "status");
+    }
 }

@@ -14,11 +14,16 @@ struct Server {
 
 impl Server {
     fn start(dir: &std::path::Path, workspace: &std::path::Path) -> Server {
+        Server::start_with(dir, workspace, &[])
+    }
+
+    fn start_with(dir: &std::path::Path, workspace: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
             .args(["serve", "--dir"])
             .arg(dir)
             .arg("--workspace")
             .arg(workspace)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -160,4 +165,62 @@ fn end_of_input_shuts_down_cleanly() {
     drop(s.stdin.take());
     assert!(s.child.wait().unwrap().success());
     assert!(dir.path().join("main.h5").exists());
+}
+
+/// A workspace of `n` daily notes, enough that indexing it takes well over a millisecond.
+fn big_workspace(n: usize) -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("memory")).unwrap();
+    for i in 0..n {
+        let body: String = (0..40)
+            .map(|l| {
+                format!(
+                    "Note {i} line {l}: the quarterly plan mentions item {}.\n",
+                    i * 40 + l
+                )
+            })
+            .collect();
+        std::fs::write(
+            ws.path()
+                .join(format!("memory/2026-01-{:02}.md", i % 28 + 1)),
+            body,
+        )
+        .unwrap();
+    }
+    ws
+}
+
+#[test]
+fn sync_runs_under_its_own_deadline_not_the_request_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = big_workspace(28);
+    // A 1 ms request deadline would cut any real sync short; sync has its own.
+    let mut s = Server::start_with(
+        dir.path(),
+        ws.path(),
+        &["--deadline-ms", "1", "--sync-deadline-ms", "120000"],
+    );
+    let sync = s.ok("sync", json!({}));
+    assert_eq!(sync["files_indexed"], 28, "{sync}");
+    assert_eq!(s.ok("shutdown", json!({}))["ok"], true);
+    assert!(s.child.wait().unwrap().success());
+}
+
+#[test]
+fn a_sync_past_its_deadline_answers_deadline_exceeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = big_workspace(28);
+    let mut s = Server::start_with(
+        dir.path(),
+        ws.path(),
+        &["--deadline-ms", "120000", "--sync-deadline-ms", "1"],
+    );
+    let r = s.call("sync", json!({}));
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("sync did not finish within 1 ms"), "{msg}");
+    // Other methods keep the ordinary deadline.
+    assert_eq!(s.ok("ping", json!({}))["ok"], true);
+    assert_eq!(s.ok("shutdown", json!({}))["ok"], true);
+    assert!(s.child.wait().unwrap().success());
 }

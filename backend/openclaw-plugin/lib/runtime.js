@@ -16,15 +16,23 @@ function clientTable() {
 }
 
 /**
- * The command line of the server for `settings`. The server applies one deadline to every request, sync
- * included, so it gets the longest call's budget (syncTimeoutMs); shorter calls are bounded by this client's
- * own per-call timeout.
+ * The command line of the server for `settings`. The server bounds every request by `timeoutMs` except a
+ * workspace sync, which gets its own, longer deadline (`syncTimeoutMs`): indexing a workspace can take far longer
+ * than a search, and a search must still answer within OpenClaw's tool deadline.
  */
 export function serveCommand(settings) {
-  const deadline = Math.max(settings.timeoutMs, settings.syncTimeoutMs);
   return {
     command: settings.binaryPath,
-    args: ["serve", "--dir", settings.storeDir, "--deadline-ms", String(deadline), ...settings.serveArgs],
+    args: [
+      "serve",
+      "--dir",
+      settings.storeDir,
+      "--deadline-ms",
+      String(settings.timeoutMs),
+      "--sync-deadline-ms",
+      String(settings.syncTimeoutMs),
+      ...settings.serveArgs,
+    ],
   };
 }
 

@@ -16,7 +16,11 @@ export const MEMORY_SEARCH_SCHEMA = Object.freeze({
   properties: {
     query: { type: "string", description: "What to look for (natural language or keywords)." },
     maxResults: { type: "integer", minimum: 1, description: "Most results to return (default 6)." },
-    minScore: { type: "number", description: "Drop results scoring below this." },
+    minScore: {
+      type: "number",
+      description:
+        "Drop results whose score is below this. Scores (higher is better) order the results of one search; they are not probabilities of relevance and not comparable with other memory engines' scores.",
+    },
     corpus: {
       type: "string",
       enum: ["memory", "wiki", "all", "sessions"],

@@ -5,6 +5,7 @@
 //   FAKE_SERVE_EXIT_ON=<method>     exit 3 on receiving that method
 //   FAKE_SERVE_EXIT_ONCE=<file>     ...only when <file> does not exist yet (it is created first)
 //   FAKE_SERVE_DELAY_MS=<n>         delay every answer
+//   FAKE_SERVE_DELAY_SYNC_MS=<n>    delay the answers to sync only
 //   FAKE_SERVE_LOG=<file>           append every request line and the argv (as {"argv": [...]})
 //   FAKE_SERVE_NOISE=1              write a non-JSON line to stdout before anything else
 import fs from "node:fs";
@@ -249,7 +250,7 @@ rl.on("line", (line) => {
       reply({ jsonrpc: "2.0", id, error: err.rpc ?? { code: -32000, message: err.message } });
     }
   };
-  const delay = Number(env.FAKE_SERVE_DELAY_MS ?? 0);
+  const delay = Number((method === "sync" ? env.FAKE_SERVE_DELAY_SYNC_MS : undefined) ?? env.FAKE_SERVE_DELAY_MS ?? 0);
   if (delay > 0) setTimeout(run, delay);
   else run();
 });

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import plugin, { registerClawhdf5 } from "../index.js";
-import { closeAllClients } from "../lib/runtime.js";
+import { closeAllClients, serveCommand } from "../lib/runtime.js";
+import { resolvePluginConfig } from "../lib/config.js";
 import { MEMORY_GET_SCHEMA, MEMORY_SEARCH_SCHEMA } from "../lib/tools.js";
 import { fakeApi, fakeSpawn, readLog, tempDir, toolFrom, writeWorkspace } from "./helpers.mjs";
 
@@ -285,6 +286,36 @@ test("a slow workspace sync does not hold a search past half its timeout", async
   assert.equal(res.results.length, 1);
   const { manager } = await cap.runtime.getMemorySearchManager({ cfg: {}, agentId: "main" });
   assert.ok(manager.syncInFlight, "the sync is still running in the background");
+});
+
+test("the server gets timeoutMs as its request deadline and syncTimeoutMs as its own sync deadline", () => {
+  const settings = resolvePluginConfig({ binaryPath: "/opt/clawhdf5", storeDir: "/s", timeoutMs: 5000, syncTimeoutMs: 300000 });
+  const { command, args } = serveCommand(settings);
+  assert.equal(command, "/opt/clawhdf5");
+  assert.deepEqual(args, ["serve", "--dir", "/s", "--deadline-ms", "5000", "--sync-deadline-ms", "300000"]);
+  assert.throws(() => resolvePluginConfig({ syncTimeoutMs: 500 }), /syncTimeoutMs must be an integer in \[1000, 600000\]/);
+});
+
+test("a sync slower than timeoutMs still finishes within syncTimeoutMs", async () => {
+  const { runtime, log } = setup({ pluginConfig: { timeoutMs: 300, syncTimeoutMs: 10000 }, env: { FAKE_SERVE_DELAY_SYNC_MS: "1200" } });
+  const manager = runtime.managerFor({ cfg: {}, agentId: "main" });
+  // warm up: the process start is not what this test times
+  await manager.client.call("ping", {}, { timeoutMs: 10000 });
+  const t0 = Date.now();
+  const res = await manager.sync({ reason: "test", force: true });
+  assert.ok(Date.now() - t0 >= 1100, "the sync really was slower than timeoutMs");
+  assert.equal(res.files_indexed, 2, JSON.stringify(res));
+  const argv = readLog(log).find((l) => l.argv)?.argv;
+  assert.deepEqual(argv.slice(-4), ["--deadline-ms", "300", "--sync-deadline-ms", "10000"]);
+});
+
+test("a sync past syncTimeoutMs fails with a timeout that names it", async () => {
+  const { runtime } = setup({ pluginConfig: { timeoutMs: 300, syncTimeoutMs: 1000 }, env: { FAKE_SERVE_HANG: "sync" } });
+  const manager = runtime.managerFor({ cfg: {}, agentId: "main" });
+  await manager.client.call("ping", {}, { timeoutMs: 10000 });
+  const t0 = Date.now();
+  await assert.rejects(manager.sync({ reason: "test" }), /clawhdf5 sync did not answer within 1000 ms/);
+  assert.ok(Date.now() - t0 < 5000);
 });
 
 test("forget by query never deletes on a weak match", async () => {

@@ -1,5 +1,6 @@
 //! `clawhdf5 serve`: the long-running JSON-RPC server the OpenClaw plugin talks to.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +18,12 @@ pub struct ServeArgs {
     /// Workspace whose memory files `sync` indexes and `get` reads.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Per-request deadline in milliseconds.
+    /// Per-request deadline in milliseconds (every method but `sync`).
     #[arg(long, default_value_t = 10_000)]
     deadline_ms: u64,
+    /// Deadline of a workspace `sync` in milliseconds (indexing a workspace can take far longer than a search).
+    #[arg(long, default_value_t = 120_000)]
+    sync_deadline_ms: u64,
     /// Durability: every-save (default), <N>ms, or none.
     #[arg(long, default_value = "every-save")]
     durability: String,
@@ -52,6 +56,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<()> {
         tokio::io::stdout(),
         ServeOptions {
             deadline: Duration::from_millis(a.deadline_ms.max(1)),
+            method_deadlines: HashMap::from([(
+                "sync".to_string(),
+                Duration::from_millis(a.sync_deadline_ms.max(1)),
+            )]),
             ..ServeOptions::default()
         },
     ))?;
