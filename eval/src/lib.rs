@@ -5,6 +5,7 @@ pub mod arena;
 pub mod dates;
 pub mod embeddings;
 pub mod error;
+pub mod harness;
 pub mod locomo;
 pub mod locomo_eval;
 pub mod longmemeval;

@@ -29,6 +29,10 @@ enum Cmd {
     Longmemeval(LmeArgs),
     /// Deterministic synthetic MemoryArena: 50 sessions, 35 questions, Hit@1/5/10, MRR and latency per type.
     MemoryArena(ArenaArgs),
+    /// Benchmark harnesses behind BENCHMARKS.md (search-harness, footprint, consolidation, ephemeral,
+    /// read-harness).
+    #[command(flatten)]
+    Harness(clawhdf5_eval::harness::cli::HarnessCmd),
 }
 
 #[derive(Args)]
@@ -280,5 +284,6 @@ fn main() -> Result<()> {
         Cmd::Locomo(a) => run_locomo(a),
         Cmd::Longmemeval(a) => run_lme(a),
         Cmd::MemoryArena(a) => run_arena(a),
+        Cmd::Harness(h) => Ok(clawhdf5_eval::harness::cli::run(h)?),
     }
 }

@@ -1,0 +1,168 @@
+//! The probe: a fresh process that reopens a store, runs its first query and then a steady stream of queries,
+//! reporting open time, first-query time, latency percentiles and resident memory. A fresh process, so that
+//! memory freed by building the store cannot hide the reopened store's footprint and nothing is warm but the
+//! operating system's page cache.
+
+use std::path::Path;
+use std::process::Command;
+
+use clawhdf5_memory::{SearchMode, SearchQuery};
+use serde::{Deserialize, Serialize};
+
+use super::error::{io_at, HarnessError, Result};
+use super::ingest::reopen;
+use super::measure::{latency, rss_bytes, thread_cpu, timed, Latency};
+
+/// One query: text plus a query vector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeQuery {
+    /// Query text.
+    pub text: String,
+    /// Query embedding.
+    pub embedding: Vec<f32>,
+}
+
+/// What the probe measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    /// Live records of the reopened store.
+    pub records: usize,
+    /// `Store::open_with` wall time (ms).
+    pub open_ms: f64,
+    /// The first hybrid query after open (ms).
+    pub first_query_ms: f64,
+    /// Results of the first query.
+    pub first_hits: usize,
+    /// Steady-state hybrid queries after the first.
+    pub steady: Latency,
+    /// Keyword-only (BM25) queries after the hybrid ones, same texts.
+    pub keyword: Latency,
+    /// Vector-only queries after those, same vectors.
+    pub vector: Latency,
+    /// Mean thread CPU time per steady query (µs), when the OS reports it.
+    pub cpu_us_per_query: Option<f64>,
+    /// Resident bytes before open.
+    pub rss_before: u64,
+    /// Resident bytes after open.
+    pub rss_after_open: u64,
+    /// Resident bytes after the first query.
+    pub rss_after_first: u64,
+}
+
+fn query(q: &ProbeQuery, k: usize) -> SearchQuery {
+    let mut s = SearchQuery::new(q.text.clone(), k);
+    s.embedding = Some(q.embedding.clone());
+    s
+}
+
+/// The probe itself (run inside the child): reopen `store`, query it `count + 1` times.
+pub fn probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<ProbeResult> {
+    let text = std::fs::read_to_string(queries).map_err(io_at(queries))?;
+    let qs: Vec<ProbeQuery> = serde_json::from_str(&text)
+        .map_err(|e| HarnessError::Input(format!("{}: {e}", queries.display())))?;
+    if qs.is_empty() {
+        return Err(HarnessError::Input(format!(
+            "{}: no queries",
+            queries.display()
+        )));
+    }
+    let prepared: Vec<SearchQuery> = qs.iter().map(|q| query(q, k)).collect();
+    drop(qs);
+    let rss_before = rss_bytes().unwrap_or(0);
+    let (s, open_s) = timed(|| reopen(store));
+    let s = s?;
+    let rss_after_open = rss_bytes().unwrap_or(0);
+    let (first, first_s) = timed(|| s.search(&prepared[0]));
+    let first_hits = first?.len();
+    let rss_after_first = rss_bytes().unwrap_or(0);
+    let mut samples = Vec::with_capacity(count);
+    let cpu0 = thread_cpu();
+    let (res, total) = timed(|| -> Result<()> {
+        for i in 0..count {
+            let q = &prepared[(i + 1) % prepared.len()];
+            let (r, t) = timed(|| s.search(q));
+            r?;
+            samples.push(t);
+        }
+        Ok(())
+    });
+    res?;
+    let cpu = match (cpu0, thread_cpu()) {
+        (Some(a), Some(b)) if count > 0 => Some((b - a).as_secs_f64() * 1e6 / count as f64),
+        _ => None,
+    };
+    let mode_pass = |mode: SearchMode| -> Result<Latency> {
+        let n = count.clamp(1, 500);
+        let mut times = Vec::with_capacity(n);
+        let (r, total) = timed(|| -> Result<()> {
+            for i in 0..n {
+                let mut q = prepared[(i + 1) % prepared.len()].clone();
+                q.mode = mode;
+                let (r, t) = timed(|| s.search(&q));
+                r?;
+                times.push(t);
+            }
+            Ok(())
+        });
+        r?;
+        Ok(latency(&times, total))
+    };
+    let keyword = mode_pass(SearchMode::Keyword)?;
+    let vector = mode_pass(SearchMode::Vector)?;
+    let records = s.len();
+    drop(s);
+    Ok(ProbeResult {
+        records,
+        open_ms: open_s * 1e3,
+        first_query_ms: first_s * 1e3,
+        first_hits,
+        steady: latency(&samples, total),
+        keyword,
+        vector,
+        cpu_us_per_query: cpu,
+        rss_before,
+        rss_after_open,
+        rss_after_first,
+    })
+}
+
+/// Write the queries file a probe reads.
+pub fn write_queries(path: &Path, qs: &[ProbeQuery]) -> Result<()> {
+    let text = serde_json::to_string(qs)
+        .map_err(|e| HarnessError::Input(format!("cannot encode queries: {e}")))?;
+    std::fs::write(path, text).map_err(io_at(path))
+}
+
+/// Run the probe in a fresh process of this binary (`clawhdf5-eval harness-probe`).
+pub fn run_probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<ProbeResult> {
+    let exe = std::env::current_exe()
+        .map_err(|e| HarnessError::Probe(format!("cannot find this program: {e}")))?;
+    let out = Command::new(&exe)
+        .arg("harness-probe")
+        .arg("--store")
+        .arg(store)
+        .arg("--queries")
+        .arg(queries)
+        .arg("--count")
+        .arg(count.to_string())
+        .arg("--k")
+        .arg(k.to_string())
+        .output()
+        .map_err(|e| HarnessError::Probe(format!("cannot start {}: {e}", exe.display())))?;
+    if !out.status.success() {
+        return Err(HarnessError::Probe(format!(
+            "{} harness-probe failed ({}): {}",
+            exe.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .ok_or_else(|| HarnessError::Probe(format!("no JSON in its output: {stdout:?}")))?;
+    serde_json::from_str(line)
+        .map_err(|e| HarnessError::Probe(format!("unreadable answer {line:?}: {e}")))
+}

@@ -1,0 +1,586 @@
+//! `search-harness`: (a) the HNSW ef sweep through the `ann` crate — recall@10 against exact search and
+//! queries per second per `ef`; (b) the end-to-end hybrid table through `Store` at each size: batch ingest,
+//! durable saves under group commit, checkpoints, cold index build, open, first query after open and the
+//! steady-state latency of hybrid search — each printed beside the goals of issue #6.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use clawhdf5_ann::rng::SplitMix64;
+use clawhdf5_ann::{exact_top_k, FlatVectors, Hnsw, HnswParams, Metric, VectorStore};
+use clawhdf5_memory::{Store, StoreConfig};
+use serde_json::json;
+
+use super::corpus::{Corpus, CorpusRecord};
+use super::error::{HarnessError, Result};
+use super::ingest::{self, Ingested};
+use super::measure::{fig, latency, met, size_label, thousands, thread_cpu, timed, Latency};
+use super::probe::{run_probe, write_queries, ProbeQuery, ProbeResult};
+use super::report::{HarnessReport, Table};
+use super::vectors;
+
+/// Results asked per query.
+pub const K: usize = 10;
+
+/// Settings of a `search-harness` run.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// Store sizes of the end-to-end table.
+    pub sizes: Vec<usize>,
+    /// Seconds-long smoke run (tiny sizes; figures not meaningful).
+    pub smoke: bool,
+    /// LoCoMo folder the record texts come from.
+    pub locomo: PathBuf,
+    /// Folder for the stores (a temporary folder when absent).
+    pub work_dir: Option<PathBuf>,
+    /// Steady-state hybrid queries per size.
+    pub queries: usize,
+    /// Vectors of the ef sweep (0: skip the sweep).
+    pub sweep_n: usize,
+    /// Queries of the ef sweep.
+    pub sweep_queries: usize,
+    /// `ef` values of the sweep.
+    pub efs: Vec<usize>,
+    /// Writer-thread counts of the group-commit measurement (one run each).
+    pub writers: Vec<usize>,
+    /// Durable saves of each group-commit run (all writers together).
+    pub group_saves: usize,
+    /// Sequential durable saves (one writer).
+    pub single_saves: usize,
+}
+
+impl SearchOptions {
+    /// The smoke settings.
+    pub fn smoke(locomo: PathBuf) -> SearchOptions {
+        SearchOptions {
+            sizes: vec![300],
+            smoke: true,
+            locomo,
+            work_dir: None,
+            queries: 50,
+            sweep_n: 500,
+            sweep_queries: 20,
+            efs: vec![10, 32],
+            writers: vec![4],
+            group_saves: 64,
+            single_saves: 16,
+        }
+    }
+}
+
+/// One row of the ef sweep.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SweepRow {
+    /// Index variant.
+    pub variant: String,
+    /// Candidate list size.
+    pub ef: usize,
+    /// Mean recall@10 against exact search.
+    pub recall: f64,
+    /// Queries per second, one thread, wall clock.
+    pub qps: f64,
+    /// Queries per second of thread CPU time (robust to a loaded machine).
+    pub qps_cpu: Option<f64>,
+    /// Build time of the variant's graph (s).
+    pub build_s: f64,
+}
+
+/// The ef sweep: one graph per variant over `n` vectors, `nq` fresh queries, recall@10 and QPS per ef.
+pub fn ef_sweep(n: usize, nq: usize, efs: &[usize], min_seconds: f64) -> Result<Vec<SweepRow>> {
+    let base = vectors::base(n);
+    let qs = vectors::fresh_queries(nq);
+    let truth: Vec<Vec<u32>> = (0..nq as u32)
+        .map(|i| {
+            exact_top_k(&base, qs.vector(i), K, Metric::Cosine, None)
+                .map(|r| r.into_iter().map(|x| x.id).collect())
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    let mut rows = Vec::new();
+    for (variant, quantize) in [
+        ("int8 traversal + f32 re-score (the store's setting)", true),
+        ("f32", false),
+    ] {
+        let params = HnswParams {
+            quantize,
+            ..HnswParams::default()
+        };
+        let (h, build_s) = timed(|| Hnsw::build(&base, params));
+        let h = h?;
+        for &ef in efs {
+            let mut found = 0usize;
+            let mut passes = 0usize;
+            let cpu0 = thread_cpu();
+            let (res, wall) = timed(|| -> Result<()> {
+                let t = std::time::Instant::now();
+                loop {
+                    for (i, gold) in truth.iter().enumerate() {
+                        let r = h.search(&base, qs.vector(i as u32), K, ef, None)?;
+                        if passes == 0 {
+                            found += r.iter().filter(|x| gold.contains(&x.id)).count();
+                        }
+                    }
+                    passes += 1;
+                    if t.elapsed().as_secs_f64() >= min_seconds {
+                        return Ok(());
+                    }
+                }
+            });
+            res?;
+            let cpu = match (cpu0, thread_cpu()) {
+                (Some(a), Some(b)) => Some((b - a).as_secs_f64()),
+                _ => None,
+            };
+            let total = (nq * passes) as f64;
+            rows.push(SweepRow {
+                variant: variant.into(),
+                ef,
+                recall: found as f64 / (nq * K).max(1) as f64,
+                qps: total / wall.max(1e-9),
+                qps_cpu: cpu.filter(|c| *c > 0.0).map(|c| total / c),
+                build_s,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Everything measured at one size.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SizeResult {
+    /// Records asked for.
+    pub size: usize,
+    /// The batch ingest.
+    pub ingest: Ingested,
+    /// Full checkpoint after the batch (ms).
+    pub checkpoint_full_ms: f64,
+    /// Group-commit runs.
+    pub group: Vec<GroupCommit>,
+    /// Sequential durable saves, one writer (each its own fsync).
+    pub single_save: Latency,
+    /// Checkpoint of the saves made after the full checkpoint (ms).
+    pub checkpoint_incremental_ms: f64,
+    /// Saves folded by that checkpoint.
+    pub checkpoint_incremental_saves: usize,
+    /// True when the store searches vectors through its HNSW graph (else an exact scan).
+    pub store_uses_hnsw: bool,
+    /// Building the HNSW graph over all the store's vectors from scratch, the store's parameters (s).
+    pub cold_build_s: f64,
+    /// Bytes of the HDF5 file after the last checkpoint.
+    pub file_bytes: u64,
+    /// Reopen and queries, in a fresh process.
+    pub probe: ProbeResult,
+}
+
+/// One group-commit run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GroupCommit {
+    /// Writer threads.
+    pub writers: usize,
+    /// Durable saves, all writers together.
+    pub saves: usize,
+    /// Wall time per save (µs, amortised).
+    pub us_per_save: f64,
+}
+
+/// The store's HNSW parameters (as `clawhdf5_memory::vector_index` derives them from the config).
+fn store_hnsw_params(c: &StoreConfig) -> HnswParams {
+    HnswParams {
+        m: c.hnsw_m.clamp(2, 64) as usize,
+        ef_construction: c.hnsw_ef_construction.max(16) as usize,
+        metric: Metric::Cosine,
+        quantize: true,
+        ..HnswParams::default()
+    }
+}
+
+/// Durable saves by `writers` threads sharing the store behind a lock; each waits for durability outside the
+/// lock, so concurrent saves share fsyncs (group commit). Returns µs of wall time per save.
+fn group_commit(
+    store: Store,
+    records: &[CorpusRecord],
+    vecs: &FlatVectors,
+    first_vec: usize,
+    writers: usize,
+) -> Result<(Store, f64)> {
+    let shared = Mutex::new(store);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (res, wall) = timed(|| {
+        std::thread::scope(|scope| -> Result<()> {
+            let handles: Vec<_> = (0..writers.max(1))
+                .map(|_| {
+                    scope.spawn(|| -> Result<()> {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if i >= records.len() {
+                                return Ok(());
+                            }
+                            let m =
+                                ingest::memory(&records[i], vecs.vector((first_vec + i) as u32));
+                            let ticket = {
+                                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+                                s.save_deferred(m)?.1
+                            };
+                            if let Some(t) = ticket {
+                                t.wait()?;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join()
+                    .map_err(|_| HarnessError::Probe("a writer thread panicked".into()))??;
+            }
+            Ok(())
+        })
+    });
+    res?;
+    let store = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok((store, wall * 1e6 / records.len().max(1) as f64))
+}
+
+/// Queries: LoCoMo question texts, each with a vector near a random stored one.
+fn make_queries(
+    corpus: &Corpus,
+    vecs: &FlatVectors,
+    n_rows: usize,
+    count: usize,
+) -> Vec<ProbeQuery> {
+    let mut rng = SplitMix64::new(7);
+    (0..count.max(1))
+        .map(|i| {
+            let row = rng.below(n_rows as u64) as u32;
+            ProbeQuery {
+                text: corpus.question(i).to_string(),
+                embedding: vectors::near(vecs.vector(row), 0.3, &mut rng),
+            }
+        })
+        .collect()
+}
+
+/// Measure one size in `dir`.
+pub fn measure_size(
+    corpus: &Corpus,
+    size: usize,
+    o: &SearchOptions,
+    dir: &Path,
+) -> Result<SizeResult> {
+    let extra = o.group_saves * o.writers.len() + o.single_saves;
+    let recs = corpus.records(size + extra)?;
+    let vecs = vectors::base(size + extra);
+    let path = dir.join(format!("search-{size}.h5"));
+    eprintln!("search-harness: {size} records: batch ingest");
+    let mut store = ingest::fresh_store(&path)?;
+    let ing = ingest::batch(&mut store, &recs[..size], &vecs)?;
+    let (r, cp_full) = timed(|| store.checkpoint());
+    r?;
+    eprintln!("search-harness: {size} records: cold index build");
+    let uses_hnsw = store.vectors().rows() >= store.config().exact_search_threshold as usize;
+    let params = store_hnsw_params(store.config());
+    let (h, cold) = timed(|| Hnsw::build(store.vectors(), params));
+    drop(h?);
+    let n_rows = store.vectors().rows();
+    store.close()?;
+    let file_bytes = std::fs::metadata(&path)
+        .map_err(super::error::io_at(&path))?
+        .len();
+    // Durable saves go to a copy, so the store reopened below holds exactly `size` records.
+    let scratch = dir.join(format!("search-{size}-saves.h5"));
+    std::fs::copy(&path, &scratch).map_err(super::error::io_at(&scratch))?;
+    let mut store = ingest::reopen(&scratch)?;
+    eprintln!("search-harness: {size} records: durable saves (on a copy)");
+    let mut group = Vec::new();
+    let mut at = size;
+    for &w in &o.writers {
+        let (s, us) = group_commit(store, &recs[at..at + o.group_saves], &vecs, at, w)?;
+        store = s;
+        group.push(GroupCommit {
+            writers: w,
+            saves: o.group_saves,
+            us_per_save: us,
+        });
+        at += o.group_saves;
+    }
+    let mut singles = Vec::with_capacity(o.single_saves);
+    for (i, rec) in recs.iter().enumerate().skip(at) {
+        let m = ingest::memory(rec, vecs.vector(i as u32));
+        let (r, t) = timed(|| store.save(m));
+        r?;
+        singles.push(t);
+    }
+    let single = latency(&singles, singles.iter().sum());
+    let (r, cp_incr) = timed(|| store.checkpoint());
+    r?;
+    drop(store);
+    ingest::remove_store(&scratch);
+    let qpath = dir.join(format!("queries-{size}.json"));
+    write_queries(
+        &qpath,
+        &make_queries(corpus, &vecs, n_rows.min(vecs.len()), o.queries.min(2000)),
+    )?;
+    eprintln!("search-harness: {size} records: reopen and query (fresh process)");
+    let probe = run_probe(&path, &qpath, o.queries, K)?;
+    Ok(SizeResult {
+        size,
+        ingest: ing,
+        checkpoint_full_ms: cp_full * 1e3,
+        group,
+        single_save: single,
+        checkpoint_incremental_ms: cp_incr * 1e3,
+        checkpoint_incremental_saves: extra,
+        store_uses_hnsw: uses_hnsw,
+        cold_build_s: cold,
+        file_bytes,
+        probe,
+    })
+}
+
+fn sweep_table(n: usize, nq: usize, rows: &[SweepRow]) -> Table {
+    let mut t = Table::new(
+        format!(
+            "HNSW ef sweep — {} vectors, {nq} queries, k = {K}, M = 16, ef_construction = 200",
+            thousands(n as u64)
+        ),
+        &[
+            "variant",
+            "build (s)",
+            "ef",
+            "recall@10",
+            "QPS (1 thread, wall)",
+            "QPS (1 thread, CPU time)",
+        ],
+    );
+    for r in rows {
+        t.row(vec![
+            r.variant.clone(),
+            fig(r.build_s),
+            r.ef.to_string(),
+            format!("{:.3}", r.recall),
+            fig(r.qps),
+            r.qps_cpu.map_or("n/a".into(), fig),
+        ]);
+    }
+    t.notes.push(format!(
+        "Vectors: {}; queries drawn from the same distribution with another seed; recall against \
+         `exact_top_k`. Build is parallel (all cores); queries run one at a time on one thread.",
+        vectors::describe()
+    ));
+    t
+}
+
+fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
+    let mut header = vec!["measure".to_string()];
+    header.extend(results.iter().map(|r| size_label(r.size)));
+    let mut t = Table {
+        title: "End-to-end hybrid search through `Store`".into(),
+        header,
+        rows: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut row = |label: &str, f: &dyn Fn(&SizeResult) -> String| {
+        let mut cells = vec![label.to_string()];
+        cells.extend(results.iter().map(f));
+        t.rows.push(cells);
+    };
+    row("records after reopen", &|r| {
+        thousands(r.probe.records as u64)
+    });
+    row("batch ingest, vectors given (records/s)", &|r| {
+        fig(r.ingest.rate())
+    });
+    row("batch ingest per CPU-second of the saving thread", &|r| {
+        r.ingest.cpu_rate().map_or("n/a".into(), fig)
+    });
+    row("durable save, group commit (µs/save, amortised)", &|r| {
+        r.group
+            .iter()
+            .map(|g| format!("{} ({} writers)", fig(g.us_per_save), g.writers))
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    row("durable save, one writer, p50 (µs)", &|r| {
+        fig(r.single_save.p50_ms * 1e3)
+    });
+    row("checkpoint after the batch (ms)", &|r| {
+        fig(r.checkpoint_full_ms)
+    });
+    row("checkpoint of the saves since (ms)", &|r| {
+        format!(
+            "{} ({} saves)",
+            fig(r.checkpoint_incremental_ms),
+            r.checkpoint_incremental_saves
+        )
+    });
+    row("vector search in the store", &|r| {
+        if r.store_uses_hnsw {
+            "HNSW, int8 + re-score".into()
+        } else {
+            "exact scan".into()
+        }
+    });
+    row("cold HNSW build over all vectors (s)", &|r| {
+        if r.store_uses_hnsw {
+            fig(r.cold_build_s)
+        } else {
+            format!("{} (unused)", fig(r.cold_build_s))
+        }
+    });
+    row("file size (MiB)", &|r| fig(r.file_bytes as f64 / 1048576.0));
+    row("open, fresh process (ms)", &|r| fig(r.probe.open_ms));
+    row("first hybrid query after open (ms)", &|r| {
+        fig(r.probe.first_query_ms)
+    });
+    row("hybrid p50 (ms)", &|r| fig(r.probe.steady.p50_ms));
+    row("hybrid p99 (ms)", &|r| fig(r.probe.steady.p99_ms));
+    row("hybrid QPS (1 thread)", &|r| fig(r.probe.steady.per_s));
+    row("keyword-only p50 / vector-only p50 (ms)", &|r| {
+        format!(
+            "{} / {}",
+            fig(r.probe.keyword.p50_ms),
+            fig(r.probe.vector.p50_ms)
+        )
+    });
+    row("hybrid CPU per query (µs)", &|r| {
+        r.probe.cpu_us_per_query.map_or("n/a".into(), fig)
+    });
+    row("first query / p50", &|r| {
+        format!(
+            "{:.2}×",
+            r.probe.first_query_ms / r.probe.steady.p50_ms.max(1e-9)
+        )
+    });
+    t.notes.push(format!(
+        "Records: two LoCoMo turns each (speaker-prefixed, paired so every record is distinct), with the \
+         conversation's session id and date. Vectors: {}. Queries: LoCoMo question texts, each with a vector \
+         near a random stored one (noise 0.3), hybrid mode (0.4 vector / 0.6 keyword), k = {K}.",
+        vectors::describe()
+    ));
+    t.notes.push(format!(
+        "Batch ingest = `save_deferred` for every record, then one wait on the last ticket (a single fsync \
+         makes the batch durable); the store's durability mode is every-save. Group commit = the writers \
+         share the store behind a lock and each waits for its fsync outside it. One writer = `save`, one \
+         fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \
+         store holds exactly the batch. The store searches vectors exactly below {} vectors (its `exact_search_threshold`) \
+         and through its HNSW graph above; the cold build row times `Hnsw::build` over the store's vectors \
+         with the store's parameters (what an open does when the persisted graph is missing). Open, first \
+         query and the steady queries run in a fresh process (`harness-probe`) with the page cache warm.",
+        thousands(u64::from(threshold))
+    ));
+    t
+}
+
+/// Goal rows: (goal, size, measured, met).
+fn goals_table(results: &[SizeResult]) -> Table {
+    let mut t = Table::new(
+        "Goals of issue #6 (this machine, 384-dim)",
+        &["goal", "size", "measured", "status"],
+    );
+    let at = |n: usize| results.iter().find(|r| r.size == n);
+    for (n, limit) in [(10_000usize, 0.5f64), (100_000, 5.0)] {
+        let goal = format!("hybrid search p50 ≤ {limit} ms");
+        match at(n) {
+            Some(r) => t.row(vec![
+                goal,
+                size_label(n),
+                format!("{} ms", fig(r.probe.steady.p50_ms)),
+                met(r.probe.steady.p50_ms <= limit),
+            ]),
+            None => t.row(vec![goal, size_label(n), "—".into(), "not run".into()]),
+        }
+    }
+    for r in results {
+        let ratio = r.probe.first_query_ms / r.probe.steady.p50_ms.max(1e-9);
+        t.row(vec![
+            "first query after open ≤ 1.2× steady-state p50".into(),
+            size_label(r.size),
+            format!("{ratio:.2}×"),
+            met(ratio <= 1.2),
+        ]);
+    }
+    match at(100_000) {
+        Some(r) => t.row(vec![
+            "open a 100K store ≤ 300 ms".into(),
+            "100K".into(),
+            format!("{} ms", fig(r.probe.open_ms)),
+            met(r.probe.open_ms <= 300.0),
+        ]),
+        None => t.row(vec![
+            "open a 100K store ≤ 300 ms".into(),
+            "100K".into(),
+            "—".into(),
+            "not run".into(),
+        ]),
+    }
+    for r in results {
+        t.row(vec![
+            "batch ingest (vectors given) ≥ 70,000 records/s".into(),
+            size_label(r.size),
+            format!("{}/s", fig(r.ingest.rate())),
+            met(r.ingest.rate() >= 70_000.0),
+        ]);
+    }
+    for r in results {
+        for g in &r.group {
+            t.row(vec![
+                "durable single save ≤ 30 µs amortised under group commit".into(),
+                size_label(r.size),
+                format!("{} µs ({} writers)", fig(g.us_per_save), g.writers),
+                met(g.us_per_save <= 30.0),
+            ]);
+        }
+    }
+    t
+}
+
+/// Run the whole harness and write `OUT/search-harness.{md,json}`.
+pub fn run(o: &SearchOptions, out: &Path) -> Result<()> {
+    if o.sizes.is_empty() || o.sizes.contains(&0) {
+        return Err(HarnessError::Option(
+            "--sizes needs at least one size above 0".into(),
+        ));
+    }
+    if o.queries == 0 {
+        return Err(HarnessError::Option("--queries must be above 0".into()));
+    }
+    let corpus = Corpus::load(&o.locomo)?;
+    let mut rep = HarnessReport::new("search-harness", o.smoke);
+    rep.notes.push(format!(
+        "Record texts from {} LoCoMo turns ({}).",
+        thousands(corpus.turns() as u64),
+        o.locomo.display()
+    ));
+    let mut data = json!({});
+    if o.sweep_n > 0 {
+        eprintln!("search-harness: ef sweep over {} vectors", o.sweep_n);
+        let min_s = if o.smoke { 0.0 } else { 1.0 };
+        let rows = ef_sweep(o.sweep_n, o.sweep_queries.max(1), &o.efs, min_s)?;
+        rep.tables
+            .push(sweep_table(o.sweep_n, o.sweep_queries.max(1), &rows));
+        data["ef_sweep"] = json!({"n": o.sweep_n, "queries": o.sweep_queries, "rows": rows});
+    }
+    let tmp;
+    let dir = match &o.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(super::error::io_at(d))?;
+            d.clone()
+        }
+        None => {
+            tmp = tempfile::tempdir().map_err(super::error::io_at(&std::env::temp_dir()))?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let mut results = Vec::new();
+    for &n in &o.sizes {
+        let r = measure_size(&corpus, n, o, &dir)?;
+        ingest::remove_store(&dir.join(format!("search-{n}.h5")));
+        let _ = std::fs::remove_file(dir.join(format!("queries-{n}.json")));
+        results.push(r);
+    }
+    let threshold = StoreConfig::default().exact_search_threshold;
+    rep.tables.push(e2e_table(&results, threshold));
+    rep.tables.push(goals_table(&results));
+    data["sizes"] = serde_json::to_value(&results)
+        .map_err(|e| HarnessError::Input(format!("cannot encode results: {e}")))?;
+    rep.data = data;
+    rep.finish(out)
+}
