@@ -256,7 +256,10 @@ fn decode_depth(
                     Some(i) => &body[..i],
                     None => body,
                 };
-                out.push(String::from_utf8_lossy(body).into_owned());
+                out.push(match std::str::from_utf8(body) {
+                    Ok(s) => s.to_owned(),
+                    Err(_) => String::from_utf8_lossy(body).into_owned(),
+                });
             }
             Data::VarStr(out)
         }

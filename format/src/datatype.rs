@@ -441,6 +441,12 @@ impl Datatype {
                 out.put_u32(16);
                 base.encode(out)?;
             }
+            Datatype::Reference { size: 8, kind: 0 } => {
+                // Version 1, class 7 (reference), type 0: object reference (an address).
+                out.put_u8(0x17);
+                out.put_uint(0, 3);
+                out.put_u32(8);
+            }
             other => return unsupported(format!("writing datatype {}", other.describe())),
         }
         Ok(())

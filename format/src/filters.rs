@@ -3,7 +3,7 @@
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
 use crate::messages::Filter;
-use std::io::{Read, Write};
+use std::io::Write;
 
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
@@ -39,16 +39,16 @@ pub fn decode(
     elem: usize,
     max_out: usize,
 ) -> Result<Vec<u8>> {
-    let mut buf = data.to_vec();
+    let mut buf = std::borrow::Cow::Borrowed(data);
     for (i, f) in filters.iter().enumerate().rev() {
         if i < 32 && mask & (1 << i) != 0 {
             continue;
         }
         buf = match f.id {
-            DEFLATE => inflate(&buf, max_out)?,
+            DEFLATE => inflate(&buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
-                unshuffle(&buf, size)
+                unshuffle(&buf, size).into()
             }
             FLETCHER32 => {
                 if buf.len() < 4 {
@@ -60,27 +60,51 @@ pub fn decode(
                 if sum != stored && sum.swap_bytes() != stored {
                     return corrupt("fletcher32 checksum mismatch in chunk");
                 }
-                buf.truncate(n);
-                buf
+                match buf {
+                    std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(&b[..n]),
+                    std::borrow::Cow::Owned(mut v) => {
+                        v.truncate(n);
+                        v.into()
+                    }
+                }
             }
             id => {
                 return unsupported(format!("filter {id} ({})", filter_name(id)));
             }
         };
     }
-    Ok(buf)
+    Ok(buf.into_owned())
 }
 
+/// Inflates a zlib stream straight into one buffer of at most `max_out` bytes.
 fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(max_out.min(64 << 20));
-    let d = flate2::read::ZlibDecoder::new(data);
-    d.take(max_out as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| crate::FormatError::Corrupt(format!("deflate stream: {e}")))?;
-    if out.len() > max_out {
-        return corrupt("deflated chunk larger than the chunk size");
+    // One spare byte tells an over-long stream from one that fills the chunk exactly.
+    let mut out = Vec::with_capacity(max_out.saturating_add(1).min(64 << 20));
+    let mut z = flate2::Decompress::new(true);
+    loop {
+        let before = (z.total_in(), out.len());
+        let status = z
+            .decompress_vec(
+                &data[z.total_in() as usize..],
+                &mut out,
+                flate2::FlushDecompress::Finish,
+            )
+            .map_err(|e| crate::FormatError::Corrupt(format!("deflate stream: {e}")))?;
+        if out.len() > max_out {
+            return corrupt("deflated chunk larger than the chunk size");
+        }
+        match status {
+            flate2::Status::StreamEnd => return Ok(out),
+            // Grow by doubling: a corrupt chunk size must not turn into one huge allocation.
+            _ if out.len() == out.capacity() => {
+                out.reserve(out.capacity().max(1 << 16).min(max_out + 1 - out.len()))
+            }
+            _ if (z.total_in(), out.len()) == before || z.total_in() as usize >= data.len() => {
+                return corrupt("deflate stream: truncated");
+            }
+            _ => {}
+        }
     }
-    Ok(out)
 }
 
 fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {

@@ -79,6 +79,18 @@ fn walk(f: &H5File, path: &str, seen: &mut HashSet<u64>, budget: &mut usize) {
                     let _ = d.read();
                     if !d.shape().is_empty() && d.shape()[0] > 1 {
                         let _ = d.read_rows(1, 1);
+                        // Strided selection and in-place read: the other read paths.
+                        let r = d.shape().len();
+                        let mut stride = vec![1; r];
+                        let mut count = d.shape().to_vec();
+                        stride[0] = 2;
+                        count[0] = d.shape()[0].div_ceil(2);
+                        let _ = d.read_hyperslab(&vec![0; r], &stride, &count, &vec![1; r]);
+                        let n = d.shape().iter().try_fold(1u64, |a, &x| a.checked_mul(x));
+                        if let Some(n) = n.filter(|&n| n <= 1 << 16) {
+                            let mut buf = vec![0f64; n as usize];
+                            let _ = d.read_into(&mut buf);
+                        }
                     }
                 }
                 let _ = f.attr_names(&child);

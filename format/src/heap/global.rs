@@ -3,10 +3,40 @@
 use crate::ctx::Ctx;
 use crate::error::{corrupt, Result};
 use crate::io::PutLe;
-use std::collections::HashMap;
+/// The objects of one collection: (index, absolute start, length), sorted by index.
+#[derive(Debug, Default)]
+pub struct CollectionIndex {
+    objects: Vec<(u16, usize, usize)>,
+}
 
-/// Object index → (absolute start, length) within the file, for one collection.
-pub type CollectionIndex = HashMap<u16, (usize, usize)>;
+impl CollectionIndex {
+    /// (absolute start, length) of object `idx`.
+    pub fn get(&self, idx: u16) -> Option<(usize, usize)> {
+        // Writers number objects 1, 2, ... in order: try the direct slot first.
+        let direct = self
+            .objects
+            .get((idx as usize).wrapping_sub(1))
+            .filter(|o| o.0 == idx);
+        let o = match direct {
+            Some(o) => o,
+            None => {
+                let i = self.objects.binary_search_by_key(&idx, |o| o.0).ok()?;
+                &self.objects[i]
+            }
+        };
+        Some((o.1, o.2))
+    }
+
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// True when the collection holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
 
 /// Parses the collection at `addr` into an index of its objects.
 pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
@@ -22,7 +52,7 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
     let block = ctx.slice(addr, size)?;
     let hdr = 8 + ctx.sl;
     let mut pos = hdr;
-    let mut map = HashMap::new();
+    let mut objects = Vec::new();
     while pos + 8 + ctx.sl <= block.len() {
         let idx = u16::from_le_bytes([block[pos], block[pos + 1]]);
         let osize = crate::io::le_uint(&block[pos + 8..pos + 8 + ctx.sl]);
@@ -33,10 +63,11 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
         if osize > (block.len() - start) as u64 {
             return corrupt("global heap object runs past its collection");
         }
-        map.insert(idx, (base + start, osize as usize));
+        objects.push((idx, base + start, osize as usize));
         pos = start + (osize as usize).div_ceil(8) * 8;
     }
-    Ok(map)
+    objects.sort_by_key(|o| o.0);
+    Ok(CollectionIndex { objects })
 }
 
 /// Builds one collection in memory: objects get indices 1, 2, ...
@@ -126,9 +157,10 @@ mod tests {
             base: 0,
         };
         let idx = read_collection(&ctx, 8).unwrap();
-        let (s, n) = idx[&i1];
+        let (s, n) = idx.get(i1).unwrap();
         assert_eq!(&file[s..s + n], b"hello");
-        let (s, n) = idx[&i2];
+        assert!(idx.get(99).is_none());
+        let (s, n) = idx.get(i2).unwrap();
         assert_eq!(&file[s..s + n], &[9u8; 33]);
     }
 }

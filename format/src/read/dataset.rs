@@ -5,6 +5,7 @@ use crate::btree::v1::ChunkEntry;
 use crate::convert;
 use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
+use crate::element::{needs_swap, swap_in_place, Element};
 use crate::error::{corrupt, invalid, FormatError, Result};
 use crate::filters;
 use crate::io::{Cursor, UNDEF};
@@ -12,9 +13,10 @@ use crate::messages::{self, Filter, Layout};
 use crate::object_header::mtype;
 use crate::read::chunks;
 use crate::read::file::H5File;
-use crate::select::copy_box;
+use crate::select::{copy_box, copy_points};
+use half::f16;
 use rayon::prelude::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Decoded chunks kept per dataset, least recently inserted evicted first.
@@ -215,88 +217,28 @@ impl<'a> Dataset<'a> {
         self.read_slice(&zero, &dims)
     }
 
-    /// A zeroed typed vector of `n` elements when the file type is a plain little-endian number.
-    fn typed_zeroed(&self, n: usize) -> Result<Option<Data>> {
-        if !cfg!(target_endian = "little") {
-            return Ok(None);
+    /// A zeroed typed vector of `n` elements when the file type is a plain full-precision number
+    /// (either byte order), plus whether its bytes need swapping after a raw copy.
+    fn typed_zeroed(&self, n: usize) -> Option<(Data, bool)> {
+        macro_rules! pick {
+            ($t:ty, $v:ident) => {
+                if let Some(be) = <$t as Element>::stored_byte_order(&self.dtype) {
+                    return Some((Data::$v(vec![<$t>::default(); n]), needs_swap(be)));
+                }
+            };
         }
-        Ok(match &self.dtype {
-            Datatype::Float {
-                size,
-                be: false,
-                exp_size,
-                mant_size,
-                ..
-            } => match (size, exp_size, mant_size) {
-                (4, 8, 23) => Some(Data::F32(vec![0.0; n])),
-                (8, 11, 52) => Some(Data::F64(vec![0.0; n])),
-                _ => None,
-            },
-            Datatype::Int {
-                size,
-                signed,
-                be: false,
-                offset: 0,
-                precision,
-            } if *precision as usize == size * 8 => match (size, signed) {
-                (1, false) => Some(Data::U8(vec![0; n])),
-                (1, true) => Some(Data::I8(vec![0; n])),
-                (2, false) => Some(Data::U16(vec![0; n])),
-                (2, true) => Some(Data::I16(vec![0; n])),
-                (4, false) => Some(Data::U32(vec![0; n])),
-                (4, true) => Some(Data::I32(vec![0; n])),
-                (8, false) => Some(Data::U64(vec![0; n])),
-                (8, true) => Some(Data::I64(vec![0; n])),
-                _ => None,
-            },
-            _ => None,
-        })
-    }
-
-    /// Little-endian numeric elements read with one positioned read straight into the result.
-    fn bulk_read(&self, addr: u64, n: usize) -> Result<Option<Data>> {
-        if !cfg!(target_endian = "little") {
-            return Ok(None);
-        }
-        macro_rules! go {
-            ($t:ty, $v:ident) => {{
-                let mut v: Vec<$t> = vec![<$t>::default(); n];
-                self.file
-                    .read_into(addr, bytemuck::cast_slice_mut(&mut v))?;
-                Ok(Some(Data::$v(v)))
-            }};
-        }
-        match &self.dtype {
-            Datatype::Float {
-                size,
-                be: false,
-                exp_size,
-                mant_size,
-                ..
-            } => match (size, exp_size, mant_size) {
-                (4, 8, 23) => go!(f32, F32),
-                (8, 11, 52) => go!(f64, F64),
-                _ => Ok(None),
-            },
-            Datatype::Int {
-                size,
-                signed,
-                be: false,
-                offset: 0,
-                precision,
-            } if *precision as usize == size * 8 => match (size, signed) {
-                (1, false) => go!(u8, U8),
-                (1, true) => go!(i8, I8),
-                (2, false) => go!(u16, U16),
-                (2, true) => go!(i16, I16),
-                (4, false) => go!(u32, U32),
-                (4, true) => go!(i32, I32),
-                (8, false) => go!(u64, U64),
-                (8, true) => go!(i64, I64),
-                _ => Ok(None),
-            },
-            _ => Ok(None),
-        }
+        pick!(f32, F32);
+        pick!(f64, F64);
+        pick!(f16, F16);
+        pick!(u8, U8);
+        pick!(i8, I8);
+        pick!(u16, U16);
+        pick!(i16, I16);
+        pick!(u32, U32);
+        pick!(i32, I32);
+        pick!(u64, U64);
+        pick!(i64, I64);
+        None
     }
 
     /// Reads `count` rows starting at `start` along dimension 0.
@@ -313,37 +255,17 @@ impl<'a> Dataset<'a> {
 
     /// Reads the box at `start` of extent `count` (one entry per dimension).
     pub fn read_slice(&self, start: &[u64], count: &[u64]) -> Result<Array> {
-        // Contiguous storage and whole trailing dimensions: the selection is one byte run in the
-        // file; decode straight from the mapped bytes.
-        let dims = &self.space.dims;
-        if let Layout::Contiguous { addr, .. } = &self.layout {
-            let r = dims.len();
-            if *addr != UNDEF
-                && r > 0
-                && start.len() == r
-                && count.len() == r
-                && count[1..] == dims[1..]
-                && start[1..].iter().all(|&x| x == 0)
-                && start[0].checked_add(count[0]).is_some_and(|e| e <= dims[0])
-            {
-                let elem = self.dtype.size() as u64;
-                let row = dims[1..].iter().try_fold(elem, |a, &d| a.checked_mul(d));
-                let total = self.space.num_elements()?.checked_mul(elem);
-                if let (Some(row), Some(total)) = (row, total) {
-                    let ctx = self.file.ctx();
-                    let all = ctx.slice(*addr, total)?;
-                    let a = (start[0] * row) as usize;
-                    let b = a + (count[0] * row) as usize;
-                    let n = (count[0] * (row / elem.max(1))) as usize;
-                    if b - a >= BULK_READ_BYTES {
-                        if let Some(data) = self.bulk_read(*addr + a as u64, n)? {
-                            return Ok(Array {
-                                shape: count.to_vec(),
-                                data,
-                            });
-                        }
+        // Plain numbers: the stored bytes go straight into the typed result (one positioned read
+        // when the box is one run of a contiguous dataset), swapped in place if big-endian.
+        if self.typed_zeroed(0).is_some() {
+            let n = self.check_box(start, count)? / self.dtype.size().max(1);
+            if let Some((mut data, swap)) = self.typed_zeroed(n) {
+                if let Some(bytes) = data_bytes_mut(&mut data) {
+                    crate::hugepages::advise(bytes);
+                    self.fill_raw(start, count, bytes, true)?;
+                    if swap {
+                        swap_in_place(bytes, self.dtype.size());
                     }
-                    let data = convert::decode(&self.dtype, &all[a..b], n, self.file)?;
                     return Ok(Array {
                         shape: count.to_vec(),
                         data,
@@ -351,19 +273,9 @@ impl<'a> Dataset<'a> {
                 }
             }
         }
-        // Plain little-endian numbers: gather straight into the typed result.
-        if self.typed_zeroed(0)?.is_some() {
-            let n = self.check_box(start, count)? / self.dtype.size().max(1);
-            let mut data = self.typed_zeroed(n)?.unwrap_or(Data::U8(vec![]));
-            if let Some(bytes) = data_bytes_mut(&mut data) {
-                self.fill_box(start, count, bytes)?;
-                return Ok(Array {
-                    shape: count.to_vec(),
-                    data,
-                });
-            }
-        }
-        let raw = self.read_box_raw(start, count)?;
+        let n = self.check_box(start, count)?;
+        let mut raw = vec![0u8; n];
+        self.fill_raw(start, count, &mut raw, true)?;
         let n = count.iter().product::<u64>() as usize;
         let data = convert::decode(&self.dtype, &raw, n, self.file)?;
         Ok(Array {
@@ -372,7 +284,98 @@ impl<'a> Dataset<'a> {
         })
     }
 
+    /// Reads the whole dataset into `out` (row-major, exactly one entry per element) without
+    /// allocating, so callers that keep a buffer pay only the copy. `T` must be the stored number
+    /// type (either byte order; big-endian values are swapped in place).
+    pub fn read_into<T: Element>(&self, out: &mut [T]) -> Result<()> {
+        if self.space.null {
+            if out.is_empty() {
+                return Ok(());
+            }
+            return invalid(format!("{} has a null dataspace: no elements", self.path));
+        }
+        let zero = vec![0; self.space.dims.len()];
+        let dims = self.space.dims.clone();
+        self.read_slice_into(&zero, &dims, out)
+    }
+
+    /// Reads the box at `start` of extent `count` into `out` (exactly the box's element count);
+    /// see [`read_into`](Self::read_into).
+    pub fn read_slice_into<T: Element>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        out: &mut [T],
+    ) -> Result<()> {
+        let be = T::stored_byte_order(&self.dtype).ok_or_else(|| {
+            FormatError::TypeMismatch(format!(
+                "{} stores {}, not {}",
+                self.path,
+                self.dtype.describe(),
+                std::any::type_name::<T>()
+            ))
+        })?;
+        let n = self.check_box(start, count)?;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        if bytes.len() != n {
+            return invalid(format!(
+                "buffer of {} bytes for a selection of {n} bytes",
+                bytes.len()
+            ));
+        }
+        self.fill_raw(start, count, bytes, false)?;
+        if needs_swap(be) {
+            swap_in_place(bytes, self.dtype.size());
+        }
+        Ok(())
+    }
+
+    /// The stored address and byte offset of the box when it is one run of bytes of an allocated
+    /// contiguous dataset (leading extents 1, then at most one partial dimension, then whole ones).
+    fn contiguous_run(&self, start: &[u64], count: &[u64]) -> Result<Option<(u64, u64)>> {
+        let addr = match &self.layout {
+            Layout::Contiguous { addr, .. } if *addr != UNDEF => *addr,
+            _ => return Ok(None),
+        };
+        let dims = &self.space.dims;
+        let r = dims.len();
+        let k = count
+            .iter()
+            .position(|&c| c != 1)
+            .unwrap_or(r.saturating_sub(1));
+        if (k + 1..r).any(|i| start[i] != 0 || count[i] != dims[i]) {
+            return Ok(None);
+        }
+        let elem = self.dtype.size() as u64;
+        let total = self.space.num_elements()?.saturating_mul(elem);
+        // The whole dataset's storage must lie in the file, whatever the box.
+        self.file.ctx().slice(addr, total)?;
+        let mut lin = 0u64;
+        for i in 0..r {
+            lin = lin * dims[i] + start[i];
+        }
+        Ok(Some((addr, lin * elem)))
+    }
+
+    /// Copies the box's stored bytes into `out` (exactly the box's size): one positioned read or
+    /// one copy when the box is a single run of a contiguous dataset, box copies otherwise.
+    /// `zeroed` says `out` is already all zero (a fresh buffer).
+    fn fill_raw(&self, start: &[u64], count: &[u64], out: &mut [u8], zeroed: bool) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        if let Some((addr, off)) = self.contiguous_run(start, count)? {
+            if out.len() >= BULK_READ_BYTES {
+                return self.file.read_into(addr + off, out);
+            }
+            out.copy_from_slice(self.file.ctx().slice(addr + off, out.len() as u64)?);
+            return Ok(());
+        }
+        self.fill_box(start, count, out, zeroed)
+    }
+
     /// Reads a strided hyperslab (HDF5 semantics: `count` blocks of `block` every `stride`).
+    /// Only the selected elements are copied and only the chunks holding some are decoded.
     pub fn read_hyperslab(
         &self,
         start: &[u64],
@@ -380,58 +383,137 @@ impl<'a> Dataset<'a> {
         count: &[u64],
         block: &[u64],
     ) -> Result<Array> {
-        let r = self.space.dims.len();
+        let dims = &self.space.dims;
+        let r = dims.len();
         if stride.len() != r || count.len() != r || block.len() != r || start.len() != r {
             return invalid("hyperslab arguments must have the dataset's rank");
         }
         if stride.iter().zip(block).any(|(s, b)| *s == 0 || b > s) {
             return invalid("hyperslab stride must be >= block and > 0");
         }
-        // Bounding box, then pick the selected elements.
-        let ext: Vec<u64> = (0..r)
-            .map(|d| {
-                if count[d] == 0 {
-                    0
-                } else {
-                    (count[d] - 1) * stride[d] + block[d]
-                }
-            })
-            .collect();
-        let raw = self.read_box_raw(start, &ext)?;
-        let elem = self.dtype.size();
-        let out_shape: Vec<u64> = (0..r).map(|d| count[d] * block[d]).collect();
-        let n = out_shape.iter().product::<u64>() as usize;
-        let mut out = vec![0u8; n * elem];
-        let mut idx = vec![0u64; r];
-        if n > 0 {
-            'outer: loop {
-                let mut src = 0u64;
-                let mut dst = 0u64;
-                for d in 0..r {
-                    let (blk, within) = (idx[d] / block[d], idx[d] % block[d]);
-                    src = src * ext[d] + blk * stride[d] + within;
-                    dst = dst * out_shape[d] + idx[d];
-                }
-                let (s, t) = (src as usize * elem, dst as usize * elem);
-                out[t..t + elem].copy_from_slice(&raw[s..s + elem]);
-                let mut d = r;
-                loop {
-                    if d == 0 {
-                        break 'outer;
-                    }
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < out_shape[d] {
-                        break;
-                    }
-                    idx[d] = 0;
+        let mut out_shape = Vec::with_capacity(r);
+        for d in 0..r {
+            let n = count[d].checked_mul(block[d]);
+            let end = match count[d] {
+                0 => Some(start[d]),
+                c => (c - 1)
+                    .checked_mul(stride[d])
+                    .and_then(|x| x.checked_add(block[d]))
+                    .and_then(|x| x.checked_add(start[d])),
+            };
+            match (n, end) {
+                (Some(n), Some(end)) if end <= dims[d] => out_shape.push(n),
+                _ => {
+                    return invalid(format!(
+                        "hyperslab start {start:?} stride {stride:?} count {count:?} block \
+                         {block:?} outside shape {dims:?}"
+                    ))
                 }
             }
         }
+        // Blocks that touch (stride == block) or a single block: a plain box.
+        if (0..r).all(|d| stride[d] == block[d] || count[d] <= 1) {
+            return self.read_slice(start, &out_shape);
+        }
+        let nbytes = self.check_box(&vec![0; r], &out_shape)?;
+        let n = nbytes / self.dtype.size().max(1);
+        let sel: Vec<Vec<u64>> = (0..r)
+            .map(|d| {
+                (0..count[d])
+                    .flat_map(|c| (0..block[d]).map(move |b| start[d] + c * stride[d] + b))
+                    .collect()
+            })
+            .collect();
+        let mut out = vec![0u8; nbytes];
+        self.fill_points(&sel, &out_shape, &mut out)?;
         Ok(Array {
             shape: out_shape,
             data: convert::decode(&self.dtype, &out, n, self.file)?,
         })
+    }
+
+    /// Fills the zeroed `out` (shape `out_shape`) with the elements at the Cartesian product of
+    /// the ascending per-dimension indices `sel`.
+    fn fill_points(&self, sel: &[Vec<u64>], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
+        let dims = &self.space.dims;
+        let r = dims.len();
+        let elem = self.dtype.size();
+        let total = self.space.num_elements()?.saturating_mul(elem as u64);
+        let all_pairs = || -> Vec<Vec<(u64, u64)>> {
+            sel.iter()
+                .map(|s| s.iter().enumerate().map(|(i, &x)| (x, i as u64)).collect())
+                .collect()
+        };
+        match &self.layout {
+            Layout::Compact(d) => {
+                if (d.len() as u64) < total {
+                    return corrupt("compact data shorter than the dataset");
+                }
+                copy_points(d, dims, out, out_shape, &all_pairs(), elem);
+            }
+            Layout::Contiguous { addr, .. } => {
+                if *addr != UNDEF && total > 0 {
+                    let src = self.file.ctx().slice(*addr, total)?;
+                    copy_points(src, dims, out, out_shape, &all_pairs(), elem);
+                } else {
+                    self.prefill(out, true);
+                }
+            }
+            Layout::Chunked { chunk, .. } => {
+                let chunk = chunk.clone();
+                let entries = self.chunk_index()?;
+                // Per chunk and dimension, the range of `sel` inside the chunk.
+                let mut hits: Vec<&ChunkEntry> = vec![];
+                let mut ranges: Vec<Vec<(usize, usize)>> = vec![];
+                for e in entries {
+                    if e.offset.len() != r {
+                        continue;
+                    }
+                    let rg: Vec<(usize, usize)> = (0..r)
+                        .map(|d| {
+                            let lo = e.offset[d];
+                            let hi = lo.saturating_add(chunk[d]);
+                            (
+                                sel[d].partition_point(|&x| x < lo),
+                                sel[d].partition_point(|&x| x < hi),
+                            )
+                        })
+                        .collect();
+                    if rg.iter().all(|(a, b)| a < b) && (0..r).all(|d| e.offset[d] < dims[d]) {
+                        hits.push(e);
+                        ranges.push(rg);
+                    }
+                }
+                let covered: u64 = ranges
+                    .iter()
+                    .map(|rg| rg.iter().map(|(a, b)| (b - a) as u64).product::<u64>())
+                    .sum();
+                let distinct = hits
+                    .iter()
+                    .map(|e| e.offset.as_slice())
+                    .collect::<HashSet<_>>()
+                    .len()
+                    == hits.len();
+                if !distinct || covered != out_shape.iter().product::<u64>() {
+                    self.prefill(out, true);
+                }
+                let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+                let ctx = self.file.ctx();
+                let fetch = |a: u64, n: u64| -> Result<Vec<u8>> { Ok(ctx.slice(a, n)?.to_vec()) };
+                let loaded = self.load_chunks(&hits, chunk_bytes, &fetch, true)?;
+                for ((e, rg), d) in hits.iter().zip(&ranges).zip(&loaded) {
+                    let pairs: Vec<Vec<(u64, u64)>> = (0..r)
+                        .map(|k| {
+                            (rg[k].0..rg[k].1)
+                                .map(|i| (sel[k][i] - e.offset[k], i as u64))
+                                .collect()
+                        })
+                        .collect();
+                    copy_points(d, &chunk, out, out_shape, &pairs, elem);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Validates a box selection; returns its size in bytes.
@@ -468,29 +550,31 @@ impl<'a> Dataset<'a> {
     pub(crate) fn read_box_raw(&self, start: &[u64], count: &[u64]) -> Result<Vec<u8>> {
         let n = self.check_box(start, count)?;
         let mut out = vec![0u8; n];
-        self.fill_box(start, count, &mut out)?;
+        self.fill_box(start, count, &mut out, true)?;
         Ok(out)
     }
 
-    /// Writes the fill value over `out` (skipped when it is all zero: `out` starts zeroed).
-    fn prefill(&self, out: &mut [u8]) {
-        if let Some(f) = &self.fill {
-            if f.iter().any(|&b| b != 0) {
+    /// Writes the fill value over `out`; an all-zero fill only when `out` is not `zeroed` already.
+    fn prefill(&self, out: &mut [u8], zeroed: bool) {
+        match &self.fill {
+            Some(f) if f.iter().any(|&b| b != 0) => {
                 for c in out.chunks_exact_mut(f.len()) {
                     c.copy_from_slice(f);
                 }
             }
+            _ if !zeroed => out.fill(0),
+            _ => {}
         }
     }
 
-    /// Fills the zeroed buffer `out` (exactly the box's bytes) with the selected elements.
-    fn fill_box(&self, start: &[u64], count: &[u64], out: &mut [u8]) -> Result<()> {
+    /// Fills `out` (exactly the box's bytes) with the selected elements; `zeroed` says it is
+    /// already all zero. Elements with no storage get the fill value.
+    fn fill_box(&self, start: &[u64], count: &[u64], out: &mut [u8], zeroed: bool) -> Result<()> {
         let dims = &self.space.dims;
         let r = dims.len();
         let elem = self.dtype.size();
         let ctx = self.file.ctx();
         let total_bytes = self.space.num_elements()?.saturating_mul(elem as u64);
-        self.prefill(out);
         match &self.layout {
             Layout::Compact(d) => {
                 if (d.len() as u64) < total_bytes {
@@ -502,21 +586,17 @@ impl<'a> Dataset<'a> {
                 if *addr != UNDEF && total_bytes > 0 {
                     let src = ctx.slice(*addr, total_bytes)?;
                     copy_box(src, dims, start, out, count, &vec![0; r], count, elem);
+                } else {
+                    self.prefill(out, zeroed);
                 }
             }
-            Layout::Chunked { chunk, index } => {
+            Layout::Chunked { .. } => {
                 if out.is_empty() {
                     return Ok(());
                 }
-                let all = match self.index.get() {
-                    Some(v) => v,
-                    None => {
-                        let v = chunks::entries(&ctx, index, dims, &self.max_dims(), chunk, elem)?;
-                        self.index.get_or_init(|| v)
-                    }
-                };
+                let all = self.chunk_index()?;
                 let fetch = |a: u64, n: u64| -> Result<Vec<u8>> { Ok(ctx.slice(a, n)?.to_vec()) };
-                self.chunked_box_cached(out, dims, all, start, count, &fetch, true)?;
+                self.chunked_box_cached(out, zeroed, dims, all, start, count, &fetch, true)?;
             }
         }
         Ok(())
@@ -535,15 +615,17 @@ impl<'a> Dataset<'a> {
         let elem = self.dtype.size();
         let n = count.iter().product::<u64>() as usize * elem;
         let mut out = vec![0u8; n];
-        self.prefill(&mut out);
-        self.chunked_box_cached(&mut out, dims, entries, start, count, fetch, false)?;
+        self.chunked_box_cached(&mut out, true, dims, entries, start, count, fetch, false)?;
         Ok(out)
     }
 
+    /// Copies the chunks overlapping the box into `out`; the parts no chunk covers get the fill
+    /// value (`zeroed`: `out` is already all zero).
     #[allow(clippy::too_many_arguments)]
     fn chunked_box_cached(
         &self,
         out: &mut [u8],
+        zeroed: bool,
         dims: &[u64],
         entries: &[ChunkEntry],
         start: &[u64],
@@ -569,31 +651,72 @@ impl<'a> Dataset<'a> {
                     })
             })
             .collect();
-        if self.filters.is_empty() && use_cache {
-            // Unfiltered chunks of the committed file: copy straight from the mapped bytes.
-            let ctx = self.file.ctx();
-            for e in &hits {
-                if e.size < chunk_bytes as u64 {
-                    return corrupt("chunk shorter than the chunk shape");
-                }
-                let d = ctx.slice(e.addr, chunk_bytes as u64)?;
-                let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
-                let hi: Vec<u64> = (0..r)
-                    .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
-                    .collect();
-                let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
-                let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
-                let dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
-                copy_box(d, chunk, &sst, out, count, &dst, &cnt, elem);
-            }
-            return Ok(());
+        // Chunks never overlap, so the box is covered when their overlaps add up to its volume.
+        let covered: u64 = hits
+            .iter()
+            .map(|e| {
+                (0..r)
+                    .map(|i| {
+                        (e.offset[i] + chunk[i]).min(start[i] + count[i])
+                            - e.offset[i].max(start[i])
+                    })
+                    .product::<u64>()
+            })
+            .sum();
+        let distinct = hits
+            .iter()
+            .map(|e| e.offset.as_slice())
+            .collect::<HashSet<_>>()
+            .len()
+            == hits.len();
+        let aligned = hits
+            .iter()
+            .all(|e| (0..r).all(|i| chunk[i] > 0 && e.offset[i] % chunk[i] == 0));
+        if !(distinct && aligned && covered == count.iter().product::<u64>()) {
+            self.prefill(out, zeroed);
         }
-        let decoded: Vec<Result<Arc<Vec<u8>>>> = hits
-            .par_iter()
+        let loaded = self.load_chunks(&hits, chunk_bytes, fetch, use_cache)?;
+        for (e, d) in hits.iter().zip(&loaded) {
+            let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
+            let hi: Vec<u64> = (0..r)
+                .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
+                .collect();
+            let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
+            let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
+            let dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
+            copy_box(d, chunk, &sst, out, count, &dst, &cnt, elem);
+        }
+        Ok(())
+    }
+
+    /// The decoded bytes (at least `chunk_bytes`) of each chunk in `hits`: unfiltered chunks of
+    /// the committed file straight from the mapping, others fetched and decoded in parallel,
+    /// through the dataset's chunk cache when `use_cache`.
+    fn load_chunks(
+        &self,
+        hits: &[&ChunkEntry],
+        chunk_bytes: usize,
+        fetch: &(dyn Fn(u64, u64) -> Result<Vec<u8>> + Sync),
+        use_cache: bool,
+    ) -> Result<Vec<ChunkBytes<'a>>> {
+        let elem = self.dtype.size();
+        if self.filters.is_empty() && use_cache {
+            let ctx = self.file.ctx();
+            return hits
+                .iter()
+                .map(|e| {
+                    if e.size < chunk_bytes as u64 {
+                        return corrupt("chunk shorter than the chunk shape");
+                    }
+                    Ok(ChunkBytes::Mapped(ctx.slice(e.addr, chunk_bytes as u64)?))
+                })
+                .collect();
+        }
+        hits.par_iter()
             .map(|e| {
                 if use_cache {
                     if let Some(d) = self.cache.lock().ok().and_then(|c| c.get(e.addr)) {
-                        return Ok(d);
+                        return Ok(ChunkBytes::Decoded(d));
                     }
                 }
                 let stored = fetch(e.addr, e.size)?;
@@ -618,21 +741,45 @@ impl<'a> Dataset<'a> {
                         c.put(e.addr, d.clone());
                     }
                 }
-                Ok(d)
+                Ok(ChunkBytes::Decoded(d))
             })
-            .collect();
-        for (e, d) in hits.iter().zip(decoded) {
-            let d = d?;
-            let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
-            let hi: Vec<u64> = (0..r)
-                .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
-                .collect();
-            let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
-            let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
-            let dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
-            copy_box(&d, chunk, &sst, out, count, &dst, &cnt, elem);
+            .collect()
+    }
+
+    /// The chunk index of a chunked dataset, built once per `Dataset`.
+    fn chunk_index(&self) -> Result<&[ChunkEntry]> {
+        let (chunk, index) = match &self.layout {
+            Layout::Chunked { chunk, index } => (chunk, index),
+            _ => return invalid("not a chunked dataset"),
+        };
+        if let Some(v) = self.index.get() {
+            return Ok(v);
         }
-        Ok(())
+        let v = chunks::entries(
+            &self.file.ctx(),
+            index,
+            &self.space.dims,
+            &self.max_dims(),
+            chunk,
+            self.dtype.size(),
+        )?;
+        Ok(self.index.get_or_init(|| v))
+    }
+}
+
+/// A chunk's decoded bytes: borrowed from the file mapping or owned (shared with the cache).
+enum ChunkBytes<'m> {
+    Mapped(&'m [u8]),
+    Decoded(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for ChunkBytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Mapped(s) => s,
+            ChunkBytes::Decoded(v) => v,
+        }
     }
 }
 
@@ -647,6 +794,7 @@ fn data_bytes_mut(d: &mut Data) -> Option<&mut [u8]> {
         Data::I32(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         Data::U64(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         Data::I64(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
+        Data::F16(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         Data::F32(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         Data::F64(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         _ => return None,

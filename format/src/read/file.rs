@@ -25,7 +25,7 @@ enum Storage {
 pub struct H5File {
     storage: Storage,
     sb: Superblock,
-    gheap: Mutex<HashMap<u64, Arc<CollectionIndex>>>,
+    gheap: Mutex<GlobalHeapCache>,
     links: Mutex<HashMap<u64, Arc<HashMap<String, LinkTarget>>>>,
 }
 
@@ -50,21 +50,38 @@ pub enum EntryKind {
     Other,
 }
 
+/// Parsed global heap collections by address, plus the last one used (strings of one dataset
+/// usually sit in one collection, so most lookups skip the map).
+#[derive(Default)]
+struct GlobalHeapCache {
+    map: HashMap<u64, Arc<CollectionIndex>>,
+    last: Option<(u64, Arc<CollectionIndex>)>,
+}
+
+/// Files up to this size are read into memory at open instead of being mapped.
+const READ_SMALL_FILES_BELOW: u64 = 64 << 10;
+
 /// Soft links followed in a row before giving up.
 const MAX_SOFT_HOPS: usize = 32;
 
 impl H5File {
-    /// Opens (memory-maps) a file.
+    /// Opens a file: memory-maps it, or reads it whole when it is at most 64 KiB.
     pub fn open(path: &std::path::Path) -> Result<Self> {
         let f = std::fs::File::open(path)?;
         let len = f.metadata()?.len();
         if len == 0 {
             return Err(FormatError::NotHdf5);
         }
+        if len <= READ_SMALL_FILES_BELOW {
+            // One read() is cheaper than mapping, faulting in and unmapping a few pages.
+            let mut buf = vec![0u8; len as usize];
+            std::io::Read::read_exact(&mut &f, &mut buf)?;
+            return Self::with_storage(Storage::Bytes(buf));
+        }
         // SAFETY: the map is read-only; this crate's appender only ever writes past the committed
         // end of file or rewrites the superblock, and other writers modifying the file while it is
         // open is outside the contract (as with libhdf5).
-        let map = unsafe { memmap2::Mmap::map(&f)? };
+        let map = unsafe { memmap2::MmapOptions::new().len(len as usize).map(&f)? };
         Self::with_storage(Storage::Map(map, f))
     }
 
@@ -82,7 +99,7 @@ impl H5File {
         let f = H5File {
             storage,
             sb,
-            gheap: Mutex::new(HashMap::new()),
+            gheap: Mutex::new(GlobalHeapCache::default()),
             links: Mutex::new(HashMap::new()),
         };
         // The root object header must parse.
@@ -342,21 +359,28 @@ impl VlenSource for H5File {
                 .gheap
                 .lock()
                 .map_err(|_| FormatError::Corrupt("global heap cache poisoned".into()))?;
-            match cache.get(&coll) {
-                Some(i) => i.clone(),
-                None => {
-                    let i = Arc::new(read_collection(&self.ctx(), coll)?);
-                    if cache.len() > 4096 {
-                        cache.clear();
-                    }
-                    cache.insert(coll, i.clone());
+            match &cache.last {
+                Some((a, i)) if *a == coll => i.clone(),
+                _ => {
+                    let i = match cache.map.get(&coll) {
+                        Some(i) => i.clone(),
+                        None => {
+                            let i = Arc::new(read_collection(&self.ctx(), coll)?);
+                            if cache.map.len() > 4096 {
+                                cache.map.clear();
+                            }
+                            cache.map.insert(coll, i.clone());
+                            i
+                        }
+                    };
+                    cache.last = Some((coll, i.clone()));
                     i
                 }
             }
         };
         let (start, len) = u16::try_from(index)
             .ok()
-            .and_then(|i| idx.get(&i).copied())
+            .and_then(|i| idx.get(i))
             .ok_or_else(|| {
                 FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"))
             })?;

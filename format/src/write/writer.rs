@@ -1,13 +1,18 @@
 //! [`FileWriter`]: builds a complete HDF5 file (superblock v2, object headers v2) in memory.
 
 use crate::array::Array;
+use crate::dataspace::Dataspace;
+use crate::datatype::Datatype;
 use crate::error::{invalid, FormatError, Result};
+use crate::io::UNDEF;
+use crate::messages::Layout;
 use crate::messages::LinkTarget;
 use crate::superblock::{encode_v2, SB2_SIZE};
+use crate::write::dataset::{dataset_messages, Plan};
 use crate::write::dataset::{write_dataset, DatasetOptions};
 use crate::write::object::{attribute_message, write_object};
 use crate::write::sink::Sink;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 enum Node {
@@ -20,6 +25,23 @@ enum Node {
         opts: DatasetOptions,
         attrs: Vec<(String, Array)>,
     },
+    /// A 1-D dataset of object references to the objects at these absolute paths.
+    Refs {
+        targets: Vec<String>,
+        attrs: Vec<(String, Array)>,
+    },
+    /// A soft or external link (no object of its own).
+    Link(LinkTarget),
+}
+
+/// Addresses of the objects written so far by path, and the reference slots to patch with them.
+#[derive(Default)]
+struct RefPatches {
+    /// False when the file has no references: paths are then not tracked at all.
+    enabled: bool,
+    addrs: HashMap<String, u64>,
+    /// (position in the sink, target path) of each 8-byte reference.
+    slots: Vec<(u64, String)>,
 }
 
 /// Splits an HDF5 path into its non-empty components.
@@ -69,9 +91,15 @@ impl FileWriter {
         for (i, p) in parts.iter().enumerate() {
             let children = match node {
                 Node::Group { children, .. } => children,
-                Node::Dataset { .. } => {
+                Node::Dataset { .. } | Node::Refs { .. } => {
                     return Err(FormatError::TypeMismatch(format!(
                         "{} is a dataset, not a group",
+                        parts[..i].join("/")
+                    )))
+                }
+                Node::Link(_) => {
+                    return Err(FormatError::TypeMismatch(format!(
+                        "{} is a soft or external link, not a group",
                         parts[..i].join("/")
                     )))
                 }
@@ -95,8 +123,12 @@ impl FileWriter {
         }
         match node {
             Node::Group { children, .. } => Ok(children),
-            Node::Dataset { .. } => Err(FormatError::TypeMismatch(format!(
+            Node::Dataset { .. } | Node::Refs { .. } => Err(FormatError::TypeMismatch(format!(
                 "/{} is a dataset, not a group",
+                parts.join("/")
+            ))),
+            Node::Link(_) => Err(FormatError::TypeMismatch(format!(
+                "/{} is a soft or external link, not a group",
                 parts.join("/")
             ))),
         }
@@ -153,10 +185,94 @@ impl FileWriter {
             }
         };
         match node {
-            Node::Group { attrs, .. } | Node::Dataset { attrs, .. } => {
+            Node::Group { attrs, .. } | Node::Dataset { attrs, .. } | Node::Refs { attrs, .. } => {
                 set_attr_in(attrs, name, value)
             }
+            Node::Link(_) => {
+                return invalid(format!(
+                    "{object_path} is a soft or external link: links have no attributes"
+                ))
+            }
         }
+        Ok(())
+    }
+
+    /// Adds a soft link at `path` to `target` (an absolute or relative HDF5 path, resolved
+    /// when the link is followed; it need not exist). Parent groups are created as needed.
+    pub fn soft_link(&mut self, path: &str, target: &str) -> Result<()> {
+        if target.is_empty() || target.len() > u16::MAX as usize {
+            return invalid(format!(
+                "soft link target must be 1 to 65535 bytes, not {}",
+                target.len()
+            ));
+        }
+        self.add_link(path, LinkTarget::Soft(target.to_string()))
+    }
+
+    /// Adds an external link at `path` to the object `object` of the file `file` (a file name as
+    /// HDF5 resolves it: relative to the linking file's folder or the search path).
+    pub fn external_link(&mut self, path: &str, file: &str, object: &str) -> Result<()> {
+        if file.is_empty() || object.is_empty() {
+            return invalid("external link needs a file name and an object path");
+        }
+        if file.contains('\0') || object.contains('\0') {
+            return invalid("external link file name or path contains a NUL byte");
+        }
+        if file.len() + object.len() + 3 > u16::MAX as usize {
+            return invalid("external link file name and path longer than 65532 bytes");
+        }
+        self.add_link(
+            path,
+            LinkTarget::External {
+                file: file.to_string(),
+                path: object.to_string(),
+            },
+        )
+    }
+
+    /// Adds a 1-D dataset of object references (contiguous layout) to the groups or datasets at
+    /// the absolute paths `targets` of this file (hard links only; resolved by `to_bytes`, which
+    /// fails naming any target that does not exist). Readers get `Data::ObjectRef` addresses.
+    pub fn write_object_refs(&mut self, path: &str, targets: &[&str]) -> Result<()> {
+        let mut norm = Vec::with_capacity(targets.len());
+        for t in targets {
+            if !t.starts_with('/') {
+                return invalid(format!(
+                    "object reference target {t:?} is not an absolute path"
+                ));
+            }
+            norm.push(format!("/{}", components(t)?.join("/")));
+        }
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("dataset path is empty"),
+        };
+        let children = self.group_mut(parents, true)?;
+        if children.contains_key(*name) {
+            return invalid(format!("{path} already exists"));
+        }
+        children.insert(
+            name.to_string(),
+            Node::Refs {
+                targets: norm,
+                attrs: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    fn add_link(&mut self, path: &str, target: LinkTarget) -> Result<()> {
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("link path is empty"),
+        };
+        let children = self.group_mut(parents, true)?;
+        if children.contains_key(*name) {
+            return invalid(format!("{path} already exists"));
+        }
+        children.insert(name.to_string(), Node::Link(target));
         Ok(())
     }
 
@@ -164,7 +280,18 @@ impl FileWriter {
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut sink = Sink::new(0);
         sink.buf.resize(SB2_SIZE, 0);
-        let root = write_node(&mut sink, &self.root)?;
+        let mut refs = RefPatches {
+            enabled: has_refs(&self.root),
+            ..Default::default()
+        };
+        let root = write_node(&mut sink, &self.root, "/", &mut refs)?;
+        for (pos, target) in &refs.slots {
+            let addr = *refs.addrs.get(target).ok_or_else(|| {
+                FormatError::NotFound(format!("object reference target {target}"))
+            })?;
+            let at = (*pos - sink.base) as usize;
+            sink.buf[at..at + 8].copy_from_slice(&addr.to_le_bytes());
+        }
         let eof = sink.pos();
         let sb = encode_v2(eof, root);
         sink.buf[..SB2_SIZE].copy_from_slice(&sb);
@@ -189,20 +316,72 @@ fn encode_attrs(sink: &mut Sink, attrs: &[(String, Array)]) -> Result<Vec<(Strin
         .collect()
 }
 
-fn write_node(sink: &mut Sink, node: &Node) -> Result<u64> {
+/// Whether any dataset of object references is in the tree.
+fn has_refs(node: &Node) -> bool {
     match node {
+        Node::Refs { .. } => true,
+        Node::Group { children, .. } => children.values().any(has_refs),
+        _ => false,
+    }
+}
+
+fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -> Result<u64> {
+    let addr = match node {
         Node::Group { children, attrs } => {
             let mut links = Vec::with_capacity(children.len());
             for (name, child) in children {
-                let a = write_node(sink, child)?;
-                links.push((name.clone(), LinkTarget::Hard(a)));
+                let target = match child {
+                    Node::Link(t) => t.clone(),
+                    _ if refs.enabled => {
+                        let sub = format!("{}/{name}", path.trim_end_matches('/'));
+                        LinkTarget::Hard(write_node(sink, child, &sub, refs)?)
+                    }
+                    _ => LinkTarget::Hard(write_node(sink, child, "", refs)?),
+                };
+                links.push((name.clone(), target));
             }
             let attrs = encode_attrs(sink, attrs)?;
-            write_object(sink, vec![], Some(&links), &attrs)
+            write_object(sink, vec![], Some(&links), &attrs)?
         }
         Node::Dataset { array, opts, attrs } => {
             let attrs = encode_attrs(sink, attrs)?;
-            write_dataset(sink, array, opts, &attrs)
+            write_dataset(sink, array, opts, &attrs)?
         }
+        Node::Refs { targets, attrs } => {
+            let attrs = encode_attrs(sink, attrs)?;
+            let layout = if targets.is_empty() {
+                Layout::Contiguous {
+                    addr: UNDEF,
+                    size: 0,
+                }
+            } else {
+                // Placeholders, patched with the targets' addresses once everything is written.
+                let addr = sink.append(&vec![0u8; 8 * targets.len()]);
+                for (i, t) in targets.iter().enumerate() {
+                    refs.slots.push((addr + 8 * i as u64, t.clone()));
+                }
+                Layout::Contiguous {
+                    addr,
+                    size: 8 * targets.len() as u64,
+                }
+            };
+            let plan = Plan {
+                space: Dataspace {
+                    dims: vec![targets.len() as u64],
+                    max: None,
+                    null: false,
+                },
+                dtype: Datatype::Reference { size: 8, kind: 0 },
+                chunk: None,
+                filters: vec![],
+                compact: false,
+            };
+            write_object(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
+        }
+        Node::Link(_) => return invalid("a soft or external link is not an object"),
+    };
+    if refs.enabled {
+        refs.addrs.insert(path.to_string(), addr);
     }
+    Ok(addr)
 }
