@@ -494,6 +494,8 @@ pub fn docs(a: &Arena) -> Vec<Doc> {
                 text: t.text.clone(),
                 embed_text: t.text.clone(),
                 event_time: Some(t.time),
+                speaker: None,
+                dated: crate::dates::mentions_time(&t.text),
             })
         })
         .collect()
@@ -622,8 +624,141 @@ pub fn run(
     if sweep {
         r.grids
             .insert(1, recency_sweep(a, &stem, qv.as_deref(), params)?);
+        r.grids
+            .insert(2, calibration_sweep(a, &stem, qv.as_deref())?);
+        r.grids
+            .insert(3, fusion_before_after(a, &stem, qv.as_deref(), params)?);
     }
     Ok(r)
+}
+
+/// Keyword calibration constants (BM25 score worth 0.5) and vector weights tried by `--sweep`.
+const SWEEP_HALF: [f32; 6] = [2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+const SWEEP_CAL_W: [f32; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
+
+/// Plain hybrid fusion at several keyword calibrations and vector weights: Hit@1 / MRR per cell.
+fn calibration_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>) -> Result<Grid> {
+    let qv =
+        qv.ok_or_else(|| EvalError::InvalidInput("the sweep needs query embeddings".into()))?;
+    let mut g = Grid {
+        title: "Sweep: keyword calibration (BM25 score worth 0.5) x vector weight, plain hybrid; cells: \
+                Hit@1 / Hit@10 / MRR"
+            .into(),
+        header: std::iter::once("half \\ w".to_string())
+            .chain(SWEEP_CAL_W.iter().map(|w| format!("w = {w:.1}")))
+            .collect(),
+        rows: Vec::new(),
+    };
+    let lists: Vec<_> = a
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(qi, q)| {
+            idx.stage_lists(
+                &Query {
+                    text: q.question.clone(),
+                    embedding: Some(qv[qi].clone()),
+                    before: None,
+                },
+                10,
+            )
+        })
+        .collect::<Result<_>>()?;
+    for h in SWEEP_HALF {
+        let mut row = vec![format!("{h}")];
+        for w in SWEEP_CAL_W {
+            let mut acc = Accumulator::new(KS);
+            for (q, l) in a.questions.iter().zip(&lists) {
+                let keys: Vec<String> = idx
+                    .fuse_calibrated_at(l, w, h)
+                    .iter()
+                    .map(|&(d, _)| idx.key(d).to_string())
+                    .collect();
+                let gold: HashSet<String> = q.gold.iter().cloned().collect();
+                acc.add(&["all"], &score_ranking(&keys, &gold, KS));
+            }
+            row.push(match acc.summary("all") {
+                Some(s) => format!(
+                    "{} / {} / {}",
+                    f3(s.recall_any[&1]),
+                    f3(s.recall_any[&10]),
+                    f3(s.mrr)
+                ),
+                None => "-".into(),
+            });
+        }
+        g.rows.push(row);
+    }
+    Ok(g)
+}
+
+/// hybrid and hybrid-rerank with the store's former min-max fusion (before) and its calibrated fusion (now).
+fn fusion_before_after(
+    a: &Arena,
+    idx: &Index,
+    qv: Option<&[Vec<f32>]>,
+    params: Params,
+) -> Result<Grid> {
+    let qv =
+        qv.ok_or_else(|| EvalError::InvalidInput("the sweep needs query embeddings".into()))?;
+    let mut g = Grid {
+        title:
+            "Before / after: min-max fusion per query (before) vs calibrated absolute fusion (now)"
+                .into(),
+        header: vec![
+            "fusion".into(),
+            "Hit@1".into(),
+            "Hit@5".into(),
+            "Hit@10".into(),
+            "MRR".into(),
+            "knowledge-update Hit@1".into(),
+        ],
+        rows: Vec::new(),
+    };
+    let labels = [
+        "hybrid, min-max (before)",
+        "hybrid-rerank, min-max (before)",
+        "hybrid, calibrated (now)",
+        "hybrid-rerank, calibrated (now)",
+    ];
+    let mut accs: Vec<Accumulator> = (0..4).map(|_| Accumulator::new(KS)).collect();
+    for (qi, q) in a.questions.iter().enumerate() {
+        let query = Query {
+            text: q.question.clone(),
+            embedding: Some(qv[qi].clone()),
+            before: None,
+        };
+        let lists = idx.stage_lists(&query, params.rerank.depth)?;
+        let gold: HashSet<String> = q.gold.iter().cloned().collect();
+        let old = idx.fuse_minmax_at(&lists, params.vector_weight);
+        let new = idx.fuse_at(&lists, params.vector_weight);
+        for (i, f) in [old, new].iter().enumerate() {
+            for (j, ranked) in [f.clone(), idx.rerank(&query, f, &params.rerank)]
+                .iter()
+                .enumerate()
+            {
+                let keys: Vec<String> = ranked
+                    .iter()
+                    .take(10)
+                    .map(|&(d, _)| idx.key(d).to_string())
+                    .collect();
+                accs[2 * i + j].add(&["all", q.kind.as_str()], &score_ranking(&keys, &gold, KS));
+            }
+        }
+    }
+    for (l, acc) in labels.iter().zip(&accs) {
+        if let (Some(all), Some(ku)) = (acc.summary("all"), acc.summary(TYPES[3])) {
+            g.rows.push(vec![
+                l.to_string(),
+                f3(all.recall_any[&1]),
+                f3(all.recall_any[&5]),
+                f3(all.recall_any[&10]),
+                f3(all.mrr),
+                f3(ku.recall_any[&1]),
+            ]);
+        }
+    }
+    Ok(g)
 }
 
 /// Re-rank recency weights tried by `--sweep`.

@@ -33,6 +33,56 @@ pub fn parse_longmemeval(s: &str) -> Option<i64> {
     Some(ms(d.and_time(t)))
 }
 
+/// Words and phrases that date what a sentence says ("yesterday", "last week", "in 2022", "two years ago").
+const TIME_WORDS: [&str; 26] = [
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "ago",
+    "recently",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "week",
+    "weeks",
+    "weekend",
+    "month",
+    "months",
+    "year",
+    "years",
+    "since",
+];
+
+/// True when a text dates something it says: a time word ("yesterday", "last week", "in May", "years ago")
+/// or a year (1900-2099).
+pub fn mentions_time(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            let lw = w.to_ascii_lowercase();
+            TIME_WORDS.contains(&lw.as_str())
+                || (lw.len() == 4
+                    && (lw.starts_with("19") || lw.starts_with("20"))
+                    && lw.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// True when a question asks when something happened or how long it lasted.
+pub fn asks_when(question: &str) -> bool {
+    let q = question.trim_start().to_ascii_lowercase();
+    q.starts_with("when ") || q.starts_with("how long") || q.contains(" when ")
+}
+
 /// A human-readable date (`8 May 2023`) for indexing next to a turn's text.
 pub fn day_label(ms_since_epoch: i64) -> String {
     match chrono::DateTime::from_timestamp_millis(ms_since_epoch) {
@@ -97,6 +147,21 @@ pub fn month_window(question: &str) -> Option<(i64, i64)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn time_mentions_and_when_questions() {
+        assert!(mentions_time("I went there last week"));
+        assert!(mentions_time("We met in 2022."));
+        assert!(mentions_time("Two years ago, in May"));
+        assert!(!mentions_time("I love painting sunsets"));
+        assert!(!mentions_time("Room 2500 is free"));
+        assert!(asks_when(
+            "When did Caroline go to the LGBTQ support group?"
+        ));
+        assert!(asks_when("How long has Nate had his turtles?"));
+        assert!(!asks_when("What did Melanie paint?"));
+    }
+
     use super::*;
 
     #[test]

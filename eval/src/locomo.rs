@@ -362,6 +362,8 @@ pub fn turn_docs(c: &Conversation, index: TurnText, embed: TurnText) -> Vec<Doc>
                 text: turn_doc_text(s, i, index),
                 embed_text: turn_doc_text(s, i, embed),
                 event_time: s.time,
+                speaker: Some(t.speaker.clone()),
+                dated: crate::dates::mentions_time(&t.text),
             });
         }
     }
@@ -385,6 +387,8 @@ pub fn session_docs(c: &Conversation) -> Vec<Doc> {
                 embed_text: text.clone(),
                 text,
                 event_time: s.time,
+                speaker: None,
+                dated: false,
             }
         })
         .collect()

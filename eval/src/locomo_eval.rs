@@ -9,9 +9,9 @@ use serde::Serialize;
 use crate::embeddings::EmbeddingService;
 use crate::error::{EvalError, Result};
 use crate::locomo::{self, category_name, Conversation, TurnText};
-use crate::metrics::{roll_up, score_ranking, Accumulator, LOCOMO_KS};
+use crate::metrics::{score_ranking, Accumulator, LOCOMO_KS};
 use crate::report::{f3, Grid, Report, Table};
-use crate::retrieval::{Index, Mode, Params, Query, Rerank};
+use crate::retrieval::{Doc, Index, Mode, Params, Query, Ranked, Rerank};
 
 /// What is indexed as one document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -52,9 +52,8 @@ pub struct LocomoOptions {
     pub sweep: bool,
     /// Documents retrieved per question (rankings are cut here before scoring and roll-up).
     pub depth: usize,
-    /// Turn granularity: weight of a BM25 ranking of whole-session documents fused (rank-reciprocally) with
-    /// the rolled-up turn ranking at session level; 0 leaves the roll-up alone.
-    pub session_fusion: f32,
+    /// Turn granularity: how the turn ranking is aggregated into the session ranking.
+    pub session_agg: SessionAgg,
 }
 
 impl Default for LocomoOptions {
@@ -69,16 +68,18 @@ impl Default for LocomoOptions {
                 neighbours: 2,
                 repeat: 2,
             },
+            // Embedding each turn with one turn either side: turn R_any@5 0.785 -> 0.804, session 0.939 -> 0.944
+            // (hybrid-rerank, BENCHMARKS.md).
             embed_text: TurnText {
                 speaker: true,
                 date: false,
-                neighbours: 0,
+                neighbours: 1,
                 repeat: 1,
             },
             params: Params::default(),
             sweep: false,
             depth: 100,
-            session_fusion: 0.0,
+            session_agg: SessionAgg::default(),
         }
     }
 }
@@ -133,30 +134,161 @@ impl ModeAcc {
     }
 }
 
-const SWEEP_FUSION: [f32; 5] = [0.0, 0.25, 0.5, 1.0, 2.0];
-/// `k` of the rank-reciprocal fusion of session rankings.
-const SESSION_RRF_K: f32 = 10.0;
+/// How a turn ranking becomes a session ranking: a session scores its best turn's score, plus `share` times
+/// the sum of its next `top - 1` best turns' scores, plus `docs` times the hybrid score of the whole session
+/// as a document of its own (all share and docs 0 = plain roll-up to distinct sessions, first wins).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SessionAgg {
+    /// Weight of the session's other strong turns.
+    pub share: f32,
+    /// Turns per session counted (the best one included).
+    pub top: usize,
+    /// Weight of the session document's own hybrid score (keyword: all its turns; vector: the mean of its
+    /// turns' embeddings).
+    pub docs: f32,
+}
 
-/// Fuse a rolled-up session ranking with a session-document ranking: score = 1/(k+r1) + w/(k+r2).
-pub fn fuse_sessions(rolled: &[String], docs: &[String], w: f32) -> Vec<String> {
-    if w <= 0.0 {
-        return rolled.to_vec();
+impl Default for SessionAgg {
+    fn default() -> Self {
+        // LoCoMo sweep (--sweep, hybrid-rerank at the default weights): no share of the other turns (top 2-10,
+        // share 0.1-1.0) nor session-document weight (0.1-2.0) moves session R_any@5 by more than 0.002 from
+        // the plain roll-up (0.945), and many lower it; the plain roll-up stays. See BENCHMARKS.md.
+        SessionAgg {
+            share: 0.0,
+            top: 3,
+            docs: 0.0,
+        }
     }
-    let mut score: std::collections::HashMap<&str, f32> = std::collections::HashMap::new();
-    for (r, s) in rolled.iter().enumerate() {
-        *score.entry(s.as_str()).or_default() += 1.0 / (SESSION_RRF_K + r as f32 + 1.0);
+}
+
+/// Rank sessions from a scored turn ranking (best first) and the session documents' own scores with `agg`;
+/// ties keep first appearance order.
+pub fn aggregate_sessions(
+    ranked: &[(String, f32)],
+    session_of: impl Fn(&str) -> Option<String>,
+    session_docs: &[(String, f32)],
+    agg: SessionAgg,
+) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    let mut per: std::collections::HashMap<String, Vec<f32>> = std::collections::HashMap::new();
+    for (t, s) in ranked {
+        if let Some(sess) = session_of(t) {
+            let e = per.entry(sess.clone()).or_default();
+            if e.is_empty() {
+                order.push(sess);
+            }
+            e.push(*s);
+        }
     }
-    for (r, s) in docs.iter().enumerate() {
-        *score.entry(s.as_str()).or_default() += w / (SESSION_RRF_K + r as f32 + 1.0);
+    let use_docs = agg.docs > 0.0 && !session_docs.is_empty();
+    if (agg.share <= 0.0 || agg.top <= 1) && !use_docs {
+        return order;
     }
-    let mut v: Vec<(&str, f32)> = score.into_iter().collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
-    v.into_iter().map(|(s, _)| s.to_string()).collect()
+    let doc_score: std::collections::HashMap<&str, f32> = if use_docs {
+        for (sess, _) in session_docs {
+            if !per.contains_key(sess) {
+                per.insert(sess.clone(), Vec::new());
+                order.push(sess.clone());
+            }
+        }
+        session_docs.iter().map(|(k, s)| (k.as_str(), *s)).collect()
+    } else {
+        Default::default()
+    };
+    let mut scored: Vec<(usize, f32)> = order
+        .iter()
+        .enumerate()
+        .map(|(i, sess)| {
+            let mut v = per[sess].clone();
+            v.sort_by(|a, b| b.total_cmp(a));
+            let best = v.first().copied().unwrap_or(0.0);
+            let rest: f32 = v.iter().skip(1).take(agg.top.saturating_sub(1)).sum();
+            let doc = doc_score.get(sess.as_str()).copied().unwrap_or(0.0);
+            (i, best + agg.share * rest + agg.docs * doc)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.into_iter().map(|(i, _)| order[i].clone()).collect()
+}
+
+/// Mean embedding of each session document's turns (turn documents carry their session in `session`).
+fn session_centroids(turns: &[Doc], turn_vecs: &[Vec<f32>], sessions: &[Doc]) -> Vec<Vec<f32>> {
+    let dim = turn_vecs.first().map_or(0, Vec::len);
+    let mut sum: std::collections::HashMap<&str, Vec<f32>> = std::collections::HashMap::new();
+    for (d, v) in turns.iter().zip(turn_vecs) {
+        let acc = sum
+            .entry(d.session.as_str())
+            .or_insert_with(|| vec![0.0; dim]);
+        for (a, x) in acc.iter_mut().zip(v) {
+            *a += x;
+        }
+    }
+    sessions
+        .iter()
+        .map(|s| {
+            let v = sum.get(s.key.as_str()).cloned().unwrap_or_default();
+            // A session without turns gets a unit vector that matches nothing in particular.
+            if v.iter().all(|x| *x == 0.0) {
+                let mut u = vec![0.0; dim];
+                if let Some(first) = u.first_mut() {
+                    *first = 1.0;
+                }
+                u
+            } else {
+                v
+            }
+        })
+        .collect()
 }
 
 const SWEEP_WEIGHTS: [f32; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 const SWEEP_NEIGHBOUR: [f32; 4] = [0.0, 0.1, 0.2, 0.4];
 const SWEEP_SESSION: [f32; 4] = [0.0, 0.1, 0.2, 0.4];
+/// Keyword calibration constants (BM25 score worth 0.5) and vector weights of the calibration grid.
+const SWEEP_HALF: [f32; 6] = [2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+const SWEEP_CAL_W: [f32; 5] = [0.2, 0.3, 0.4, 0.5, 0.6];
+/// Session aggregation: shares and turns per session.
+const SWEEP_SHARE: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
+const SWEEP_TOP: [usize; 4] = [2, 3, 5, 10];
+/// Session aggregation: weights of the session documents' own scores (at the default share and top).
+const SWEEP_DOCS: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0];
+/// Re-rank bonus for the named speaker's turns.
+const SWEEP_SPEAKER: [f32; 7] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5];
+/// Re-rank recency bonus for questions about the present.
+const SWEEP_RECENCY: [f32; 6] = [0.0, 0.1, 0.25, 0.5, 1.0, 2.0];
+/// Re-rank bonus for dated turns on "when" questions.
+const SWEEP_DATED: [f32; 6] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3];
+
+/// Accumulators of every sweep.
+struct Sweeps {
+    weight: Vec<ModeAcc>,
+    rerank: Vec<ModeAcc>,
+    calibration: Vec<ModeAcc>,
+    aggregation: Vec<ModeAcc>,
+    docs: Vec<ModeAcc>,
+    speaker: Vec<ModeAcc>,
+    recency: Vec<ModeAcc>,
+    dated: Vec<ModeAcc>,
+    /// hybrid and hybrid-rerank with min-max fusion (before calibration), then calibrated (now).
+    fusion: Vec<ModeAcc>,
+}
+
+impl Sweeps {
+    fn new() -> Self {
+        let accs = |n: usize| (0..n).map(|_| ModeAcc::new()).collect::<Vec<_>>();
+        Sweeps {
+            weight: accs(SWEEP_WEIGHTS.len()),
+            rerank: accs(SWEEP_NEIGHBOUR.len() * SWEEP_SESSION.len()),
+            calibration: accs(SWEEP_HALF.len() * SWEEP_CAL_W.len()),
+            aggregation: accs(SWEEP_SHARE.len() * SWEEP_TOP.len()),
+            docs: accs(SWEEP_DOCS.len()),
+            speaker: accs(SWEEP_SPEAKER.len()),
+            recency: accs(SWEEP_RECENCY.len()),
+            dated: accs(SWEEP_DATED.len()),
+            fusion: accs(4),
+        }
+    }
+}
 
 /// Run LoCoMo over `convs`. `embedder` is required when a mode needs embeddings.
 pub fn run(
@@ -185,11 +317,7 @@ pub fn run(
         .map(|i| all[i])
         .collect();
     let mut accs: Vec<ModeAcc> = modes.iter().map(|_| ModeAcc::new()).collect();
-    let mut sweep_w: Vec<ModeAcc> = SWEEP_WEIGHTS.iter().map(|_| ModeAcc::new()).collect();
-    let mut sweep_r: Vec<ModeAcc> = (0..SWEEP_NEIGHBOUR.len() * SWEEP_SESSION.len())
-        .map(|_| ModeAcc::new())
-        .collect();
-    let mut sweep_f: Vec<ModeAcc> = SWEEP_FUSION.iter().map(|_| ModeAcc::new()).collect();
+    let mut sweeps = Sweeps::new();
     let mut asked = 0usize;
     for (ci, conv) in convs.iter().enumerate() {
         let qs: Vec<usize> = (0..conv.questions.len())
@@ -223,10 +351,14 @@ pub fn run(
         };
         let plain_index = Index::build(&docs, doc_vecs.as_deref(), false, opts.params)?;
         let turn_level = opts.granularity == Granularity::Turn;
-        let session_index = if turn_level && (opts.session_fusion > 0.0 || opts.sweep) {
+        let session_index = if turn_level && (opts.session_agg.docs > 0.0 || opts.sweep) {
+            let sdocs = locomo::session_docs(conv);
+            let centroids = doc_vecs
+                .as_deref()
+                .map(|dv| session_centroids(&docs, dv, &sdocs));
             Some(Index::build(
-                &locomo::session_docs(conv),
-                None,
+                &sdocs,
+                centroids.as_deref(),
                 true,
                 opts.params,
             )?)
@@ -251,37 +383,43 @@ pub fn run(
                 embedding: q_vecs.as_ref().map(|v| v[qi].clone()),
                 before: None,
             };
-            let session_docs_ranked: Vec<String> = match &session_index {
+            let session_scores: Vec<(String, f32)> = match &session_index {
                 Some(si) => {
-                    let q = Query {
-                        embedding: None,
-                        ..query.clone()
+                    let mode = if query.embedding.is_some() {
+                        Mode::Hybrid
+                    } else {
+                        Mode::Bm25Stem
                     };
-                    si.rank(&q, Mode::Bm25Stem, si.len())?
+                    si.rank(&query, mode, si.len())?
                         .iter()
-                        .map(|&(d, _)| si.key(d).to_string())
+                        .map(|&(d, s)| (si.key(d).to_string(), s))
                         .collect()
                 }
                 None => Vec::new(),
             };
-            let score_keys_fused = |acc: &mut ModeAcc, keys: Vec<String>, fusion: f32| match opts
-                .granularity
-            {
-                Granularity::Turn => {
-                    acc.turn
-                        .add(&groups, &score_ranking(&keys, &gold_turns, LOCOMO_KS));
-                    let rolled =
-                        fuse_sessions(&roll_up(&keys, session_of), &session_docs_ranked, fusion);
-                    acc.session
-                        .add(&groups, &score_ranking(&rolled, &gold_sessions, LOCOMO_KS));
-                }
-                Granularity::Session => {
-                    acc.session
-                        .add(&groups, &score_ranking(&keys, &gold_sessions, LOCOMO_KS));
+            let score_agg = |acc: &mut ModeAcc, idx: &Index, ranked: &[Ranked], agg: SessionAgg| {
+                let scored: Vec<(String, f32)> = ranked
+                    .iter()
+                    .map(|&(d, s)| (idx.key(d).to_string(), s))
+                    .collect();
+                match opts.granularity {
+                    Granularity::Turn => {
+                        let keys: Vec<String> = scored.iter().map(|x| x.0.clone()).collect();
+                        acc.turn
+                            .add(&groups, &score_ranking(&keys, &gold_turns, LOCOMO_KS));
+                        let rolled = aggregate_sessions(&scored, session_of, &session_scores, agg);
+                        acc.session
+                            .add(&groups, &score_ranking(&rolled, &gold_sessions, LOCOMO_KS));
+                    }
+                    Granularity::Session => {
+                        let keys: Vec<String> = scored.into_iter().map(|x| x.0).collect();
+                        acc.session
+                            .add(&groups, &score_ranking(&keys, &gold_sessions, LOCOMO_KS));
+                    }
                 }
             };
-            let score_keys = |acc: &mut ModeAcc, keys: Vec<String>| {
-                score_keys_fused(acc, keys, opts.session_fusion)
+            let score = |acc: &mut ModeAcc, idx: &Index, ranked: &[Ranked]| {
+                score_agg(acc, idx, ranked, opts.session_agg)
             };
             for (mi, &mode) in modes.iter().enumerate() {
                 let idx = if mode.stemming() {
@@ -293,25 +431,36 @@ pub fn run(
                 let ranked = idx.rank(&query, mode, opts.depth)?;
                 accs[mi].seconds += t0.elapsed().as_secs_f64();
                 accs[mi].queries += 1;
-                let keys = ranked
-                    .iter()
-                    .map(|&(d, _)| idx.key(d).to_string())
-                    .collect();
-                score_keys(&mut accs[mi], keys);
+                score(&mut accs[mi], idx, &ranked);
             }
             if opts.sweep {
                 let idx = stem_index.as_ref().unwrap_or(&plain_index);
                 let lists = idx.stage_lists(&query, opts.depth)?;
                 for (wi, &w) in SWEEP_WEIGHTS.iter().enumerate() {
-                    let keys = idx
-                        .fuse_at(&lists, w)
-                        .iter()
-                        .map(|&(d, _)| idx.key(d).to_string())
-                        .collect();
-                    score_keys(&mut sweep_w[wi], keys);
+                    score(&mut sweeps.weight[wi], idx, &idx.fuse_at(&lists, w));
+                }
+                for (hi, &h) in SWEEP_HALF.iter().enumerate() {
+                    for (wi, &w) in SWEEP_CAL_W.iter().enumerate() {
+                        let r = idx.fuse_calibrated_at(&lists, w, h);
+                        score(
+                            &mut sweeps.calibration[hi * SWEEP_CAL_W.len() + wi],
+                            idx,
+                            &r,
+                        );
+                    }
                 }
                 let deep = idx.stage_lists(&query, opts.params.rerank.depth.max(opts.depth))?;
                 let fused = idx.fuse_at(&deep, opts.params.vector_weight);
+                let w = opts.params.vector_weight;
+                let old = idx.fuse_minmax_at(&deep, w);
+                for (i, f) in [&old, &fused].into_iter().enumerate() {
+                    let mut plain = f.clone();
+                    plain.truncate(opts.depth);
+                    score(&mut sweeps.fusion[2 * i], idx, &plain);
+                    let mut r = idx.rerank(&query, f, &opts.params.rerank);
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.fusion[2 * i + 1], idx, &r);
+                }
                 for (ni, &nb) in SWEEP_NEIGHBOUR.iter().enumerate() {
                     for (si, &ss) in SWEEP_SESSION.iter().enumerate() {
                         let p = Rerank {
@@ -321,30 +470,62 @@ pub fn run(
                         };
                         let mut r = idx.rerank(&query, &fused, &p);
                         r.truncate(opts.depth);
-                        let keys = r.iter().map(|&(d, _)| idx.key(d).to_string()).collect();
-                        score_keys(&mut sweep_r[ni * SWEEP_SESSION.len() + si], keys);
+                        score(&mut sweeps.rerank[ni * SWEEP_SESSION.len() + si], idx, &r);
                     }
+                }
+                for (si, &sp) in SWEEP_SPEAKER.iter().enumerate() {
+                    let p = Rerank {
+                        speaker: sp,
+                        ..opts.params.rerank
+                    };
+                    let mut r = idx.rerank(&query, &fused, &p);
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.speaker[si], idx, &r);
+                }
+                for (ri, &rw) in SWEEP_RECENCY.iter().enumerate() {
+                    let p = Rerank {
+                        recency: rw,
+                        ..opts.params.rerank
+                    };
+                    let mut r = idx.rerank(&query, &fused, &p);
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.recency[ri], idx, &r);
+                }
+                for (di, &dw) in SWEEP_DATED.iter().enumerate() {
+                    let p = Rerank {
+                        dated: dw,
+                        ..opts.params.rerank
+                    };
+                    let mut r = idx.rerank(&query, &fused, &p);
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.dated[di], idx, &r);
                 }
                 if turn_level {
                     let mut r = idx.rerank(&query, &fused, &opts.params.rerank);
                     r.truncate(opts.depth);
-                    let keys: Vec<String> =
-                        r.iter().map(|&(d, _)| idx.key(d).to_string()).collect();
-                    for (fi, &f) in SWEEP_FUSION.iter().enumerate() {
-                        score_keys_fused(&mut sweep_f[fi], keys.clone(), f);
+                    for (di, &docs) in SWEEP_DOCS.iter().enumerate() {
+                        let agg = SessionAgg {
+                            docs,
+                            ..opts.session_agg
+                        };
+                        score_agg(&mut sweeps.docs[di], idx, &r, agg);
+                    }
+                    for (si, &share) in SWEEP_SHARE.iter().enumerate() {
+                        for (ti, &top) in SWEEP_TOP.iter().enumerate() {
+                            let agg = SessionAgg {
+                                share,
+                                top,
+                                ..opts.session_agg
+                            };
+                            let acc = &mut sweeps.aggregation[si * SWEEP_TOP.len() + ti];
+                            score_agg(acc, idx, &r, agg);
+                        }
                     }
                 }
             }
         }
     }
-    build_report(
-        convs,
-        opts,
-        &modes,
-        &accs,
-        &[&sweep_w, &sweep_r, &sweep_f],
-        asked,
-    )
+    build_report(convs, opts, &modes, &accs, &sweeps, asked)
 }
 
 fn headline_cells(acc: &ModeAcc, turn: bool) -> Vec<String> {
@@ -370,6 +551,21 @@ fn headline_cells(acc: &ModeAcc, turn: bool) -> Vec<String> {
     cells
 }
 
+/// `turn R_any@1 / turn R_any@5 / session R_any@5` of an accumulator (categories 1-4).
+fn r5_pair(acc: &ModeAcc) -> String {
+    let get = |a: &Accumulator, k: usize| {
+        a.summary(HEADLINE)
+            .filter(|s| s.n > 0)
+            .map_or("-".to_string(), |s| f3(s.recall_any[&k]))
+    };
+    format!(
+        "{} / {} / {}",
+        get(&acc.turn, 1),
+        get(&acc.turn, 5),
+        get(&acc.session, 5)
+    )
+}
+
 fn headline_header(first: &str, turn: bool) -> Vec<String> {
     let mut h = vec![first.to_string()];
     if turn {
@@ -387,10 +583,9 @@ fn build_report(
     opts: &LocomoOptions,
     modes: &[Mode],
     accs: &[ModeAcc],
-    sweeps: &[&[ModeAcc]; 3],
+    sweeps: &Sweeps,
     asked: usize,
 ) -> Result<Report> {
-    let [sweep_w, sweep_r, sweep_f] = *sweeps;
     let st = locomo::stats(convs);
     let dataset = serde_json::to_value(&st).map_err(|e| EvalError::InvalidInput(e.to_string()))?;
     let settings =
@@ -414,13 +609,14 @@ fn build_report(
     ));
     r.notes.push(format!(
         "granularity {:?}; turns indexed as {:?}, embedded as {:?}; hybrid vector weight {}; re-rank {:?}; \
-         session level fused with session documents at weight {} (0 = plain roll-up)",
+         keyword calibration {} (BM25 score worth 0.5); sessions ranked by {:?}",
         opts.granularity,
         opts.index_text,
         opts.embed_text,
         opts.params.vector_weight,
         opts.params.rerank,
-        opts.session_fusion
+        clawhdf5_memory::search::KEYWORD_HALF,
+        opts.session_agg
     ));
     let mut head = Grid {
         title: format!("Headline: categories 1-4 (n = {n_head}), BM25 beside every mode"),
@@ -444,7 +640,7 @@ fn build_report(
             header: headline_header("w", turn),
             rows: Vec::new(),
         };
-        for (w, a) in SWEEP_WEIGHTS.iter().zip(sweep_w) {
+        for (w, a) in SWEEP_WEIGHTS.iter().zip(&sweeps.weight) {
             let mut row = vec![format!("{w:.1}")];
             row.extend(headline_cells(a, turn));
             g.rows.push(row);
@@ -462,23 +658,120 @@ fn build_report(
             for (si, ss) in SWEEP_SESSION.iter().enumerate() {
                 let mut row = vec![format!("{nb:.1} / {ss:.1}")];
                 row.extend(headline_cells(
-                    &sweep_r[ni * SWEEP_SESSION.len() + si],
+                    &sweeps.rerank[ni * SWEEP_SESSION.len() + si],
                     turn,
                 ));
                 g.rows.push(row);
             }
         }
         r.grids.push(g);
+        let mut g = Grid {
+            title: "Before / after: min-max fusion per query (before) vs calibrated absolute fusion (now), \
+                    same candidates and weights, categories 1-4"
+                .into(),
+            header: headline_header("fusion", turn),
+            rows: Vec::new(),
+        };
+        let labels = [
+            "hybrid, min-max (before)",
+            "hybrid-rerank, min-max (before)",
+            "hybrid, calibrated (now)",
+            "hybrid-rerank, calibrated (now)",
+        ];
+        for (l, a) in labels.iter().zip(&sweeps.fusion) {
+            let mut row = vec![l.to_string()];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: re-rank bonus for the named speaker's turns (other weights at their defaults), \
+                    categories 1-4"
+                .into(),
+            header: headline_header("speaker bonus", turn),
+            rows: Vec::new(),
+        };
+        for (w, a) in SWEEP_SPEAKER.iter().zip(&sweeps.speaker) {
+            let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: re-rank recency bonus for questions about the present (other weights at their \
+                    defaults), categories 1-4"
+                .into(),
+            header: headline_header("recency", turn),
+            rows: Vec::new(),
+        };
+        for (w, a) in SWEEP_RECENCY.iter().zip(&sweeps.recency) {
+            let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: re-rank bonus for turns that date what they say, on \"when\" / \"how long\" questions \
+                    (other weights at their defaults), categories 1-4"
+                .into(),
+            header: headline_header("dated bonus", turn),
+            rows: Vec::new(),
+        };
+        for (w, a) in SWEEP_DATED.iter().zip(&sweeps.dated) {
+            let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: keyword calibration (BM25 score worth 0.5) x hybrid vector weight, categories 1-4; \
+                    cells: turn R_any@1 / turn R_any@5 / session R_any@5 (hybrid, no re-rank)"
+                .into(),
+            header: std::iter::once("half \\ w".to_string())
+                .chain(SWEEP_CAL_W.iter().map(|w| format!("w = {w:.1}")))
+                .collect(),
+            rows: Vec::new(),
+        };
+        for (hi, h) in SWEEP_HALF.iter().enumerate() {
+            let mut row = vec![format!("{h}")];
+            for wi in 0..SWEEP_CAL_W.len() {
+                row.push(r5_pair(&sweeps.calibration[hi * SWEEP_CAL_W.len() + wi]));
+            }
+            g.rows.push(row);
+        }
+        r.grids.push(g);
         if turn {
             let mut g = Grid {
-                title: "Sweep: session level, hybrid-rerank roll-up fused with a BM25 ranking of session documents \
-                        (weight of the session documents; 0 = roll-up alone), categories 1-4"
+                title: "Sweep: session aggregation of the hybrid-rerank turn ranking (session score = best turn + \
+                        share x sum of its next top-1 turns), categories 1-4; cells: session R_any@5 / session MRR"
                     .into(),
+                header: std::iter::once("share \\ top".to_string())
+                    .chain(SWEEP_TOP.iter().map(|t| format!("top = {t}")))
+                    .collect(),
+                rows: Vec::new(),
+            };
+            for (si, sh) in SWEEP_SHARE.iter().enumerate() {
+                let mut row = vec![format!("{sh:.2}")];
+                for ti in 0..SWEEP_TOP.len() {
+                    let a = &sweeps.aggregation[si * SWEEP_TOP.len() + ti];
+                    row.push(match a.session.summary(HEADLINE).filter(|s| s.n > 0) {
+                        Some(s) => format!("{} / {}", f3(s.recall_any[&5]), f3(s.mrr)),
+                        None => "-".into(),
+                    });
+                }
+                g.rows.push(row);
+            }
+            r.grids.push(g);
+            let mut g = Grid {
+                title: format!(
+                    "Sweep: weight of the session documents' own hybrid score (share {}, top {}), categories 1-4",
+                    opts.session_agg.share, opts.session_agg.top
+                ),
                 header: headline_header("session-doc weight", turn),
                 rows: Vec::new(),
             };
-            for (f, a) in SWEEP_FUSION.iter().zip(sweep_f) {
-                let mut row = vec![format!("{f:.2}")];
+            for (d, a) in SWEEP_DOCS.iter().zip(&sweeps.docs) {
+                let mut row = vec![format!("{d:.2}")];
                 row.extend(headline_cells(a, turn));
                 g.rows.push(row);
             }
@@ -525,19 +818,36 @@ mod tests {
     }
 
     #[test]
-    fn session_fusion() {
-        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let rolled = v(&["D1", "D2", "D3"]);
-        assert_eq!(fuse_sessions(&rolled, &v(&["D3", "D2", "D1"]), 0.0), rolled);
+    fn session_aggregation() {
+        let ranked: Vec<(String, f32)> =
+            [("D1:1", 1.0), ("D2:1", 0.9), ("D2:2", 0.8), ("D2:3", 0.7)]
+                .iter()
+                .map(|(k, s)| (k.to_string(), *s))
+                .collect();
+        let of = |t: &str| t.split_once(':').map(|(s, _)| s.to_string());
+        let plain = SessionAgg {
+            share: 0.0,
+            top: 3,
+            docs: 0.0,
+        };
         assert_eq!(
-            fuse_sessions(&rolled, &v(&["D3", "D2", "D1"]), 0.5)[0],
-            "D1"
+            aggregate_sessions(&ranked, of, &[], plain),
+            vec!["D1", "D2"]
         );
-        assert_eq!(
-            fuse_sessions(&rolled, &v(&["D3", "D2", "D1"]), 2.0)[0],
-            "D3"
-        );
-        assert_eq!(fuse_sessions(&v(&["D1"]), &v(&["D2"]), 1.0).len(), 2);
+        // D2: 0.9 + 0.2 * (0.8 + 0.7) = 1.2 > 1.0
+        let agg = SessionAgg {
+            share: 0.2,
+            top: 3,
+            docs: 0.0,
+        };
+        assert_eq!(aggregate_sessions(&ranked, of, &[], agg), vec!["D2", "D1"]);
+        // Only the next best turn counts: 0.9 + 0.1 * 0.8 < 1.0
+        let agg = SessionAgg {
+            share: 0.1,
+            top: 2,
+            docs: 0.0,
+        };
+        assert_eq!(aggregate_sessions(&ranked, of, &[], agg), vec!["D1", "D2"]);
     }
 
     #[test]

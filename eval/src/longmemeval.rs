@@ -164,6 +164,8 @@ pub fn session_docs(q: &LmeQuestion, roles: Roles) -> Vec<Doc> {
                 embed_text: text.clone(),
                 text,
                 event_time: parse_longmemeval(date),
+                speaker: None,
+                dated: false,
             })
         })
         .collect()
@@ -196,6 +198,8 @@ pub fn turn_docs(q: &LmeQuestion, roles: Roles) -> Vec<Doc> {
                     text: t.content.clone(),
                     embed_text: t.content.clone(),
                     event_time: parse_longmemeval(date),
+                    speaker: None,
+                    dated: crate::dates::mentions_time(&t.content),
                 });
             }
         }

@@ -60,6 +60,12 @@ struct Common {
     /// hybrid-rerank: bonus for documents inside a month the question names.
     #[arg(long, default_value_t = Rerank::default().month)]
     rerank_month: f32,
+    /// hybrid-rerank: bonus for turns spoken by the one speaker the question names.
+    #[arg(long, default_value_t = Rerank::default().speaker)]
+    rerank_speaker: f32,
+    /// hybrid-rerank: bonus for turns that date what they say, on "when" / "how long" questions.
+    #[arg(long, default_value_t = Rerank::default().dated)]
+    rerank_dated: f32,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -96,6 +102,8 @@ impl Common {
                 session: self.rerank_session,
                 recency: self.rerank_recency,
                 month: self.rerank_month,
+                speaker: self.rerank_speaker,
+                dated: self.rerank_dated,
                 ..Rerank::default()
             },
         }
@@ -155,9 +163,16 @@ struct LocomoArgs {
     /// Turns retrieved per question before scoring and roll-up.
     #[arg(long, default_value_t = 100)]
     depth: usize,
-    /// Session level: fuse the rolled-up turn ranking with a BM25 ranking of whole sessions at this weight.
-    #[arg(long, default_value_t = LocomoOptions::default().session_fusion)]
-    session_fusion: f32,
+    /// Session level: a session scores its best turn plus this share of its next best turns' scores
+    /// (0 = plain roll-up of the turn ranking to distinct sessions).
+    #[arg(long, default_value_t = LocomoOptions::default().session_agg.share)]
+    session_share: f32,
+    /// Session level: turns per session counted by the aggregation (the best one included).
+    #[arg(long, default_value_t = LocomoOptions::default().session_agg.top)]
+    session_top: usize,
+    /// Session level: weight of each session's own hybrid score as a whole-session document.
+    #[arg(long, default_value_t = LocomoOptions::default().session_agg.docs)]
+    session_docs: f32,
 }
 
 #[derive(Args)]
@@ -225,7 +240,11 @@ fn run_locomo(a: &LocomoArgs) -> Result<()> {
         params: a.common.params(),
         sweep: a.sweep,
         depth: a.depth,
-        session_fusion: a.session_fusion,
+        session_agg: locomo_eval::SessionAgg {
+            share: a.session_share,
+            top: a.session_top,
+            docs: a.session_docs,
+        },
     };
     let mut emb = a
         .common

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use clawhdf5_memory::search::{fuse, Candidates};
+use clawhdf5_memory::search::{fuse_calibrated, Candidates, KEYWORD_HALF};
 use clawhdf5_memory::tokenize::TokenizerConfig;
 use clawhdf5_memory::{
     Durability, Filter, NewMemory, SearchMode, SearchQuery, Store, StoreConfig, StoreOptions,
 };
 use serde::Serialize;
 
-use crate::dates::month_window;
+use crate::dates::{asks_when, month_window};
 use crate::error::{io_err, EvalError, Result};
 
 /// A retrieval mode of the harness.
@@ -90,6 +90,10 @@ pub struct Doc {
     pub embed_text: String,
     /// When it happened (ms since epoch).
     pub event_time: Option<i64>,
+    /// Who said it, when the benchmark names its speakers (LoCoMo).
+    pub speaker: Option<String>,
+    /// Whether its own text (without context) dates what it says ([`crate::dates::mentions_time`]).
+    pub dated: bool,
 }
 
 /// A question put to an index.
@@ -112,21 +116,32 @@ pub struct Rerank {
     pub session: f32,
     /// Bonus for documents inside a month the question names ("in March 2024").
     pub month: f32,
-    /// Bonus for recency (newest candidate gets all of it) when the question asks about the present.
+    /// Bonus for recency when the question asks about the present: the newest candidate gets this times its
+    /// retrieval score relative to the best candidate's.
     pub recency: f32,
+    /// Bonus for documents spoken by the one speaker the question names ("What did Caroline paint?").
+    pub speaker: f32,
+    /// Bonus for documents that date what they say, when the question asks "when" or "how long".
+    pub dated: f32,
     /// How many fused candidates are re-ranked.
     pub depth: usize,
 }
 
 impl Default for Rerank {
     fn default() -> Self {
-        // neighbour / session: LoCoMo sweep at vector weight 0.4 (turn R_any@5 0.753, session 0.942);
-        // recency: MemoryArena sweep (knowledge-update Hit@1 0.556 at 0; best from 0.5-1.0; 2.0 overshoots).
+        // Each from a sweep of `clawhdf5-eval locomo|memory-arena --sweep` (BENCHMARKS.md):
+        // neighbour / session: LoCoMo (turn R_any@5 0.799 at 0 / 0, 0.810 at 0.2 / 0.2, best);
+        // speaker: LoCoMo (turn R_any@5 0.744 at 0, 0.806 at 0.15, best; 0.5 overshoots);
+        // dated: LoCoMo (turn R_any@5 0.798 at 0, 0.804 at 0.1, best; 0.3 overshoots);
+        // recency: MemoryArena (knowledge-update Hit@1 0.556 at 0, 1.000 at 1.0), LoCoMo within 0.002;
+        // month: kept from the earlier LoCoMo/Arena runs (temporal Hit@1 1.000 on Arena).
         Rerank {
-            neighbour: 0.1,
-            session: 0.1,
+            neighbour: 0.2,
+            session: 0.2,
             month: 0.5,
             recency: 1.0,
+            speaker: 0.15,
+            dated: 0.1,
             depth: 100,
         }
     }
@@ -163,6 +178,10 @@ pub struct Index {
     keys: Vec<String>,
     sessions: Vec<String>,
     times: Vec<Option<i64>>,
+    speakers: Vec<Option<String>>,
+    dated: Vec<bool>,
+    /// Distinct speaker names, lower case.
+    speaker_names: Vec<String>,
     params: Params,
 }
 
@@ -223,6 +242,17 @@ impl Index {
             keys: docs.iter().map(|d| d.key.clone()).collect(),
             sessions: docs.iter().map(|d| d.session.clone()).collect(),
             times: docs.iter().map(|d| d.event_time).collect(),
+            speakers: docs.iter().map(|d| d.speaker.clone()).collect(),
+            dated: docs.iter().map(|d| d.dated).collect(),
+            speaker_names: {
+                let mut v: Vec<String> = docs
+                    .iter()
+                    .filter_map(|d| d.speaker.as_ref().map(|s| s.to_lowercase()))
+                    .collect();
+                v.sort();
+                v.dedup();
+                v
+            },
             params,
         })
     }
@@ -350,10 +380,74 @@ impl Index {
 
     /// Fuse stage lists at vector weight `w` exactly as the store's hybrid search does; documents best first.
     pub fn fuse_at(&self, lists: &StageLists, w: f32) -> Vec<Ranked> {
+        self.fuse_calibrated_at(lists, w, KEYWORD_HALF)
+    }
+
+    /// [`fuse_at`](Self::fuse_at) with another keyword calibration constant (the BM25 score worth 0.5).
+    pub fn fuse_calibrated_at(&self, lists: &StageLists, w: f32, keyword_half: f32) -> Vec<Ranked> {
         let rrf_k = self.store.config().rrf_k;
-        let fused = fuse(&lists.candidates, SearchMode::Hybrid, w, 1.0 - w, rrf_k);
+        let fused = fuse_calibrated(
+            &lists.candidates,
+            SearchMode::Hybrid,
+            w,
+            1.0 - w,
+            rrf_k,
+            keyword_half,
+        );
         let mut out = Vec::new();
         for (id, score, _, _) in fused.into_iter().take(lists.k) {
+            for &d in self
+                .docs_of
+                .get(&(id as u64))
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                out.push((d, score));
+            }
+        }
+        out
+    }
+
+    /// Fuse stage lists the way the store did before its scores were calibrated (min-max normalisation of each
+    /// list per query, then the weighted sum), for before/after comparisons; documents best first.
+    pub fn fuse_minmax_at(&self, lists: &StageLists, w: f32) -> Vec<Ranked> {
+        let c = &lists.candidates;
+        let range = |l: &[(u32, f32)]| {
+            l.iter()
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x.1), hi.max(x.1))
+                })
+        };
+        let scale = |s: f32, (lo, hi): (f32, f32)| {
+            if hi - lo > f32::EPSILON {
+                (s - lo) / (hi - lo)
+            } else {
+                1.0
+            }
+        };
+        let (kr, vr) = (range(&c.keyword), range(&c.vector));
+        let mut by: HashMap<u32, (Option<f32>, Option<f32>)> = HashMap::new();
+        for &(id, s) in &c.keyword {
+            by.entry(id).or_default().0 = Some(s);
+        }
+        for &(id, s) in &c.vector {
+            by.entry(id).or_default().1 = Some(s);
+        }
+        let mut fused: Vec<(u32, f32)> = by
+            .into_iter()
+            .map(|(id, (k, v))| {
+                let s = if c.vector.is_empty() {
+                    k.map_or(0.0, |s| if kr.1 > 0.0 { s / kr.1 } else { 0.0 })
+                } else {
+                    (1.0 - w) * k.map_or(0.0, |s| scale(s, kr))
+                        + w * v.map_or(0.0, |s| scale(s, vr))
+                };
+                (id, s)
+            })
+            .collect();
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut out = Vec::new();
+        for (id, score) in fused.into_iter().take(lists.k) {
             for &d in self
                 .docs_of
                 .get(&(id as u64))
@@ -384,6 +478,9 @@ impl Index {
         }
         let month = month_window(&q.text);
         let present = asks_about_present(&q.text);
+        let named = named_speaker(&q.text, &self.speaker_names);
+        let top = fused.iter().map(|x| x.1).fold(0.0f32, f32::max);
+        let when = asks_when(&q.text);
         let (tmin, tmax) = fused
             .iter()
             .filter_map(|&(d, _)| self.times[d])
@@ -408,9 +505,20 @@ impl Index {
                         total += p.month;
                     }
                 }
-                if present && tmax > tmin {
+                if let (Some(n), Some(sp)) = (named, &self.speakers[d]) {
+                    if sp.eq_ignore_ascii_case(n) {
+                        total += p.speaker;
+                    }
+                }
+                if when && self.dated[d] {
+                    total += p.dated;
+                }
+                if present && tmax > tmin && top > 0.0 {
+                    // Newest among the relevant: the bonus scales with the candidate's share of the best
+                    // retrieval score, so a recent but barely related turn cannot jump the answer.
                     if let Some(t) = self.times[d] {
-                        total += p.recency * (t - tmin) as f32 / (tmax - tmin) as f32;
+                        let pos = (t - tmin) as f32 / (tmax - tmin) as f32;
+                        total += p.recency * pos * (s / top).clamp(0.0, 1.0);
                     }
                 }
                 (d, total)
@@ -426,6 +534,24 @@ impl Index {
 pub struct StageLists {
     candidates: Candidates,
     k: usize,
+}
+
+/// The one speaker of `names` (lower case) a question names as a whole word; `None` when it names none or
+/// several.
+pub fn named_speaker<'a>(question: &str, names: &'a [String]) -> Option<&'a str> {
+    let q = question.to_lowercase();
+    let words: Vec<&str> = q
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found = names.iter().filter(|n| {
+        let parts: Vec<&str> = n.split_whitespace().collect();
+        !parts.is_empty() && words.windows(parts.len()).any(|w| w == parts.as_slice())
+    });
+    match (found.next(), found.next()) {
+        (Some(n), None) => Some(n.as_str()),
+        _ => None,
+    }
 }
 
 /// True when a question asks about the current state of something ("now", "currently", "these days").
@@ -458,6 +584,8 @@ mod tests {
             text: text.into(),
             embed_text: text.into(),
             event_time: Some(t),
+            speaker: None,
+            dated: false,
         }
     }
 
@@ -585,6 +713,51 @@ mod tests {
         };
         let out = idx.rerank(&q, &[(0, 1.0), (1, 0.95)], &Rerank::default());
         assert_eq!(out[0].0, 0);
+    }
+
+    #[test]
+    fn named_speaker_needs_exactly_one_name() {
+        let names = vec!["caroline".to_string(), "melanie".to_string()];
+        assert_eq!(
+            named_speaker("What did Caroline paint?", &names),
+            Some("caroline")
+        );
+        assert_eq!(
+            named_speaker("Did Melanie's kids paint?", &names),
+            Some("melanie")
+        );
+        assert_eq!(
+            named_speaker("When did Caroline and Melanie meet?", &names),
+            None
+        );
+        assert_eq!(named_speaker("Carolines are rare", &names), None);
+    }
+
+    #[test]
+    fn rerank_speaker_and_dated_bonuses() {
+        let mut a = doc("D1:1", "D1", "I painted a sunset", 10);
+        a.speaker = Some("Caroline".into());
+        let mut b = doc("D1:2", "D1", "I painted a lake last week", 10);
+        b.speaker = Some("Melanie".into());
+        b.dated = true;
+        let idx = Index::build(&[a, b], None, true, Params::default()).unwrap();
+        let p = Rerank::default();
+        let q = Query {
+            text: "What did Caroline paint?".into(),
+            ..Query::default()
+        };
+        assert_eq!(idx.rerank(&q, &[(1, 0.5), (0, 0.45)], &p)[0].0, 0);
+        let q = Query {
+            text: "When did they paint?".into(),
+            ..Query::default()
+        };
+        assert_eq!(idx.rerank(&q, &[(0, 0.5), (1, 0.45)], &p)[0].0, 1);
+        let off = Rerank {
+            speaker: 0.0,
+            dated: 0.0,
+            ..p
+        };
+        assert_eq!(idx.rerank(&q, &[(0, 0.5), (1, 0.45)], &off)[0].0, 0);
     }
 
     #[test]

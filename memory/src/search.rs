@@ -8,7 +8,7 @@ use crate::record::Record;
 /// How keyword and vector evidence are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum SearchMode {
-    /// Weighted sum of min-max-normalised scores (vector and keyword weights from the store's config).
+    /// Weighted sum of calibrated, absolute keyword and vector evidence (weights from the store's config).
     #[default]
     Hybrid,
     /// Reciprocal rank fusion.
@@ -53,7 +53,8 @@ pub struct SearchQuery {
     pub mode: SearchMode,
     /// Exact metadata filter applied before ranking.
     pub filter: Filter,
-    /// Drop results whose fused score is below this.
+    /// Drop results whose score is below this. Hybrid, keyword and vector scores are absolute evidence in
+    /// [0, 1] (see [`fuse`]), so one threshold means the same on every query; RRF scores are rank-based.
     pub min_score: Option<f32>,
     /// Precomputed query embedding (skips the store's embedder).
     pub embedding: Option<Vec<f32>>,
@@ -98,13 +99,51 @@ pub struct Candidates {
 /// A fused candidate: (row, fused score, keyword score, vector score).
 pub type Fused = (u32, f32, Option<f32>, Option<f32>);
 
-/// Combine candidate lists into one ranking.
+/// Default BM25 score that counts as half-certain keyword evidence (see [`keyword_evidence`]); chosen by the
+/// LoCoMo and MemoryArena sweeps of `clawhdf5-eval` (`--sweep`), see BENCHMARKS.md.
+pub const KEYWORD_HALF: f32 = 4.0;
+
+/// Absolute keyword evidence in [0, 1): the saturating transform `s / (s + half)` of a raw BM25 score, so a
+/// score means the same on every query, whatever the query's other matches score.
+pub fn keyword_evidence(bm25: f32, half: f32) -> f32 {
+    if bm25 > 0.0 {
+        bm25 / (bm25 + half.max(f32::MIN_POSITIVE))
+    } else {
+        0.0
+    }
+}
+
+/// Absolute vector evidence in [0, 1]: the cosine similarity, negative similarities counted as none.
+pub fn vector_evidence(cosine: f32) -> f32 {
+    cosine.clamp(0.0, 1.0)
+}
+
+/// Combine candidate lists into one ranking (keyword evidence calibrated with [`KEYWORD_HALF`]).
+///
+/// Hybrid and single-stage scores are absolute, comparable across queries: `keyword_weight` ·
+/// [`keyword_evidence`] + `vector_weight` · [`vector_evidence`]. A candidate the vector stage did not return is
+/// given the lowest similarity that stage returned (its own similarity is at most that); one the keyword
+/// stage did not return matched no query term (BM25 0). Without any vector evidence at all (a keyword-only
+/// store, or no query embedding) the keyword evidence is the score on its own. RRF scores are rank-based and
+/// only comparable within one query.
 pub fn fuse(
     c: &Candidates,
     mode: SearchMode,
     vector_weight: f32,
     keyword_weight: f32,
     rrf_k: f32,
+) -> Vec<Fused> {
+    fuse_calibrated(c, mode, vector_weight, keyword_weight, rrf_k, KEYWORD_HALF)
+}
+
+/// [`fuse`] with an explicit keyword calibration constant (`keyword_half`: the BM25 score worth 0.5).
+pub fn fuse_calibrated(
+    c: &Candidates,
+    mode: SearchMode,
+    vector_weight: f32,
+    keyword_weight: f32,
+    rrf_k: f32,
+    keyword_half: f32,
 ) -> Vec<Fused> {
     use std::collections::HashMap;
     /// Per row: keyword score, vector score, keyword rank, vector rank.
@@ -120,44 +159,20 @@ pub fn fuse(
         e.1 = Some(s);
         e.3 = Some(rank);
     }
-    let norm = |list: &[(u32, f32)]| -> (f32, f32) {
-        let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
-        let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
-        (min, max)
-    };
-    let (kmin, kmax) = norm(&c.keyword);
-    let (vmin, vmax) = norm(&c.vector);
-    let relative = |s: f32, max: f32| {
-        if max > 0.0 {
-            (s / max).clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
-    };
-    let scale = |s: f32, min: f32, max: f32| {
-        if max - min > f32::EPSILON {
-            (s - min) / (max - min)
-        } else {
-            1.0
-        }
-    };
+    let vector_floor = c.vector.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
+    let kw = |s: Option<f32>| s.map_or(0.0, |s| keyword_evidence(s, keyword_half));
     let mut out: Vec<Fused> = by_row
         .into_iter()
         .map(|(row, (ks, vs, kr, vr))| {
             let score = match mode {
-                // Keyword evidence alone: relative to the best BM25 score (never min-max, which would
-                // score the weakest match 0 and let confidence rejection drop it).
-                SearchMode::Keyword => ks.map_or(0.0, |s| relative(s, kmax)),
-                SearchMode::Vector => vs.unwrap_or(0.0),
+                SearchMode::Keyword => kw(ks),
+                SearchMode::Vector => vs.map_or(0.0, vector_evidence),
                 SearchMode::Hybrid => {
-                    let k = ks.map_or(0.0, |s| scale(s, kmin, kmax));
-                    let v = vs.map_or(0.0, |s| scale(s, vmin, vmax));
                     if c.vector.is_empty() {
-                        ks.map_or(0.0, |s| relative(s, kmax))
-                    } else if c.keyword.is_empty() {
-                        v
+                        kw(ks)
                     } else {
-                        keyword_weight * k + vector_weight * v
+                        let v = vector_evidence(vs.unwrap_or(vector_floor));
+                        keyword_weight * kw(ks) + vector_weight * v
                     }
                 }
                 SearchMode::Rrf => {
@@ -176,18 +191,71 @@ pub fn fuse(
 mod tests {
     use super::*;
 
+    fn close(a: f32, b: f32) -> bool {
+        (a - b).abs() < 1e-5
+    }
+
     #[test]
-    fn hybrid_weights_normalised_scores() {
+    fn hybrid_weights_absolute_evidence() {
         let c = Candidates {
-            keyword: vec![(1, 10.0), (2, 5.0), (3, 0.0)],
+            keyword: vec![(1, 8.0), (2, 4.0)],
             vector: vec![(3, 0.9), (2, 0.5), (1, 0.1)],
         };
-        let f = fuse(&c, SearchMode::Hybrid, 0.4, 0.6, 60.0);
-        // row 1: 0.6*1 + 0.4*0 = 0.6; row 2: 0.6*0.5 + 0.4*0.5 = 0.5; row 3: 0 + 0.4 = 0.4
-        assert_eq!(f.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert!((f[0].1 - 0.6).abs() < 1e-6);
-        assert_eq!(f[0].2, Some(10.0));
-        assert_eq!(f[0].3, Some(0.1));
+        let f = fuse_calibrated(&c, SearchMode::Hybrid, 0.4, 0.6, 60.0, 8.0);
+        // row 1: 0.6 * 8/16 + 0.4 * 0.1 = 0.34; row 2: 0.6 * 4/12 + 0.4 * 0.5 = 0.4;
+        // row 3 (no keyword match): 0.4 * 0.9 = 0.36
+        assert_eq!(f.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 3, 1]);
+        assert!(close(f[0].1, 0.4), "{f:?}");
+        assert!(close(f[1].1, 0.36), "{f:?}");
+        assert!(close(f[2].1, 0.34), "{f:?}");
+        assert_eq!(f[2].2, Some(8.0));
+        assert_eq!(f[2].3, Some(0.1));
+    }
+
+    #[test]
+    fn scores_do_not_depend_on_the_other_candidates() {
+        let alone = Candidates {
+            keyword: vec![(1, 5.0)],
+            vector: vec![(1, 0.6)],
+        };
+        let crowded = Candidates {
+            keyword: vec![(7, 50.0), (1, 5.0), (8, 0.5)],
+            vector: vec![(7, 0.95), (1, 0.6), (8, 0.2)],
+        };
+        for mode in [SearchMode::Hybrid, SearchMode::Keyword, SearchMode::Vector] {
+            let a = fuse(&alone, mode, 0.4, 0.6, 60.0);
+            let b = fuse(&crowded, mode, 0.4, 0.6, 60.0);
+            let b1 = b.iter().find(|x| x.0 == 1).unwrap();
+            assert!(close(a[0].1, b1.1), "{mode:?}: {a:?} vs {b1:?}");
+        }
+        // Min-max normalisation would have given the lone candidate 1.0 and the weakest crowded one 0.
+        assert!(fuse(&alone, SearchMode::Hybrid, 0.4, 0.6, 60.0)[0].1 < 1.0);
+        let weakest = fuse(&crowded, SearchMode::Hybrid, 0.4, 0.6, 60.0)[2].1;
+        assert!(weakest > 0.0);
+    }
+
+    #[test]
+    fn evidence_transforms() {
+        assert_eq!(keyword_evidence(0.0, 8.0), 0.0);
+        assert!(close(keyword_evidence(8.0, 8.0), 0.5));
+        assert!(keyword_evidence(1000.0, 8.0) < 1.0);
+        assert!(keyword_evidence(3.0, 8.0) < keyword_evidence(4.0, 8.0));
+        assert_eq!(vector_evidence(-0.2), 0.0);
+        assert!(close(vector_evidence(0.7), 0.7));
+        assert_eq!(vector_evidence(1.5), 1.0);
+    }
+
+    #[test]
+    fn missing_vector_evidence_is_the_pool_floor() {
+        let c = Candidates {
+            keyword: vec![(1, 8.0)],
+            vector: vec![(2, 0.8), (3, 0.3)],
+        };
+        let f = fuse_calibrated(&c, SearchMode::Hybrid, 0.4, 0.6, 60.0, 8.0);
+        let one = f.iter().find(|x| x.0 == 1).unwrap();
+        // Not in the vector pool: at most as similar as its weakest member.
+        assert!(close(one.1, 0.6 * 0.5 + 0.4 * 0.3), "{f:?}");
+        assert_eq!(one.3, None, "the reported vector score stays absent");
     }
 
     #[test]
@@ -201,19 +269,6 @@ mod tests {
     }
 
     #[test]
-    fn keyword_scores_are_relative_to_the_best_not_min_max() {
-        let c = Candidates {
-            keyword: vec![(1, 4.0), (2, 3.0)],
-            vector: vec![],
-        };
-        for mode in [SearchMode::Keyword, SearchMode::Hybrid] {
-            let f = fuse(&c, mode, 0.4, 0.6, 60.0);
-            assert!((f[0].1 - 1.0).abs() < 1e-6);
-            assert!((f[1].1 - 0.75).abs() < 1e-6, "{mode:?}: {f:?}");
-        }
-    }
-
-    #[test]
     fn keyword_only_when_no_vectors() {
         let c = Candidates {
             keyword: vec![(5, 2.0), (6, 1.0)],
@@ -221,7 +276,9 @@ mod tests {
         };
         let f = fuse(&c, SearchMode::Hybrid, 0.4, 0.6, 60.0);
         assert_eq!(f[0].0, 5);
-        assert!((f[0].1 - 1.0).abs() < 1e-6);
+        assert!(close(f[0].1, keyword_evidence(2.0, KEYWORD_HALF)));
+        // The weakest match keeps a positive score (confidence rejection must not see 0).
+        assert!(f[1].1 > 0.0);
     }
 
     #[test]

@@ -533,3 +533,38 @@ fn filters_still_apply() {
     assert_eq!(r.hits.len(), 1);
     assert!(r.hits[0].record.text.contains("espresso"));
 }
+
+#[test]
+fn min_score_is_absolute_not_relative_to_the_best_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    for i in 0..30 {
+        m.save(at(
+            &format!("Meeting note {i}: the quarterly budget review moved to room {i}"),
+            T0,
+        ))
+        .unwrap();
+    }
+    m.save(at("I adopted a grey kitten named Miso", T0))
+        .unwrap();
+    m.save(at("The bakery on Rua Augusta sells pastel de nata", T0))
+        .unwrap();
+    let best = |q: &str| {
+        let r = m.search(&kw(q, 5), T0).unwrap();
+        r.hits.first().map_or(0.0, |h| h.retrieval_score)
+    };
+    // A query matching three rare words scores higher, in absolute terms, than one matching a single word;
+    // both are the best hit of their own query (a relative score would give both 1.0).
+    let strong = best("grey kitten Miso");
+    let weak = best("bakery");
+    assert!(strong > weak && weak > 0.0, "{strong} vs {weak}");
+    assert!(strong < 1.0);
+    let threshold = (strong + weak) / 2.0;
+    let mut q = kw("grey kitten Miso", 5);
+    q.min_score = Some(threshold);
+    assert_eq!(m.search(&q, T0).unwrap().hits.len(), 1);
+    let mut q = kw("bakery", 5);
+    q.min_score = Some(threshold);
+    assert!(m.search(&q, T0).unwrap().hits.is_empty(), "I don't know");
+}

@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
-# LoCoMo evidence-retrieval figures of BENCHMARKS-eval.md: the indexing-style sweep (BM25, seconds each), then
-# every mode with the hybrid-weight and re-rank sweeps (embeds ~7,900 texts once; later runs read the cache).
+# LoCoMo evidence-retrieval figures of BENCHMARKS.md, ours and the Python peers' from one run:
+#   1. the indexing-style sweep (BM25, seconds each);
+#   2. every mode with every sweep (hybrid weight, keyword calibration, re-rank weights, session aggregation,
+#      min-max vs calibrated fusion); embeds ~7,900 texts once, later runs read the cache
+#      (~/.cache/clawhdf5/eval-embeddings.bin);
+#   3. the peers: rank_bm25, sentence-transformers MiniLM and a min-max 0.5/0.5 hybrid
+#      (scripts/bench/locomo_peers.py; its embeddings are cached under OUT_DIR).
 # Usage: bash scripts/bench/eval_locomo.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-target/eval-results}"
 mkdir -p "$out"
-cargo build --release -p clawhdf5-eval
-bin="${CARGO_TARGET_DIR:-target}/release/clawhdf5-eval"
+profile="${PROFILE:-release}"
+if [ "$profile" = release ]; then
+  cargo build --release -p clawhdf5-eval
+else
+  cargo build -p clawhdf5-eval
+fi
+bin="${CARGO_TARGET_DIR:-target}/$([ "$profile" = release ] && echo release || echo debug)/clawhdf5-eval"
 data="../shared/datasets/locomo"
+model="${CLAWHDF5_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/clawhdf5/models/all-MiniLM-L6-v2}"
+echo "== $(date -u +%FT%TZ), nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== indexing styles (BM25, stemmed)"
 for style in "--neighbours 0 --no-speaker --no-date" "--neighbours 0 --no-date" "--neighbours 0" \
              "--neighbours 1 --no-date" "--neighbours 1" "--neighbours 2" "--neighbours 3" \
@@ -19,5 +31,13 @@ for style in "--neighbours 0 --no-speaker --no-date" "--neighbours 0 --no-date" 
 done
 echo "== session documents"
 "$bin" locomo "$data" --mode bm25-stem --granularity session --quiet | grep -E '^\| (mode|bm25)'
+echo "== embedding context (hybrid-rerank; --embed-neighbours 0 vs the default 1)"
+"$bin" locomo "$data" --mode hybrid-rerank --embed-neighbours 0 --quiet | grep -E '^\| (mode|bm25|hybrid)'
 echo "== every mode, with sweeps"
-"$bin" locomo "$data" --sweep --json "$out/locomo.json" --markdown "$out/locomo.md"
+"$bin" locomo "$data" --sweep --quiet --json "$out/locomo.json" --markdown "$out/locomo.md"
+cat "$out/locomo.md"
+echo "== Python peers (same machine, same run)"
+python3 -c "import rank_bm25" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check rank_bm25
+python3 scripts/bench/locomo_peers.py "$data" "$model" --cache "$out/locomo-peers-embeddings.npz" \
+  --markdown "$out/locomo-peers.md"
+echo "== done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -418,10 +418,9 @@ impl AgentMemory {
         out
     }
 
-    /// Store candidates for `text`. In keyword mode the score becomes the raw BM25 score (the store's min-max
-    /// scaling would pin the weakest candidate of every pool at 0). Superseded records are replaced by their
-    /// current successor (same scores) unless the filter asks for superseded records; Archived records are
-    /// dropped unless configured otherwise.
+    /// Store candidates for `text`, with the store's calibrated (absolute) scores. Superseded records are
+    /// replaced by their current successor (same scores) unless the filter asks for superseded records;
+    /// Archived records are dropped unless configured otherwise.
     fn candidates(
         &self,
         q: &SearchQuery,
@@ -443,9 +442,6 @@ impl AgentMemory {
         let mut seen = std::collections::HashSet::new();
         let mut hits = Vec::with_capacity(raw.len());
         for mut h in raw {
-            if q.mode == crate::search::SearchMode::Keyword {
-                h.score = h.keyword_score.unwrap_or(h.score);
-            }
             // The newer version of a fact answers for the older one; asked for history, both are returned.
             let successor = if h.record.superseded_by.is_some() {
                 self.current_version(&h.record)
@@ -565,7 +561,9 @@ impl AgentMemory {
         let ranked = rerank::rerank(hits, &self.cfg.rerank, reference_time, recall.hint.order);
         let (mut kept, rejected) = confidence::reject(ranked, &self.cfg.confidence);
         if let Some(min) = q.min_score {
-            kept.retain(|r| r.score >= min);
+            // The store's calibrated score is absolute, so a threshold means the same on every query (the
+            // re-ranked score is relative to the query's best candidate and would always keep the top one).
+            kept.retain(|r| r.retrieval_score >= min);
         }
         kept.truncate(q.k);
         let returned: Vec<u64> = kept.iter().map(|h| h.record.id).collect();
