@@ -155,8 +155,10 @@ impl MemoryBackend for HdfBackend {
             Ok(recall
                 .hits
                 .into_iter()
+                // Hits keep the re-ranker's order; the score reported is the absolute retrieval evidence that
+                // `min_score` filters on (the re-ranked score is relative to the query's best candidate).
                 .map(|h| SearchHit {
-                    score: h.score,
+                    score: h.retrieval_score,
                     keyword_score: h.keyword_score,
                     vector_score: h.vector_score,
                     record: h.record,

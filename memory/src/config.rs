@@ -73,7 +73,7 @@ impl Default for StoreConfig {
             hnsw_m: 16,
             hnsw_ef_construction: 200,
             hnsw_ef_search: 64,
-            exact_search_threshold: 20_000,
+            exact_search_threshold: 4_096,
         }
     }
 }

@@ -393,11 +393,11 @@ impl Store {
     }
 
     /// Add a new record (a save, live or replayed from the log) to every in-memory structure.
-    fn index_record(&mut self, r: Record) {
+    fn index_record(&mut self, r: Record, tokens: Option<Vec<String>>) {
         let row = self.records.len() as u32;
         self.vectors.push(r.embedding.as_deref());
         if !r.tombstone {
-            let toks = self.tokenizer.tokens(&r.text);
+            let toks = tokens.unwrap_or_else(|| self.tokenizer.tokens(&r.text));
             let ids = self.bm25.add(row, &toks);
             self.pending.row_terms.insert(row, ids);
         }
@@ -440,7 +440,7 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                self.index_record(*r);
+                self.index_record(*r, None);
             }
             WalOp::Update { id, change } => self.apply_change(id, change)?,
             WalOp::Delete { id } => self.apply_delete(id),
@@ -665,7 +665,12 @@ impl Store {
         };
         let id = record.id;
         let ticket = self.log_and_apply(WalOp::Save(record))?;
-        self.refresh_index()?;
+        // New rows join the graph in parallel batches (searched exactly until then).
+        if self.index.tail(&self.vectors) >= crate::vector_index::CHEAP_TAIL
+            || self.index.graph().is_none()
+        {
+            self.refresh_index()?;
+        }
         Ok((
             SaveOutcome {
                 id,
@@ -749,12 +754,30 @@ impl Store {
             .into_iter()
             .map(|r| WalOp::Save(Box::new(r)))
             .collect();
+        // Tokenising is most of a save's CPU: do the batch's texts on every core first.
+        let tokens: Vec<Vec<String>> = {
+            use rayon::prelude::*;
+            let tokenizer = &self.tokenizer;
+            ops.par_iter()
+                .map(|op| match op {
+                    WalOp::Save(r) => tokenizer.tokens(&r.text),
+                    _ => Vec::new(),
+                })
+                .collect()
+        };
         let (first, ticket) = self.writer()?.append_many(ops.clone())?;
-        for (i, op) in ops.into_iter().enumerate() {
-            self.apply(WalEntry {
-                lsn: first + i as u64,
-                op,
-            })?;
+        for (i, (op, toks)) in ops.into_iter().zip(tokens).enumerate() {
+            let lsn = first + i as u64;
+            self.last_lsn = self.last_lsn.max(lsn);
+            match op {
+                WalOp::Save(r) => {
+                    if let Some(e) = &r.embedding {
+                        self.ensure_dim(e.len())?;
+                    }
+                    self.index_record(*r, Some(toks));
+                }
+                op => self.apply(WalEntry { lsn, op })?,
+            }
         }
         ticket.wait()?;
         self.maybe_checkpoint()?;

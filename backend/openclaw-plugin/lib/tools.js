@@ -19,7 +19,7 @@ export const MEMORY_SEARCH_SCHEMA = Object.freeze({
     minScore: {
       type: "number",
       description:
-        "Drop results whose score is below this. Scores (higher is better) order the results of one search; they are not probabilities of relevance and not comparable with other memory engines' scores.",
+        "Drop results whose score is below this. Scores are absolute retrieval evidence in [0, 1] (higher is better), the same scale on every query; they are not probabilities of relevance and not comparable with other memory engines' scores.",
     },
     corpus: {
       type: "string",
