@@ -35,7 +35,10 @@ pub fn quantize_into(v: &[f32], out: &mut [i8]) -> f32 {
     }
     let inv = 127.0 / max;
     for (c, x) in out.iter_mut().zip(v) {
-        *c = (x * inv).round().clamp(-127.0, 127.0) as i8;
+        // Round half away from zero without a libm call (`f32::round` is one on baseline x86-64), so
+        // the loop vectorises; |x * inv| <= 127 by construction, the clamp only guards rounding.
+        let y = x * inv;
+        *c = ((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) as i8;
     }
     max / 127.0
 }
@@ -66,8 +69,13 @@ impl Int8Vectors {
 
     /// Quantises every row of a store (in parallel).
     pub fn from_store<S: VectorStore + ?Sized>(store: &S) -> Self {
+        Self::from_store_prefix(store, store.len())
+    }
+
+    /// Quantises rows `0..rows` of a store (in parallel); `rows` is capped at the store's length.
+    pub fn from_store_prefix<S: VectorStore + ?Sized>(store: &S, rows: usize) -> Self {
         let dim = store.dim();
-        let n = store.len();
+        let n = rows.min(store.len());
         let mut q = Int8Vectors::zeroed(dim, n);
         if dim > 0 {
             q.codes

@@ -219,31 +219,50 @@ impl Bm25Index {
         }
         let avg_len = (self.total_len as f32 / self.live_docs as f32).max(1.0);
         let Bm25Params { k1, b } = self.params;
-        // Dense accumulator over documents plus the list of those touched: no hashing per posting.
-        let mut acc = vec![0f32; self.doc_len.len()];
-        let mut touched: Vec<u32> = Vec::new();
-        let len_scale = k1 * b / avg_len;
-        let len_base = k1 * (1.0 - b);
-        for term in terms {
-            let idf = self.idf(term);
-            let lift = idf * (k1 + 1.0);
-            for &(doc, tf) in &self.postings[term as usize] {
-                let Some(Some(len)) = self.doc_len.get(doc as usize).copied() else {
-                    continue;
-                };
-                let tf = tf as f32;
-                let norm = len_base + len_scale * len as f32;
-                let slot = &mut acc[doc as usize];
-                if *slot == 0.0 {
-                    touched.push(doc);
-                }
-                *slot += lift * tf / (tf + norm);
+        // Dense accumulator over documents plus the list of those touched: no hashing per posting. The
+        // accumulator is kept per thread and only its touched slots are cleared, so a query costs what it
+        // matches, not the corpus size.
+        ACCUMULATOR.with(|cell| {
+            let mut acc = cell.borrow_mut();
+            if acc.len() < self.doc_len.len() {
+                acc.resize(self.doc_len.len(), 0.0);
             }
-        }
-        let mut scored: Vec<(u32, f32)> =
-            touched.into_iter().map(|d| (d, acc[d as usize])).collect();
-        top_allowed(&mut scored, k, allow)
+            let mut touched: Vec<u32> = Vec::new();
+            let len_scale = k1 * b / avg_len;
+            let len_base = k1 * (1.0 - b);
+            for &term in &terms {
+                let idf = self.idf(term);
+                let lift = idf * (k1 + 1.0);
+                for &(doc, tf) in &self.postings[term as usize] {
+                    let Some(Some(len)) = self.doc_len.get(doc as usize).copied() else {
+                        continue;
+                    };
+                    let tf = tf as f32;
+                    let norm = len_base + len_scale * len as f32;
+                    let slot = &mut acc[doc as usize];
+                    if *slot == 0.0 {
+                        touched.push(doc);
+                    }
+                    *slot += lift * tf / (tf + norm);
+                }
+            }
+            let mut scored: Vec<(u32, f32)> = touched
+                .into_iter()
+                .map(|d| {
+                    let slot = &mut acc[d as usize];
+                    let score = *slot;
+                    *slot = 0.0;
+                    (d, score)
+                })
+                .collect();
+            top_allowed(&mut scored, k, allow)
+        })
     }
+}
+
+thread_local! {
+    /// Per-thread score accumulator of [`Bm25Index::search`] (all zeros between queries).
+    static ACCUMULATOR: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The best `k` of `scored` that `allow` accepts, best first (ties by document). The filter is consulted

@@ -820,24 +820,48 @@ impl SnapshotReader<'_> {
     }
 
     fn read_embeddings(&self, n: usize, dim: usize) -> Result<VectorTable> {
-        let a = self.column("embedding", n)?;
-        if a.shape.get(1).copied() != Some(dim as u64) {
+        let p = "/records/embedding";
+        let fmt = |source| MemoryError::Format {
+            path: self.path.to_path_buf(),
+            source,
+        };
+        let d = self.file.dataset(p).map_err(|source| match source {
+            FormatError::NotFound(_) => self.corrupt(format!("dataset {p} is missing")),
+            source => fmt(source),
+        })?;
+        if d.shape() != [n as u64, dim as u64] {
             return Err(self.corrupt(format!(
                 "embedding has shape {:?}, expected [{n}, {dim}]",
-                a.shape
+                d.shape()
             )));
         }
-        let flat: Vec<f32> = match a.data {
-            Data::F16(v) => {
-                use half::slice::HalfFloatSliceExt;
-                let mut out = vec![0f32; v.len()];
-                // Hardware conversion where the CPU has it (F16C / NEON).
-                v.convert_to_f32_slice(&mut out);
-                out
-            }
-            Data::F32(v) => v,
-            _ => return Err(self.corrupt("embedding is neither f16 nor f32")),
+        let len = n
+            .checked_mul(dim)
+            .ok_or_else(|| self.corrupt("embedding is too large"))?;
+        // Straight into the table's buffer: f32 in one read, f16 in blocks of rows converted on the way
+        // (no full-size intermediate copy).
+        let mut flat = vec![0f32; len];
+        let size = match d.dtype() {
+            clawhdf5_format::Datatype::Float { size, .. } => *size,
+            _ => 0,
         };
+        match size {
+            4 => d.read_into(&mut flat).map_err(fmt)?,
+            2 => {
+                use half::slice::HalfFloatSliceExt;
+                const BLOCK_ROWS: usize = 2048;
+                let mut buf = vec![half::f16::ZERO; BLOCK_ROWS.min(n.max(1)) * dim];
+                for start in (0..n).step_by(BLOCK_ROWS) {
+                    let rows = BLOCK_ROWS.min(n - start);
+                    let part = &mut buf[..rows * dim];
+                    d.read_slice_into(&[start as u64, 0], &[rows as u64, dim as u64], part)
+                        .map_err(fmt)?;
+                    // Hardware conversion where the CPU has it (F16C / NEON).
+                    part.convert_to_f32_slice(&mut flat[start * dim..(start + rows) * dim]);
+                }
+            }
+            _ => return Err(self.corrupt("embedding is neither f16 nor f32")),
+        }
         let has = self.column("has_embedding", n)?;
         let has = has
             .as_u8()

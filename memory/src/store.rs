@@ -255,6 +255,7 @@ impl Store {
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.replay_log()?;
         store.refresh_index_with(true)?;
+        store.warm_up();
         if let (Some(e), Some(m)) = (&store.opts.embedder, &store.meta.config.embedding_model) {
             if e.model_id() != m {
                 return Err(MemoryError::Embedding(format!(
@@ -358,6 +359,21 @@ impl Store {
             }
         }
         store
+    }
+
+    /// One tiny search through each index, so that the first caller's query does not pay one-time set-up
+    /// (per-thread scratch space, allocator growth, first touches of the index pages it walks).
+    fn warm_up(&self) {
+        let Some(row) = self.records.iter().position(|r| !r.tombstone) else {
+            return;
+        };
+        let toks = self.tokenizer.tokens(&self.records[row].text);
+        let _ = self.bm25.search(&toks, 10, &|_| true);
+        if self.vectors.has(row) {
+            let q = self.vectors.row(row).to_vec();
+            let ef = self.meta.config.hnsw_ef_search as usize;
+            let _ = self.index.search(&self.vectors, &q, 10, ef, &|_| true);
+        }
     }
 
     /// Add a record read from the file to the row tables (not to the keyword index).
@@ -883,6 +899,45 @@ impl Store {
         self.log_and_apply(WalOp::Delete { id })?.wait()?;
         self.maybe_checkpoint()?;
         Ok(true)
+    }
+
+    /// Apply many metadata changes (tags, importance, tier, supersession) with one log write and one wait for
+    /// durability. Changes to forgotten or unknown records are skipped; returns how many were applied. Text
+    /// changes go through [`Self::update`] (they need re-embedding).
+    pub fn update_many(&mut self, changes: Vec<(u64, RecordChange)>) -> Result<usize> {
+        self.writer()?;
+        if changes
+            .iter()
+            .any(|(_, c)| matches!(c, RecordChange::Text { .. }))
+        {
+            return Err(MemoryError::InvalidInput(
+                "update_many takes metadata changes only; change a text with update".into(),
+            ));
+        }
+        let ops: Vec<WalOp> = changes
+            .into_iter()
+            .filter(|(id, _)| {
+                self.by_id
+                    .get(id)
+                    .is_some_and(|&row| !self.records[row as usize].tombstone)
+            })
+            .map(|(id, change)| WalOp::Update { id, change })
+            .collect();
+        if ops.is_empty() {
+            return Ok(0);
+        }
+        let n = ops.len();
+        self.drain_pending_access();
+        let (first, ticket) = self.writer()?.append_many(ops.clone())?;
+        for (i, op) in ops.into_iter().enumerate() {
+            self.apply(WalEntry {
+                lsn: first + i as u64,
+                op,
+            })?;
+        }
+        ticket.wait()?;
+        self.maybe_checkpoint()?;
+        Ok(n)
     }
 
     /// Change a record.

@@ -171,13 +171,8 @@ impl Hnsw {
         self.check_store(store)?;
         self.params.quantize = on;
         self.quant = if on {
-            let mut q = Int8Vectors::zeroed(self.dim, self.levels.len());
-            for id in 0..self.levels.len() as u32 {
-                if self.is_present(id) {
-                    q.set(id, store.vector(id));
-                }
-            }
-            Some(q)
+            // Every slot, in parallel (absent slots' codes are never read).
+            Some(Int8Vectors::from_store_prefix(store, self.levels.len()))
         } else {
             None
         };

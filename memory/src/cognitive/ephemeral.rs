@@ -152,17 +152,28 @@ impl EphemeralStore {
         let Some(q) = unit(query) else {
             return Vec::new();
         };
-        let mut scored: Vec<(String, f32)> = self
+        if k == 0 {
+            return Vec::new();
+        }
+        // Score by reference, keep the best k, clone only their keys.
+        let mut scored: Vec<(&String, f32)> = self
             .entries
             .iter()
             .filter_map(|(key, e)| {
                 let v = e.embedding.as_ref()?;
-                (v.len() == q.len()).then(|| (key.clone(), dot(v, &q)))
+                (v.len() == q.len()).then(|| (key, dot(v, &q)))
             })
             .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored.truncate(k);
+        let cmp = |a: &(&String, f32), b: &(&String, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(b.0));
+        if scored.len() > k {
+            scored.select_nth_unstable_by(k - 1, cmp);
+            scored.truncate(k);
+        }
+        scored.sort_by(cmp);
         scored
+            .into_iter()
+            .map(|(key, s)| (key.clone(), s))
+            .collect()
     }
 }
 

@@ -606,12 +606,15 @@ impl AgentMemory {
         let (changes, report) =
             self.consolidator
                 .cycle(self.store.records(), now, &self.cfg.consolidation);
-        for c in changes {
-            match c {
-                Change::Tier(id, t) => self.store.update(id, RecordChange::Tier(t.code()))?,
-                Change::Importance(id, x) => self.store.update(id, RecordChange::Importance(x))?,
-            }
-        }
+        // One log write and one fsync for the whole cycle.
+        let batch = changes
+            .into_iter()
+            .map(|c| match c {
+                Change::Tier(id, t) => (id, RecordChange::Tier(t.code())),
+                Change::Importance(id, x) => (id, RecordChange::Importance(x)),
+            })
+            .collect();
+        self.store.update_many(batch)?;
         self.state_dirty = true;
         self.flush()?;
         Ok(report)
