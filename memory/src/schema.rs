@@ -459,11 +459,10 @@ impl SnapshotReader<'_> {
         .ok_or_else(|| self.corrupt(format!("attribute {obj}:{name} is not a float")))
     }
 
-    fn column(&self, name: &str, n: usize) -> Result<Array> {
-        let p = format!("/records/{name}");
-        let a = self
-            .file
-            .dataset(&p)
+    /// A dataset the schema requires, read whole; a missing one means the file is corrupt.
+    fn required(&self, p: &str) -> Result<Array> {
+        self.file
+            .dataset(p)
             .and_then(|d| d.read())
             .map_err(|source| match source {
                 FormatError::NotFound(_) => self.corrupt(format!("dataset {p} is missing")),
@@ -471,7 +470,12 @@ impl SnapshotReader<'_> {
                     path: self.path.to_path_buf(),
                     source,
                 },
-            })?;
+            })
+    }
+
+    fn column(&self, name: &str, n: usize) -> Result<Array> {
+        let p = format!("/records/{name}");
+        let a = self.required(&p)?;
         if a.shape.first().copied() != Some(n as u64) {
             return Err(self.corrupt(format!(
                 "dataset {p} has {:?} rows, expected {n}",
@@ -608,17 +612,7 @@ impl SnapshotReader<'_> {
         let mut out: [Vec<String>; 5] = Default::default();
         for (slot, name) in out.iter_mut().zip(DICTIONARY_COLUMNS) {
             let p = format!("/dictionaries/{name}");
-            let values =
-                self.file
-                    .dataset(&p)
-                    .and_then(|d| d.read())
-                    .map_err(|source| match source {
-                        FormatError::NotFound(_) => self.corrupt(format!("dataset {p} is missing")),
-                        source => MemoryError::Format {
-                            path: self.path.to_path_buf(),
-                            source,
-                        },
-                    })?;
+            let values = self.required(&p)?;
             *slot = values
                 .as_strings()
                 .ok_or_else(|| self.corrupt(format!("{p} is not strings")))?

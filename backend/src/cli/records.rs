@@ -217,6 +217,27 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let (mut added, mut dup, mut skipped) = (0usize, 0usize, 0usize);
+    // Memories go in batches: one log write each and, with an embedder, one embedding batch.
+    const BATCH: usize = 256;
+    let mut batch: Vec<NewMemory> = Vec::with_capacity(BATCH);
+    let mut first_line = 0usize;
+    let mut flush = |batch: &mut Vec<NewMemory>, first: usize, last: usize| -> anyhow::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for out in store
+            .save_batch(std::mem::take(batch))
+            .with_context(|| format!("lines {first}-{last} (none of them saved)"))?
+        {
+            if out.deduplicated {
+                dup += 1;
+            } else {
+                added += 1;
+            }
+        }
+        Ok(())
+    };
+    let mut last_line = 0usize;
     for (i, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("reading line {}", i + 1))?;
         bar.inc(line.len() as u64 + 1);
@@ -237,29 +258,33 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
             ),
             Some(_) => bail!("line {}: event_time must be a string or a number", i + 1),
         };
-        let out = store
-            .save(NewMemory {
-                text: l.text,
-                source: l.source,
-                agent: l.agent,
-                session: l.session,
-                tags: l.tags,
-                origin: l.path.map(|path| Origin {
-                    path,
-                    start_line: l.start_line.unwrap_or(1),
-                    end_line: l.end_line.or(l.start_line).unwrap_or(1),
-                }),
-                event_time,
-                importance: l.importance,
-                embedding: l.embedding,
-            })
-            .with_context(|| format!("line {}", i + 1))?;
-        if out.deduplicated {
-            dup += 1;
-        } else {
-            added += 1;
+        if l.text.trim().is_empty() {
+            bail!("line {}: a memory's text must not be empty", i + 1);
+        }
+        if batch.is_empty() {
+            first_line = i + 1;
+        }
+        last_line = i + 1;
+        batch.push(NewMemory {
+            text: l.text,
+            source: l.source,
+            agent: l.agent,
+            session: l.session,
+            tags: l.tags,
+            origin: l.path.map(|path| Origin {
+                path,
+                start_line: l.start_line.unwrap_or(1),
+                end_line: l.end_line.or(l.start_line).unwrap_or(1),
+            }),
+            event_time,
+            importance: l.importance,
+            embedding: l.embedding,
+        });
+        if batch.len() == BATCH {
+            flush(&mut batch, first_line, last_line)?;
         }
     }
+    flush(&mut batch, first_line, last_line)?;
     bar.finish_and_clear();
     store.close()?;
     println!("imported {added} memories ({dup} duplicates, {skipped} forgotten skipped)");

@@ -373,8 +373,8 @@ fn cycle_table(rs: &[CycleResult]) -> Table {
         "Keyword-only stores of LoCoMo-derived records (two turns each), importance spread over 0.3–0.9; the \
          clock is two days after saving, so every Working record is due. Incremental = the default batch ({} \
          records examined per cycle, resuming from a persisted cursor); full pass = batch 0 on a fresh copy. \
-         Each decided change is logged through the store (`RecordChange`), so with durability every-save each \
-         one waits for its own fsync.",
+         A cycle's decided changes go through the store's log as one batch (`Store::update_many`: one write, \
+         one fsync under durability every-save).",
         thousands(ConsolidationConfig::default().batch as u64)
     ));
     t
@@ -438,17 +438,7 @@ pub fn run(o: &ConsolidationOptions, out: &Path) -> Result<()> {
         None => convs,
     };
     let corpus = Corpus::new(&convs)?;
-    let tmp;
-    let dir = match &o.work_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(io_at(d))?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::tempdir().map_err(io_at(&std::env::temp_dir()))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (dir, _tmp) = super::measure::work_dir(&o.work_dir)?;
     let mut cycles = Vec::new();
     for &n in &o.sizes {
         cycles.push(measure_cycles(&corpus, n, &dir)?);

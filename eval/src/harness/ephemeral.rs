@@ -10,7 +10,7 @@ use clawhdf5_memory::{Durability, NewMemory, Store, StoreOptions};
 use serde_json::json;
 
 use super::corpus::Corpus;
-use super::error::{io_at, HarnessError, Result};
+use super::error::{HarnessError, Result};
 use super::measure::{fig, thousands, timed};
 use super::report::{HarnessReport, Table};
 use super::vectors;
@@ -162,17 +162,7 @@ pub fn run(o: &EphemeralOptions, out: &Path) -> Result<()> {
         ));
     }
     let corpus = Corpus::load(&o.locomo)?;
-    let tmp;
-    let dir = match &o.work_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(io_at(d))?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::tempdir().map_err(io_at(&std::env::temp_dir()))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (dir, _tmp) = super::measure::work_dir(&o.work_dir)?;
     let mut results = Vec::new();
     for &c in &o.capacities {
         eprintln!("ephemeral: capacity {c}");

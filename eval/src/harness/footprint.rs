@@ -322,17 +322,7 @@ pub fn run(o: &FootprintOptions, out: &Path) -> Result<()> {
         ));
     }
     let corpus = Corpus::load(&o.locomo)?;
-    let tmp;
-    let dir = match &o.work_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(io_at(d))?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::tempdir().map_err(io_at(&std::env::temp_dir()))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (dir, _tmp) = super::measure::work_dir(&o.work_dir)?;
     let mut results = Vec::new();
     for &n in &o.sizes {
         results.push(measure_size(&corpus, n, &dir)?);

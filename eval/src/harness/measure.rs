@@ -129,6 +129,24 @@ pub fn met(ok: bool) -> String {
     if ok { "met" } else { "**not met**" }.to_string()
 }
 
+/// The folder a harness works in: `work_dir` (created if needed) or a temporary one, removed when the returned
+/// guard is dropped.
+pub fn work_dir(
+    work_dir: &Option<std::path::PathBuf>,
+) -> super::error::Result<(std::path::PathBuf, Option<tempfile::TempDir>)> {
+    use super::error::io_at;
+    match work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(io_at(d))?;
+            Ok((d.clone(), None))
+        }
+        None => {
+            let tmp = tempfile::tempdir().map_err(io_at(&std::env::temp_dir()))?;
+            Ok((tmp.path().to_path_buf(), Some(tmp)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use std::process::Command;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, H5File};
 use serde_json::json;
 
-use super::error::{io_at, HarnessError, Result};
+use super::error::{HarnessError, Result};
 use super::measure::{fig, median, thousands};
 use super::report::{HarnessReport, Table};
 
@@ -243,17 +243,7 @@ pub fn run(o: &ReadOptions, out: &Path) -> Result<()> {
             "dataset and chunk dimensions must be above 0".into(),
         ));
     }
-    let tmp;
-    let dir = match &o.work_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(io_at(d))?;
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::tempdir().map_err(io_at(&std::env::temp_dir()))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (dir, _tmp) = super::measure::work_dir(&o.work_dir)?;
     let path = dir.join("read-harness.h5");
     eprintln!("read-harness: writing {}×{} f64 three ways", o.rows, o.cols);
     let data = values(o.rows, o.cols);
