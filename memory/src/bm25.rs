@@ -146,6 +146,13 @@ impl Bm25Index {
         }
     }
 
+    /// Reserve exactly `counts[t]` postings for term `t` (before adding documents with known statistics).
+    pub fn reserve_postings(&mut self, counts: &[u32]) {
+        for (list, &c) in self.postings.iter_mut().zip(counts) {
+            list.reserve_exact(c as usize);
+        }
+    }
+
     /// Every live document's term ids (ascending, one per token), for documents `0..docs`; absent and
     /// removed documents get an empty list. The inverse of adding them with [`Self::add_ids`].
     pub fn doc_terms(&self, docs: usize) -> Vec<Vec<u32>> {

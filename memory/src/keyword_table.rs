@@ -47,7 +47,26 @@ impl KeywordTable {
         if self.doc_start.len() != self.doc_len.len() {
             return None;
         }
+        // Exact posting-list capacities first (no growth slack in memory): documents per term.
+        let mut df = vec![0u32; self.terms.len()];
+        for (row, (&start, &len)) in self.doc_start.iter().zip(&self.doc_len).enumerate() {
+            if !live(row) {
+                continue;
+            }
+            let start = usize::try_from(start).ok()?;
+            let ids = self
+                .doc_terms
+                .get(start..start.checked_add(len as usize)?)?;
+            let mut prev = None;
+            for &t in ids {
+                if prev != Some(t) {
+                    *df.get_mut(t as usize)? += 1;
+                    prev = Some(t);
+                }
+            }
+        }
         let mut ix = Bm25Index::with_terms(params, self.terms.clone());
+        ix.reserve_postings(&df);
         for (row, (&start, &len)) in self.doc_start.iter().zip(&self.doc_len).enumerate() {
             if !live(row) {
                 continue;

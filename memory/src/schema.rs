@@ -741,7 +741,11 @@ impl SnapshotReader<'_> {
             }};
         }
         let ids: Vec<u64> = col!("id", as_u64);
-        let texts: Vec<String> = col!("text", as_strings);
+        // The texts are moved out of the decoded column, not copied (they are most of the records' memory).
+        let texts: Vec<String> = match self.column("text", n)?.data {
+            Data::VarStr(v) => v,
+            _ => return Err(bad("text")),
+        };
         let sources = self.dictionary_column("source", n, &dicts[0])?;
         let agents = self.dictionary_column("agent", n, &dicts[1])?;
         let sessions = self.dictionary_column("session", n, &dicts[2])?;
@@ -758,26 +762,35 @@ impl SnapshotReader<'_> {
         let supersedes: Vec<u64> = col!("supersedes", as_u64);
         let superseded_by: Vec<u64> = col!("superseded_by", as_u64);
         let tomb: Vec<u8> = col!("tombstone", as_u8);
+        // Each distinct source and tag list is parsed once.
+        let source_values: Vec<Source> = dicts[0].iter().map(|v| Source::parse(v)).collect();
+        let tag_values: Vec<Vec<String>> = dicts[4]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                serde_json::from_str(v)
+                    .map_err(|e| self.corrupt(format!("/dictionaries/tags row {i}: {e}")))
+            })
+            .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let tag_list: Vec<String> = serde_json::from_str(&tags[i])
-                .map_err(|e| self.corrupt(format!("tags of row {i}: {e}")))?;
+        for (i, text) in texts.into_iter().enumerate() {
+            let path = &dicts[3][opaths[i]];
             out.push(Record {
                 id: ids[i],
-                text: texts[i].clone(),
-                source: Source::parse(&sources[i]),
-                agent: agents[i].clone(),
-                session: sessions[i].clone(),
-                origin: if opaths[i].is_empty() {
+                text,
+                source: source_values[sources[i]].clone(),
+                agent: dicts[1][agents[i]].clone(),
+                session: dicts[2][sessions[i]].clone(),
+                origin: if path.is_empty() {
                     None
                 } else {
                     Some(Origin {
-                        path: opaths[i].clone(),
+                        path: path.clone(),
                         start_line: ostart[i],
                         end_line: oend[i],
                     })
                 },
-                tags: tag_list,
+                tags: tag_values[tags[i]].clone(),
                 event_time: (event[i] != NONE_TIME).then_some(event[i]),
                 created_at: created[i],
                 importance: importance[i],
@@ -794,8 +807,8 @@ impl SnapshotReader<'_> {
         Ok(out)
     }
 
-    /// A dictionary-encoded string column, decoded; every code is bounds-checked.
-    fn dictionary_column(&self, name: &str, n: usize, values: &[String]) -> Result<Vec<String>> {
+    /// The codes of a dictionary-encoded column, each checked against its dictionary.
+    fn dictionary_column(&self, name: &str, n: usize, values: &[String]) -> Result<Vec<usize>> {
         let codes = self.column(name, n)?;
         let codes = codes
             .as_u32()
@@ -804,11 +817,14 @@ impl SnapshotReader<'_> {
             .iter()
             .enumerate()
             .map(|(i, &c)| {
-                values.get(c as usize).cloned().ok_or_else(|| {
-                    self.corrupt(format!(
+                let c = c as usize;
+                if c < values.len() {
+                    Ok(c)
+                } else {
+                    Err(self.corrupt(format!(
                         "row {i} of /records/{name} points past /dictionaries/{name}"
-                    ))
-                })
+                    )))
+                }
             })
             .collect()
     }

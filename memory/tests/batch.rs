@@ -105,3 +105,37 @@ fn rows_the_graph_has_not_seen_are_searched_exactly() {
     let s = Store::open(&p).unwrap();
     assert_eq!(s.len(), 300);
 }
+
+#[test]
+fn update_many_applies_metadata_in_one_write_and_refuses_text() {
+    use clawhdf5_memory::wal::RecordChange;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    let out = s.save_batch((0..5).map(item).collect()).unwrap();
+    let gone = out[4].id;
+    s.forget(gone).unwrap();
+    let n = s
+        .update_many(vec![
+            (out[0].id, RecordChange::Importance(0.9)),
+            (out[1].id, RecordChange::Tags(vec!["x".into()])),
+            (gone, RecordChange::Importance(0.1)),
+            (999_999, RecordChange::Importance(0.1)),
+        ])
+        .unwrap();
+    assert_eq!(n, 2, "changes to forgotten or unknown records are skipped");
+    let err = s
+        .update_many(vec![(
+            out[2].id,
+            RecordChange::Text {
+                text: "new".into(),
+                embedding: None,
+            },
+        )])
+        .unwrap_err();
+    assert!(err.to_string().contains("metadata"), "{err}");
+    drop(s);
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.get(out[0].id).unwrap().importance, 0.9);
+    assert_eq!(s.get(out[1].id).unwrap().tags, vec!["x".to_string()]);
+}
