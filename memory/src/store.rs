@@ -183,6 +183,10 @@ fn lock_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+fn record_dedup_key(r: &Record) -> u64 {
+    dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text)
+}
+
 fn dedup_key(agent: &str, session: &str, source: &str, text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (agent, session, source, text).hash(&mut h);
@@ -314,17 +318,29 @@ impl Store {
         let epoch = store.meta.vector_epoch;
         let graph = snap.hnsw.filter(|g| g.vector_epoch == epoch);
         let vectors = &store.vectors;
-        let (index, persisted) = rayon::join(
+        let records = &snap.records;
+        let (index, (persisted, keys)) = rayon::join(
             || match &graph {
                 Some(g) => VectorIndex::load(Some(&g.bytes), g.generation, vectors),
                 None => VectorIndex::default(),
             },
             || {
-                snap.keywords.as_ref().and_then(|k| {
-                    k.to_index(Bm25Params::default(), &|row| {
-                        live.get(row).copied().unwrap_or(false)
-                    })
-                })
+                rayon::join(
+                    || {
+                        snap.keywords.as_ref().and_then(|k| {
+                            k.to_index(Bm25Params::default(), &|row| {
+                                live.get(row).copied().unwrap_or(false)
+                            })
+                        })
+                    },
+                    || {
+                        use rayon::prelude::*;
+                        records
+                            .par_iter()
+                            .map(|r| (!r.tombstone).then(|| record_dedup_key(r)))
+                            .collect::<Vec<Option<u64>>>()
+                    },
+                )
             },
         );
         store.index = index;
@@ -332,8 +348,8 @@ impl Store {
             store.file.graph_slots = h.slots();
             store.file.graph_epoch = epoch;
         }
-        for r in snap.records {
-            store.push_record(r);
+        for (r, key) in snap.records.into_iter().zip(keys) {
+            store.push_record(r, key);
         }
         // Texts are tokenised only when the persisted keyword index is missing or stale.
         match persisted {
@@ -377,13 +393,10 @@ impl Store {
     }
 
     /// Add a record read from the file to the row tables (not to the keyword index).
-    fn push_record(&mut self, mut r: Record) {
+    fn push_record(&mut self, mut r: Record, key: Option<u64>) {
         let row = self.records.len() as u32;
-        if !r.tombstone {
-            self.dedup.insert(
-                dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text),
-                r.id,
-            );
+        if let Some(key) = key {
+            self.dedup.insert(key, r.id);
         }
         self.by_id.insert(r.id, row);
         self.meta.next_id = self.meta.next_id.max(r.id + 1);
@@ -417,7 +430,8 @@ impl Store {
             let ids = self.bm25.add(row, &toks);
             self.pending.row_terms.insert(row, ids);
         }
-        self.push_record(r);
+        let key = (!r.tombstone).then(|| record_dedup_key(&r));
+        self.push_record(r, key);
     }
 
     fn replay_log(&mut self) -> Result<()> {
@@ -723,7 +737,7 @@ impl Store {
         // Validate everything first, so a bad item leaves the store untouched.
         let mut outcomes = Vec::with_capacity(items.len());
         let mut records = Vec::new();
-        let mut in_batch: HashMap<u64, u64> = HashMap::new();
+        let mut in_batch: HashMap<u64, usize> = HashMap::new();
         let mut next_id = self.meta.next_id;
         let mut batch_dim = self.meta.config.embedding_dim.map(|d| d as usize);
         for (m, e) in items.iter().zip(embeddings) {
@@ -744,15 +758,25 @@ impl Store {
                     deduplicated: true,
                 }),
                 Prepared::New(r) => {
-                    let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
-                    if let Some(&id) = in_batch.get(&key) {
+                    let key = record_dedup_key(&r);
+                    // Same hash and the same memory (the hash alone could collide).
+                    let earlier = in_batch
+                        .get(&key)
+                        .map(|&i| &records[i])
+                        .filter(|e: &&Record| {
+                            e.text == r.text
+                                && e.session == r.session
+                                && e.agent == r.agent
+                                && e.source == r.source
+                        });
+                    if let Some(e) = earlier {
                         outcomes.push(SaveOutcome {
-                            id,
+                            id: e.id,
                             deduplicated: true,
                         });
                         continue;
                     }
-                    in_batch.insert(key, r.id);
+                    in_batch.insert(key, records.len());
                     outcomes.push(SaveOutcome {
                         id: r.id,
                         deduplicated: false,
@@ -844,7 +868,17 @@ impl Store {
             }
         }
         if let Some(&id) = self.dedup.get(&self.dedup_key_of(m)) {
-            return Ok(Prepared::Duplicate(id));
+            // The key is a hash: confirm the stored record really is the same memory.
+            let same = self.by_id.get(&id).is_some_and(|&row| {
+                let r = &self.records[row as usize];
+                r.text == text
+                    && r.session == m.session.as_deref().unwrap_or("")
+                    && r.agent == m.agent.as_deref().unwrap_or(&self.opts.default_agent)
+                    && r.source == Source::parse(m.source.as_deref().unwrap_or(""))
+            });
+            if same {
+                return Ok(Prepared::Duplicate(id));
+            }
         }
         let agent = m
             .agent
