@@ -41,24 +41,25 @@ impl KeywordTable {
         self.doc_terms.extend_from_slice(ids);
     }
 
+    /// Term ids of `row`; `None` when its span lies outside the flat list.
+    fn row_ids(&self, row: usize) -> Option<&[u32]> {
+        let start = usize::try_from(*self.doc_start.get(row)?).ok()?;
+        let len = *self.doc_len.get(row)? as usize;
+        self.doc_terms.get(start..start.checked_add(len)?)
+    }
+
     /// Rebuild the BM25 index, adding the rows `live` accepts. `None` when the table is inconsistent (the
     /// caller then tokenises the texts again).
     pub fn to_index(&self, params: Bm25Params, live: &dyn Fn(usize) -> bool) -> Option<Bm25Index> {
         if self.doc_start.len() != self.doc_len.len() {
             return None;
         }
+        let rows = || (0..self.doc_start.len()).filter(|&row| live(row));
         // Exact posting-list capacities first (no growth slack in memory): documents per term.
         let mut df = vec![0u32; self.terms.len()];
-        for (row, (&start, &len)) in self.doc_start.iter().zip(&self.doc_len).enumerate() {
-            if !live(row) {
-                continue;
-            }
-            let start = usize::try_from(start).ok()?;
-            let ids = self
-                .doc_terms
-                .get(start..start.checked_add(len as usize)?)?;
+        for row in rows() {
             let mut prev = None;
-            for &t in ids {
+            for &t in self.row_ids(row)? {
                 if prev != Some(t) {
                     *df.get_mut(t as usize)? += 1;
                     prev = Some(t);
@@ -67,15 +68,8 @@ impl KeywordTable {
         }
         let mut ix = Bm25Index::with_terms(params, self.terms.clone());
         ix.reserve_postings(&df);
-        for (row, (&start, &len)) in self.doc_start.iter().zip(&self.doc_len).enumerate() {
-            if !live(row) {
-                continue;
-            }
-            let start = usize::try_from(start).ok()?;
-            let ids = self
-                .doc_terms
-                .get(start..start.checked_add(len as usize)?)?;
-            if !ix.add_ids(u32::try_from(row).ok()?, ids) {
+        for row in rows() {
+            if !ix.add_ids(u32::try_from(row).ok()?, self.row_ids(row)?) {
                 return None;
             }
         }
