@@ -1391,7 +1391,7 @@ impl Store {
         let ext: u64 = self.extensions.values().map(|e| e.len() as u64).sum();
         let graph = f.graph_slots as u64 * (u64::from(self.meta.config.hnsw_m) * 8 + 16);
         let live = n * (dim * elem + 64) + text + ext + f.term_ids * 4 + graph;
-        file_len > 2 * live + (1 << 20)
+        file_len > 2 * live + (256 << 10)
     }
 
     /// Checkpoint (when writable) and close; the vector graph is brought up to date in the file, so the next
