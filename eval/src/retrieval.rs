@@ -298,18 +298,18 @@ impl Index {
                 q.embedding.clone()
             },
         })?;
-        let mut out = Vec::with_capacity(hits.len());
-        for h in hits {
-            for &d in self
-                .docs_of
-                .get(&h.record.id)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                out.push((d, h.score));
+        Ok(self.expand(hits.into_iter().map(|h| (h.record.id, h.score))))
+    }
+
+    /// Scored records, best first, as scored documents (a record may stand for several documents).
+    fn expand(&self, scored: impl IntoIterator<Item = (u64, f32)>) -> Vec<Ranked> {
+        let mut out = Vec::new();
+        for (id, score) in scored {
+            for &d in self.docs_of.get(&id).map(Vec::as_slice).unwrap_or(&[]) {
+                out.push((d, score));
             }
         }
-        Ok(out)
+        out
     }
 
     /// Rank up to `k` documents for `q` in `mode`.
@@ -394,18 +394,12 @@ impl Index {
             rrf_k,
             keyword_half,
         );
-        let mut out = Vec::new();
-        for (id, score, _, _) in fused.into_iter().take(lists.k) {
-            for &d in self
-                .docs_of
-                .get(&(id as u64))
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                out.push((d, score));
-            }
-        }
-        out
+        self.expand(
+            fused
+                .into_iter()
+                .take(lists.k)
+                .map(|(id, score, _, _)| (u64::from(id), score)),
+        )
     }
 
     /// Fuse stage lists the way the store did before its scores were calibrated (min-max normalisation of each
@@ -446,18 +440,12 @@ impl Index {
             })
             .collect();
         fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut out = Vec::new();
-        for (id, score) in fused.into_iter().take(lists.k) {
-            for &d in self
-                .docs_of
-                .get(&(id as u64))
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                out.push((d, score));
-            }
-        }
-        out
+        self.expand(
+            fused
+                .into_iter()
+                .take(lists.k)
+                .map(|(id, score)| (u64::from(id), score)),
+        )
     }
 
     /// Re-rank fused candidates: add the best neighbour's and the best same-session candidate's scores, a bonus
