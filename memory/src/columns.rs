@@ -155,13 +155,12 @@ pub fn build(
                     let has = rows.clone().map(|i| u8::from(vectors.has(i))).collect();
                     (Data::U8(has), true)
                 } else {
-                    let d = dim as usize;
-                    let flat = &vectors.data()[rows.start * d..rows.end * d];
+                    let runs = vectors.runs(rows.clone());
                     let data = match config.vector_precision {
                         VectorPrecision::F16 => {
-                            Data::F16(flat.iter().map(|&x| f16::from_f32(x)).collect())
+                            Data::F16(runs.flatten().map(|&x| f16::from_f32(x)).collect())
                         }
-                        VectorPrecision::F32 => Data::F32(flat.to_vec()),
+                        VectorPrecision::F32 => Data::F32(runs.flatten().copied().collect()),
                     };
                     let array = Array::matrix(rs.len() as u64, u64::from(dim), data)
                         .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;

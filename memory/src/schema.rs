@@ -845,38 +845,41 @@ impl SnapshotReader<'_> {
                 d.shape()
             )));
         }
-        let len = n
-            .checked_mul(dim)
+        n.checked_mul(dim)
             .ok_or_else(|| self.corrupt("embedding is too large"))?;
-        // Straight into the table's buffer: f32 in one read, f16 in blocks of rows converted on the way
-        // (no full-size intermediate copy).
-        let mut flat = vec![0f32; len];
+        // Straight into the table's chunks: f32 read in place, f16 converted on the way (no full-size
+        // intermediate copy).
         let size = match d.dtype() {
             clawhdf5_format::Datatype::Float { size, .. } => *size,
             _ => 0,
         };
-        match size {
-            4 => d.read_into(&mut flat).map_err(fmt)?,
-            2 => {
+        if size != 2 && size != 4 {
+            return Err(self.corrupt("embedding is neither f16 nor f32"));
+        }
+        let rows_per = crate::vectors::CHUNK_ROWS;
+        let mut chunks = Vec::with_capacity(n.div_ceil(rows_per));
+        let mut buf = Vec::new();
+        for start in (0..n).step_by(rows_per) {
+            let rows = rows_per.min(n - start);
+            let mut chunk = vec![0f32; rows * dim];
+            let (offset, count) = ([start as u64, 0], [rows as u64, dim as u64]);
+            if size == 4 {
+                d.read_slice_into(&offset, &count, &mut chunk)
+                    .map_err(fmt)?;
+            } else {
                 use half::slice::HalfFloatSliceExt;
-                const BLOCK_ROWS: usize = 2048;
-                let mut buf = vec![half::f16::ZERO; BLOCK_ROWS.min(n.max(1)) * dim];
-                for start in (0..n).step_by(BLOCK_ROWS) {
-                    let rows = BLOCK_ROWS.min(n - start);
-                    let part = &mut buf[..rows * dim];
-                    d.read_slice_into(&[start as u64, 0], &[rows as u64, dim as u64], part)
-                        .map_err(fmt)?;
-                    // Hardware conversion where the CPU has it (F16C / NEON).
-                    part.convert_to_f32_slice(&mut flat[start * dim..(start + rows) * dim]);
-                }
+                buf.resize(rows * dim, half::f16::ZERO);
+                d.read_slice_into(&offset, &count, &mut buf).map_err(fmt)?;
+                // Hardware conversion where the CPU has it (F16C / NEON).
+                buf.convert_to_f32_slice(&mut chunk);
             }
-            _ => return Err(self.corrupt("embedding is neither f16 nor f32")),
+            chunks.push(chunk);
         }
         let has = self.column("has_embedding", n)?;
         let has = has
             .as_u8()
             .ok_or_else(|| self.corrupt("has_embedding is not u8"))?;
         let present: Vec<bool> = has.iter().map(|&h| h != 0).collect();
-        VectorTable::from_parts(dim, flat, present).map_err(|e| self.corrupt(e))
+        VectorTable::from_chunks(dim, chunks, present).map_err(|e| self.corrupt(e))
     }
 }

@@ -119,6 +119,12 @@ pub struct StoreStats {
     pub full_checkpoints: u64,
     /// The keyword index was restored from the file at open (not rebuilt by tokenising every text).
     pub keywords_from_file: bool,
+    /// Rows the vector graph holds (0 while the store searches vectors exactly).
+    pub graph_rows: usize,
+    /// Rows the graph does not place yet (saved or re-embedded since): searched exactly until folded in.
+    pub unindexed_rows: usize,
+    /// Whether a background job is building or folding the vector graph.
+    pub indexing: bool,
 }
 
 /// A validated new memory, or the id of the stored record it duplicates.
@@ -258,7 +264,10 @@ impl Store {
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.replay_log()?;
-        store.refresh_index_with(true)?;
+        if store.wal.is_some() {
+            // A missing graph or a long unindexed tail is built in the background; searches scan it meanwhile.
+            store.maintain_index();
+        }
         store.warm_up();
         if let (Some(e), Some(m)) = (&store.opts.embedder, &store.meta.config.embedding_model) {
             if e.model_id() != m {
@@ -404,15 +413,25 @@ impl Store {
         self.records.push(r);
     }
 
+    /// Bring the vector graph fully up to date now (waits for a background job).
     fn refresh_index(&mut self) -> Result<()> {
-        self.refresh_index_with(false)
-    }
-
-    fn refresh_index_with(&mut self, cheap_only: bool) -> Result<()> {
         let records = &self.records;
         let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
+        self.index.ensure(&self.vectors, &self.meta.config, &live)
+    }
+
+    /// Take in a finished background index job (never waits).
+    fn poll_index(&mut self) {
+        let records = &self.records;
+        let live = |row: u32| records.get(row as usize).is_some_and(|r| !r.tombstone);
+        self.index.poll(&self.vectors, &live);
+    }
+
+    /// Take in a finished background job, and start one when the graph is missing or enough rows wait for it.
+    fn maintain_index(&mut self) {
+        self.poll_index();
         self.index
-            .ensure(&self.vectors, &self.meta.config, &live, cheap_only)
+            .start_background(&self.vectors, &self.meta.config);
     }
 
     /// Build the vector graph now, or fold into it every row saved since it was built (batch saves leave
@@ -529,7 +548,7 @@ impl Store {
                 }
                 if self.vectors.dim() > 0 {
                     self.vectors.set(row_us, embedding.as_deref());
-                    self.index.changed();
+                    self.index.changed(row);
                     self.meta.vector_epoch += 1;
                 }
             }
@@ -695,12 +714,8 @@ impl Store {
         };
         let id = record.id;
         let ticket = self.log_and_apply(WalOp::Save(record))?;
-        // New rows join the graph in parallel batches (searched exactly until then).
-        if self.index.tail(&self.vectors) >= crate::vector_index::CHEAP_TAIL
-            || self.index.graph().is_none()
-        {
-            self.refresh_index()?;
-        }
+        // New rows join the graph in the background (searched exactly until then).
+        self.maintain_index();
         Ok((
             SaveOutcome {
                 id,
@@ -789,6 +804,7 @@ impl Store {
         if records.is_empty() {
             return Ok(outcomes);
         }
+        self.poll_index();
         self.drain_pending_access();
         let ops: Vec<WalOp> = records
             .into_iter()
@@ -930,6 +946,7 @@ impl Store {
             Some(&row) if !self.records[row as usize].tombstone => {}
             _ => return Ok(false),
         }
+        self.poll_index();
         self.log_and_apply(WalOp::Delete { id })?.wait()?;
         self.maybe_checkpoint()?;
         Ok(true)
@@ -961,6 +978,7 @@ impl Store {
             return Ok(0);
         }
         let n = ops.len();
+        self.poll_index();
         self.drain_pending_access();
         let (first, ticket) = self.writer()?.append_many(ops.clone())?;
         for (i, op) in ops.into_iter().enumerate() {
@@ -1010,7 +1028,7 @@ impl Store {
             other => other,
         };
         self.log_and_apply(WalOp::Update { id, change })?.wait()?;
-        self.refresh_index()?;
+        self.maintain_index();
         self.maybe_checkpoint()
     }
 
@@ -1190,6 +1208,9 @@ impl Store {
             incremental_checkpoints: self.checkpoints.0,
             full_checkpoints: self.checkpoints.1,
             keywords_from_file: self.keywords_from_file,
+            graph_rows: self.index.graph().map_or(0, |h| h.slots()),
+            unindexed_rows: self.index.tail(&self.vectors),
+            indexing: self.index.busy(),
         }
     }
 
@@ -1218,6 +1239,7 @@ impl Store {
 
     fn checkpoint_with(&mut self, closing: bool) -> Result<()> {
         self.writer()?;
+        self.poll_index();
         self.drain_pending_access();
         // Access entries logged by searches count too.
         let logged = self
@@ -1352,7 +1374,7 @@ impl Store {
         let Some(h) = self.index.graph() else {
             return false;
         };
-        if self.index.is_stale() {
+        if !self.index.is_current() || (self.index.busy() && !closing) {
             return false;
         }
         let slots = h.slots();
@@ -1398,6 +1420,7 @@ impl Store {
     /// open does not rebuild any of it.
     pub fn close(mut self) -> Result<()> {
         if self.wal.is_some() {
+            self.refresh_index()?;
             self.checkpoint_with(true)?;
         }
         Ok(())

@@ -108,6 +108,14 @@ impl Tokenizer {
 
     /// Index terms of `text`, in order, with repeats.
     pub fn tokens(&self, text: &str) -> Vec<String> {
+        if text.is_ascii() {
+            self.ascii_tokens(text)
+        } else {
+            self.unicode_tokens(text)
+        }
+    }
+
+    fn unicode_tokens(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         let mut word = String::new();
         let mut cjk_run: Vec<char> = Vec::new();
@@ -134,6 +142,24 @@ impl Tokenizer {
         out
     }
 
+    /// [`Self::tokens`] for ASCII text, where normalisation, accent folding and CJK cannot apply: the same
+    /// terms, without the Unicode work.
+    fn ascii_tokens(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::with_capacity(text.len() / 6);
+        let mut word = String::new();
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() {
+                word.push(char::from(b.to_ascii_lowercase()));
+            } else if b == b'\'' && !word.is_empty() {
+                word.push('\'');
+            } else {
+                self.flush_word(&mut word, &mut out);
+            }
+        }
+        self.flush_word(&mut word, &mut out);
+        out
+    }
+
     fn flush_word(&self, word: &mut String, out: &mut Vec<String>) {
         if word.is_empty() {
             return;
@@ -143,16 +169,45 @@ impl Tokenizer {
             w = stripped.to_string();
         }
         w.retain(|c| c != '\'');
-        if w.is_empty() || (self.config.stop_words && STOP_WORDS.contains(&w.as_str())) {
+        if w.is_empty() || (self.config.stop_words && is_stop_word(&w)) {
             return;
         }
         if self.config.stemming && w.chars().all(|c| c.is_ascii_alphabetic()) {
-            let stem = self.stemmer.stem(&w);
-            out.push(stem.into_owned());
+            out.push(self.stem(&w));
         } else {
             out.push(w);
         }
     }
+
+    /// The Snowball stem of an ASCII word, remembered per thread (words repeat: most of a text's words were
+    /// stemmed before).
+    fn stem(&self, w: &str) -> String {
+        const MAX_CACHED: usize = 1 << 16;
+        thread_local! {
+            static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> =
+                std::cell::RefCell::new(std::collections::HashMap::new());
+        }
+        STEMS.with(|cell| {
+            let mut cache = cell.borrow_mut();
+            if let Some(s) = cache.get(w) {
+                return s.clone();
+            }
+            let stem = self.stemmer.stem(w).into_owned();
+            if cache.len() >= MAX_CACHED {
+                cache.clear();
+            }
+            cache.insert(w.to_string(), stem.clone());
+            stem
+        })
+    }
+}
+
+/// Whether `w` is one of [`STOP_WORDS`].
+fn is_stop_word(w: &str) -> bool {
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(w)
 }
 
 fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
@@ -208,6 +263,30 @@ mod tests {
             t.tokens("Alice's dog doesn't bark"),
             vec!["alic", "dog", "doesnt", "bark"]
         );
+    }
+
+    #[test]
+    fn ascii_fast_path_gives_the_unicode_path_terms() {
+        let texts = [
+            "Alice's cat didn't EAT the 3 fish-cakes; it's Bob's (2022) job!",
+            "  running runners ran -- O'Neil's 'quoted' words' end'",
+            "",
+            "''' x'y 12ab AB12 the and of",
+            "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        ];
+        for cfg in [
+            TokenizerConfig::default(),
+            TokenizerConfig {
+                stemming: false,
+                stop_words: false,
+            },
+        ] {
+            let t = Tokenizer::new(cfg);
+            for text in texts {
+                assert_eq!(t.ascii_tokens(text), t.unicode_tokens(text), "{text:?}");
+                assert_eq!(t.tokens(text), t.unicode_tokens(text));
+            }
+        }
     }
 
     #[test]

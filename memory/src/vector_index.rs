@@ -1,11 +1,22 @@
 //! Vector search over the store's embeddings: an exact SIMD scan below a size threshold, an HNSW graph (int8
 //! traversal, exact f32 re-scoring) above it. The index never copies the f32 vectors: it reads the store's
-//! [`VectorTable`].
+//! [`VectorTable`]. Saves never wait for the graph: rows it has not seen yet (new ones, and ones whose
+//! vector changed) are searched exactly, and a background job folds them in once there are
+//! [`CHEAP_TAIL`] of them, working on a snapshot of the table.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, Neighbor, VectorStore};
 
-/// Largest tail of unindexed rows that opening a store folds into the graph.
+/// Rows the graph has not seen that start a background fold (and the most that opening a store folds in
+/// on the spot).
 pub const CHEAP_TAIL: usize = 1024;
+
+/// Rows a background job inserts between two checks of its cancel flag.
+const JOB_STEP: usize = 256;
 
 use crate::config::StoreConfig;
 use crate::error::{MemoryError, Result};
@@ -25,19 +36,39 @@ impl VectorStore for VectorTable {
     }
 }
 
+/// A background build or fold of the graph.
+struct Job {
+    handle: Option<JoinHandle<std::result::Result<Hnsw, String>>>,
+    cancel: Arc<AtomicBool>,
+    /// Rows forgotten while it ran (deleted from its graph when it lands).
+    deleted: Vec<u32>,
+    /// Changed rows it re-inserts, with the change count it saw.
+    reinserted: Vec<(u32, u64)>,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Release);
+    }
+}
+
 /// The vector index of a store.
 #[derive(Default)]
 pub struct VectorIndex {
-    hnsw: Option<Hnsw>,
-    /// Rows changed in place since the graph was built (their graph position is stale): rebuild on next use.
-    stale: bool,
+    hnsw: Option<Arc<Hnsw>>,
+    /// Rows whose vector changed since the graph placed them, with a change count: the graph's answers skip
+    /// them, they are searched exactly, and the next fold re-inserts them.
+    dirty: HashMap<u32, u64>,
+    changes: u64,
+    job: Option<Job>,
 }
 
 impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorIndex")
             .field("hnsw", &self.hnsw.as_ref().map(|h| h.len()))
-            .field("stale", &self.stale)
+            .field("dirty", &self.dirty.len())
+            .field("job", &self.job.is_some())
             .finish()
     }
 }
@@ -56,6 +87,11 @@ fn params(config: &StoreConfig) -> HnswParams {
     }
 }
 
+/// Threads of a background job: all but one core, so saves keep one.
+fn job_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+}
+
 impl VectorIndex {
     /// Restore a persisted graph; `None` (rebuilt on demand) when it is missing, stale or unreadable.
     pub fn load(bytes: Option<&[u8]>, generation: u64, table: &VectorTable) -> VectorIndex {
@@ -67,29 +103,40 @@ impl VectorIndex {
                 }
                 // The persisted graph omits the int8 copy; quantise again from the store's vectors.
                 h.set_quantized(table, true).ok()?;
-                Some(h)
+                Some(Arc::new(h))
             });
-        VectorIndex { hnsw, stale: false }
-    }
-
-    /// True when vectors changed in place since the graph was built (it is rebuilt before next use).
-    pub fn is_stale(&self) -> bool {
-        self.stale
+        VectorIndex {
+            hnsw,
+            ..VectorIndex::default()
+        }
     }
 
     /// The graph, if one is built.
     pub fn graph(&self) -> Option<&Hnsw> {
-        self.hnsw.as_ref()
+        self.hnsw.as_deref()
     }
 
-    /// Serialise the graph (without the int8 copy, which is rebuilt on load) for a checkpoint.
+    /// Whether a background job is building or folding the graph.
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Whether the graph places every vector where it is now (no changed row waits for re-insertion).
+    pub fn is_current(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
+    /// Serialise the graph (without the int8 copy, which is rebuilt on load) for a checkpoint; `None` when
+    /// there is none or changed rows still wait to be re-inserted.
     pub fn persist(&mut self, generation: u64, table: &VectorTable) -> Result<Option<Vec<u8>>> {
-        if self.stale {
+        if !self.dirty.is_empty() {
             return Ok(None);
         }
-        let Some(h) = self.hnsw.as_mut() else {
+        let Some(arc) = self.hnsw.as_mut() else {
             return Ok(None);
         };
+        // Copies the graph only while a background job still shares it.
+        let h = Arc::make_mut(arc);
         h.set_quantized(table, false).map_err(ann_err)?;
         let bytes = h.to_bytes(generation);
         h.set_quantized(table, true).map_err(ann_err)?;
@@ -98,58 +145,179 @@ impl VectorIndex {
 
     /// A row was forgotten.
     pub fn deleted(&mut self, row: u32) {
-        if let Some(h) = self.hnsw.as_mut() {
+        if let Some(job) = self.job.as_mut() {
+            job.deleted.push(row);
+        }
+        // While a job shares the graph the row stays in it: searches filter forgotten rows anyway.
+        if let Some(h) = self.hnsw.as_mut().and_then(Arc::get_mut) {
             h.delete(row);
         }
     }
 
     /// A row's vector changed in place.
-    pub fn changed(&mut self) {
-        if self.hnsw.is_some() {
-            self.stale = true;
+    pub fn changed(&mut self, row: u32) {
+        if let Some(h) = &self.hnsw {
+            if (row as usize) < h.slots() {
+                self.changes += 1;
+                self.dirty.insert(row, self.changes);
+            }
         }
     }
 
-    /// Rows the graph has not seen yet (saved since it was built or stored): they are searched exactly until
-    /// [`Self::ensure`] folds them in.
+    /// Rows the graph does not place where they are (saved since it was built, or changed since): they are
+    /// searched exactly until a fold takes them in.
     pub fn tail(&self, table: &VectorTable) -> usize {
-        match (&self.hnsw, self.stale) {
-            (Some(h), false) => table.rows().saturating_sub(h.slots()),
-            _ => 0,
+        match &self.hnsw {
+            Some(h) => table.rows().saturating_sub(h.slots()) + self.dirty.len(),
+            None => 0,
         }
     }
 
-    /// Bring the graph up to date when the store is big enough to need one: build it (in parallel) or fold
-    /// in the rows saved since. With `cheap_only`, only a tail of at most [`CHEAP_TAIL`] rows is folded in
-    /// and nothing is built (opening a store stays fast; searches cover what is left exactly).
+    /// Whether the store is big enough to want a graph.
+    fn wanted(table: &VectorTable, config: &StoreConfig) -> bool {
+        table.dim() > 0 && table.rows() >= config.exact_search_threshold as usize
+    }
+
+    /// Take in a finished background job, if there is one (never waits).
+    pub fn poll(&mut self, table: &VectorTable, live: &dyn Fn(u32) -> bool) {
+        let finished = |j: &Job| j.handle.as_ref().is_none_or(|h| h.is_finished());
+        if self.job.as_ref().is_some_and(finished) {
+            self.finish(table, live);
+        }
+    }
+
+    /// Wait for the background job, if any, and take in its graph. A job that failed leaves the graph as it
+    /// was (the rows it would have added stay searched exactly, and the next fold tries again).
+    pub fn finish(&mut self, table: &VectorTable, live: &dyn Fn(u32) -> bool) {
+        let Some(mut job) = self.job.take() else {
+            return;
+        };
+        let deleted = std::mem::take(&mut job.deleted);
+        let reinserted = std::mem::take(&mut job.reinserted);
+        // Joined before the job is dropped (dropping it raises the cancel flag).
+        let done = job
+            .handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .and_then(|r| r.ok());
+        drop(job);
+        let Some(mut h) = done else {
+            if let Some(g) = self.hnsw.as_mut() {
+                let g = Arc::make_mut(g);
+                for row in deleted {
+                    g.delete(row);
+                }
+            }
+            return;
+        };
+        let old_slots = self.hnsw.as_ref().map_or(0, |g| g.slots());
+        let mut check: Vec<u32> = (old_slots as u32..h.slots() as u32).collect();
+        check.extend(reinserted.iter().map(|&(row, _)| row));
+        check.extend(deleted);
+        for row in check {
+            if !table.has(row as usize) || !live(row) {
+                h.delete(row);
+            }
+        }
+        for (row, seen) in reinserted {
+            if self.dirty.get(&row) == Some(&seen) {
+                self.dirty.remove(&row);
+            }
+        }
+        self.hnsw = Some(Arc::new(h));
+    }
+
+    /// Start a background job when the graph is missing or [`CHEAP_TAIL`] rows wait for it, unless one is
+    /// running. It works on a snapshot of `table`; [`Self::poll`] takes its result in.
+    pub fn start_background(&mut self, table: &VectorTable, config: &StoreConfig) {
+        if self.job.is_some() {
+            return;
+        }
+        if !Self::wanted(table, config) {
+            self.hnsw = None;
+            self.dirty.clear();
+            return;
+        }
+        if self.hnsw.is_some() && self.tail(table) < CHEAP_TAIL {
+            return;
+        }
+        let snapshot = table.clone();
+        let base = self.hnsw.clone();
+        let start = base.as_ref().map_or(0, |h| h.slots());
+        let reinserted: Vec<(u32, u64)> = self.dirty.iter().map(|(&r, &c)| (r, c)).collect();
+        let rows: Vec<u32> = reinserted.iter().map(|&(r, _)| r).collect();
+        let p = params(config);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&cancel);
+        let spawned = std::thread::Builder::new()
+            .name("clawhdf5-index".into())
+            .spawn(move || -> std::result::Result<Hnsw, String> {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(job_threads())
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                pool.install(|| {
+                    let mut h = match base {
+                        Some(g) => Arc::unwrap_or_clone(g),
+                        None => Hnsw::new(snapshot.dim(), p).map_err(|e| e.to_string())?,
+                    };
+                    for &row in &rows {
+                        h.delete(row);
+                    }
+                    let mut ids = rows;
+                    ids.extend(start as u32..snapshot.rows() as u32);
+                    for step in ids.chunks(JOB_STEP) {
+                        if stop.load(Ordering::Acquire) {
+                            return Err("cancelled".into());
+                        }
+                        h.insert_many(step, &snapshot).map_err(|e| e.to_string())?;
+                    }
+                    Ok(h)
+                })
+            });
+        if let Ok(handle) = spawned {
+            self.job = Some(Job {
+                handle: Some(handle),
+                cancel,
+                deleted: Vec::new(),
+                reinserted,
+            });
+        }
+    }
+
+    /// Bring the graph fully up to date now, on every core: wait for a background job, then build the graph
+    /// or fold in every row it does not place yet.
     pub fn ensure(
         &mut self,
         table: &VectorTable,
         config: &StoreConfig,
         live: &dyn Fn(u32) -> bool,
-        cheap_only: bool,
     ) -> Result<()> {
-        let want = table.dim() > 0 && table.rows() >= config.exact_search_threshold as usize;
-        if !want {
+        self.finish(table, live);
+        if !Self::wanted(table, config) {
             self.hnsw = None;
-            self.stale = false;
+            self.dirty.clear();
             return Ok(());
         }
-        if let (Some(h), false) = (self.hnsw.as_mut(), self.stale) {
-            let (slots, rows) = (h.slots(), table.rows());
-            if slots >= rows || (cheap_only && rows - slots > CHEAP_TAIL) {
+        if let Some(arc) = self.hnsw.as_mut() {
+            let tail = table.rows().saturating_sub(arc.slots()) + self.dirty.len();
+            if tail == 0 {
                 return Ok(());
             }
-            let ids: Vec<u32> = (slots as u32..rows as u32).collect();
+            let h = Arc::make_mut(arc);
+            let mut ids: Vec<u32> = self.dirty.keys().copied().collect();
+            ids.sort_unstable();
+            for &row in &ids {
+                h.delete(row);
+            }
+            ids.extend(h.slots() as u32..table.rows() as u32);
             h.insert_many(&ids, table).map_err(ann_err)?;
             for id in ids {
                 if !table.has(id as usize) || !live(id) {
                     h.delete(id);
                 }
             }
-            return Ok(());
-        }
-        if cheap_only {
+            self.dirty.clear();
             return Ok(());
         }
         let mut h = Hnsw::build(table, params(config)).map_err(ann_err)?;
@@ -158,8 +326,8 @@ impl VectorIndex {
                 h.delete(row);
             }
         }
-        self.hnsw = Some(h);
-        self.stale = false;
+        self.hnsw = Some(Arc::new(h));
+        self.dirty.clear();
         Ok(())
     }
 
@@ -174,19 +342,21 @@ impl VectorIndex {
         allow: &(dyn Fn(u32) -> bool + Sync),
     ) -> Result<Vec<(u32, f32)>> {
         let with_vector = |row: u32| table.has(row as usize) && allow(row);
-        let hits = match (&self.hnsw, self.stale) {
-            (Some(h), false) => {
+        let hits = match &self.hnsw {
+            Some(h) => {
+                let placed = |row: u32| with_vector(row) && !self.dirty.contains_key(&row);
+                let pred: &(dyn Fn(u32) -> bool + Sync) = if self.dirty.is_empty() {
+                    &with_vector
+                } else {
+                    &placed
+                };
                 let mut hits = h
-                    .search(
-                        table,
-                        query,
-                        k,
-                        ef.max(k),
-                        Some(Filter::Predicate(&with_vector)),
-                    )
+                    .search(table, query, k, ef.max(k), Some(Filter::Predicate(pred)))
                     .map_err(ann_err)?;
-                // Rows saved since the graph was built: scanned exactly and merged.
-                for row in h.slots()..table.rows() {
+                // Rows the graph does not place yet: scanned exactly and merged.
+                let unplaced =
+                    (h.slots()..table.rows()).chain(self.dirty.keys().map(|&r| r as usize));
+                for row in unplaced {
                     if with_vector(row as u32) {
                         hits.push(Neighbor {
                             id: row as u32,
@@ -198,7 +368,7 @@ impl VectorIndex {
                 hits.truncate(k);
                 hits
             }
-            _ => exact_top_k(
+            None => exact_top_k(
                 table,
                 query,
                 k,

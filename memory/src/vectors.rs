@@ -1,10 +1,20 @@
-//! The store's embeddings: one contiguous row-major f32 table indexed by record row, plus which rows have one.
+//! The store's embeddings: row-major f32 rows indexed by record row, kept in fixed-size shared chunks so a
+//! background index build can read a snapshot of the table while the store keeps appending to it.
 
-/// Embeddings by record row.
+use std::ops::Range;
+use std::sync::Arc;
+
+const CHUNK_SHIFT: usize = 10;
+/// Rows per chunk.
+pub const CHUNK_ROWS: usize = 1 << CHUNK_SHIFT;
+const CHUNK_MASK: usize = CHUNK_ROWS - 1;
+
+/// Embeddings by record row. Cloning is cheap (chunks are shared, copied only when written afterwards).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VectorTable {
     dim: usize,
-    data: Vec<f32>,
+    /// `CHUNK_ROWS` rows each, the last one possibly shorter.
+    chunks: Vec<Arc<Vec<f32>>>,
     present: Vec<bool>,
 }
 
@@ -13,7 +23,7 @@ impl VectorTable {
     pub fn new(dim: usize) -> Self {
         VectorTable {
             dim,
-            data: Vec::new(),
+            chunks: Vec::new(),
             present: Vec::new(),
         }
     }
@@ -27,7 +37,52 @@ impl VectorTable {
                 present.len()
             ));
         }
-        Ok(VectorTable { dim, data, present })
+        let chunks = if dim == 0 {
+            Vec::new()
+        } else {
+            data.chunks(CHUNK_ROWS * dim)
+                .map(|c| Arc::new(c.to_vec()))
+                .collect()
+        };
+        Ok(VectorTable {
+            dim,
+            chunks,
+            present,
+        })
+    }
+
+    /// Build from chunks of [`CHUNK_ROWS`] rows (the last may be shorter) and presence flags.
+    pub fn from_chunks(
+        dim: usize,
+        chunks: Vec<Vec<f32>>,
+        present: Vec<bool>,
+    ) -> Result<Self, String> {
+        let rows = present.len();
+        let expected = if dim == 0 {
+            0
+        } else {
+            rows.div_ceil(CHUNK_ROWS)
+        };
+        if chunks.len() != expected {
+            return Err(format!(
+                "{} chunks do not hold {rows} rows of dimension {dim}",
+                chunks.len()
+            ));
+        }
+        for (i, c) in chunks.iter().enumerate() {
+            let want = CHUNK_ROWS.min(rows - i * CHUNK_ROWS) * dim;
+            if c.len() != want {
+                return Err(format!(
+                    "chunk {i} holds {} values, expected {want}",
+                    c.len()
+                ));
+            }
+        }
+        Ok(VectorTable {
+            dim,
+            chunks: chunks.into_iter().map(Arc::new).collect(),
+            present,
+        })
     }
 
     /// Dimension.
@@ -40,9 +95,21 @@ impl VectorTable {
         self.present.len()
     }
 
-    /// The flat buffer.
-    pub fn data(&self) -> &[f32] {
-        &self.data
+    /// The rows in `range` as contiguous runs of values, in order (one run per chunk touched).
+    pub fn runs(&self, range: Range<usize>) -> impl Iterator<Item = &[f32]> + '_ {
+        let d = self.dim;
+        let end = range.end.min(self.rows());
+        let mut start = range.start.min(end);
+        std::iter::from_fn(move || {
+            if start >= end || d == 0 {
+                return None;
+            }
+            let chunk = &self.chunks[start >> CHUNK_SHIFT];
+            let first = start & CHUNK_MASK;
+            let take = (CHUNK_ROWS - first).min(end - start);
+            start += take;
+            Some(&chunk[first * d..(first + take) * d])
+        })
     }
 
     /// Whether row `i` has a vector.
@@ -52,36 +119,53 @@ impl VectorTable {
 
     /// Row `i` (zeros when it has none).
     pub fn row(&self, i: usize) -> &[f32] {
-        &self.data[i * self.dim..(i + 1) * self.dim]
+        let d = self.dim;
+        if d == 0 {
+            return &[];
+        }
+        let at = (i & CHUNK_MASK) * d;
+        &self.chunks[i >> CHUNK_SHIFT][at..at + d]
     }
 
     /// Append a row; `None` stores zeros and marks it absent.
     pub fn push(&mut self, v: Option<&[f32]>) {
-        match v {
-            Some(v) if v.len() == self.dim => {
-                self.data.extend_from_slice(v);
-                self.present.push(true);
+        let d = self.dim;
+        let row = self.rows();
+        if d > 0 {
+            if row & CHUNK_MASK == 0 {
+                self.chunks
+                    .push(Arc::new(Vec::with_capacity(CHUNK_ROWS * d)));
             }
-            _ => {
-                self.data.extend(std::iter::repeat_n(0.0, self.dim));
-                self.present.push(false);
+            if let Some(last) = self.chunks.last_mut() {
+                // Copies the chunk only when a snapshot still shares it.
+                let chunk = Arc::make_mut(last);
+                match v {
+                    Some(v) if v.len() == d => chunk.extend_from_slice(v),
+                    _ => chunk.extend(std::iter::repeat_n(0.0, d)),
+                }
             }
         }
+        self.present.push(matches!(v, Some(v) if v.len() == d));
     }
 
     /// Replace row `i`.
     pub fn set(&mut self, i: usize, v: Option<&[f32]>) {
         let d = self.dim;
+        if i >= self.rows() || d == 0 {
+            return;
+        }
+        let at = (i & CHUNK_MASK) * d;
+        let chunk = Arc::make_mut(&mut self.chunks[i >> CHUNK_SHIFT]);
+        let slot = &mut chunk[at..at + d];
         match v {
-            Some(v) if v.len() == d && i < self.rows() => {
-                self.data[i * d..(i + 1) * d].copy_from_slice(v);
+            Some(v) if v.len() == d => {
+                slot.copy_from_slice(v);
                 self.present[i] = true;
             }
-            _ if i < self.rows() => {
-                self.data[i * d..(i + 1) * d].fill(0.0);
+            _ => {
+                slot.fill(0.0);
                 self.present[i] = false;
             }
-            _ => {}
         }
     }
 
@@ -89,8 +173,11 @@ impl VectorTable {
     pub fn set_dim(&mut self, dim: usize) {
         let rows = self.rows();
         self.dim = dim;
-        self.data = vec![0.0; rows * dim];
-        self.present = vec![false; rows];
+        self.chunks.clear();
+        self.present.clear();
+        for _ in 0..rows {
+            self.push(None);
+        }
     }
 }
 
@@ -117,6 +204,58 @@ mod tests {
         t.set(1, Some(&[3.0, 4.0]));
         assert_eq!(t.row(1), &[3.0, 4.0]);
         assert!(VectorTable::from_parts(2, vec![0.0; 3], vec![true]).is_err());
+    }
+
+    #[test]
+    fn rows_span_chunks_and_snapshots_stay_unchanged() {
+        let n = CHUNK_ROWS * 2 + 5;
+        let mut t = VectorTable::new(3);
+        for i in 0..n {
+            t.push(Some(&[i as f32, 0.0, 1.0]));
+        }
+        let snap = t.clone();
+        t.set(1, Some(&[9.0, 9.0, 9.0]));
+        t.push(Some(&[7.0, 7.0, 7.0]));
+        assert_eq!(snap.row(1), &[1.0, 0.0, 1.0]);
+        assert_eq!(snap.rows(), n);
+        assert_eq!(t.row(1), &[9.0, 9.0, 9.0]);
+        assert_eq!(t.row(n), &[7.0, 7.0, 7.0]);
+        assert_eq!(t.row(CHUNK_ROWS + 3)[0], (CHUNK_ROWS + 3) as f32);
+        let flat: Vec<f32> = t
+            .runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2)
+            .flatten()
+            .copied()
+            .collect();
+        let want: Vec<f32> = (CHUNK_ROWS - 2..CHUNK_ROWS + 2)
+            .flat_map(|i| [i as f32, 0.0, 1.0])
+            .collect();
+        assert_eq!(flat, want);
+        assert_eq!(t.runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2).count(), 2);
+        let back = VectorTable::from_parts(3, t.runs(0..t.rows()).flatten().copied().collect(), {
+            (0..t.rows()).map(|i| t.has(i)).collect()
+        })
+        .unwrap();
+        assert_eq!(back, t);
+    }
+
+    #[test]
+    fn from_chunks_checks_sizes() {
+        assert!(VectorTable::from_chunks(2, vec![vec![0.0; 4]], vec![true, true]).is_ok());
+        assert!(VectorTable::from_chunks(2, vec![vec![0.0; 3]], vec![true, true]).is_err());
+        assert!(VectorTable::from_chunks(2, vec![], vec![true]).is_err());
+    }
+
+    #[test]
+    fn keyword_only_table_then_first_dimension() {
+        let mut t = VectorTable::new(0);
+        t.push(None);
+        t.push(None);
+        assert_eq!(t.row(1), &[] as &[f32]);
+        t.set_dim(2);
+        assert_eq!(t.rows(), 2);
+        assert_eq!(t.row(1), &[0.0, 0.0]);
+        t.set(0, Some(&[1.0, 0.0]));
+        assert!(t.has(0) && !t.has(1));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -188,39 +188,119 @@ fn encode_frame(entry: &WalEntry) -> std::result::Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Largest batch of queued frames before an append writes them itself.
+const MAX_QUEUED: usize = 1 << 20;
+
 struct Appender {
     file: File,
     next_lsn: u64,
+    /// Bytes in the file.
     len: u64,
+    /// Frames appended but not written yet (every-save mode): whoever fsyncs next writes them first, so one
+    /// write and one fsync serve every save waiting at that moment.
+    queued: Vec<u8>,
+    queued_last: u64,
+    /// Why a write of queued frames failed: their operations were already applied in memory but are not in
+    /// the log, so the log refuses further use (reopen the store to recover what is on disk).
+    failed: Option<String>,
+}
+
+impl Appender {
+    fn check(&self, path: &Path) -> Result<()> {
+        match &self.failed {
+            Some(reason) => Err(MemoryError::Wal {
+                path: path.to_path_buf(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Write `bytes` at the end of the file; on failure cut off whatever part of it got there, so later
+    /// appends stay readable.
+    fn write(&mut self, bytes: &[u8], path: &Path) -> Result<()> {
+        if let Err(e) = self.file.write_all(bytes) {
+            let len = self.len;
+            let _ = self.file.set_len(len);
+            let _ = self.file.seek(SeekFrom::Start(len));
+            return Err(io_err(path)(e));
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Write the queued frames, if any; returns the last LSN now in the file.
+    fn write_queued(&mut self, shared_path: &Path, written: &AtomicU64) -> Result<u64> {
+        self.check(shared_path)?;
+        if !self.queued.is_empty() {
+            let bytes = std::mem::take(&mut self.queued);
+            if let Err(e) = self.write(&bytes, shared_path) {
+                self.failed = Some(format!("writing queued entries failed: {e}"));
+                return Err(e);
+            }
+            self.queued = bytes;
+            self.queued.clear();
+            written.store(self.queued_last, Ordering::Release);
+        }
+        Ok(written.load(Ordering::Acquire))
+    }
 }
 
 struct Shared {
     path: PathBuf,
     appender: Mutex<Appender>,
-    /// Serialises fsyncs; waiting callers find their LSN already durable (group commit).
-    sync_lock: Mutex<()>,
+    /// A second handle on the log, for fsync without the appender's lock (replaced when the log is reset).
+    sync_file: Mutex<File>,
+    /// True while one caller fsyncs for everyone (group commit); the others wait on `sync_done`.
+    syncing: Mutex<bool>,
+    sync_done: Condvar,
     written_lsn: AtomicU64,
     synced_lsn: AtomicU64,
     stop: AtomicBool,
 }
 
 impl Shared {
+    /// Make every entry up to `lsn` durable. One caller at a time fsyncs, covering everything written
+    /// before it started; callers whose entries that fsync covered return without one of their own.
     fn sync_to(&self, lsn: u64) -> Result<()> {
         if self.synced_lsn.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
-        let _guard = self.sync_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.synced_lsn.load(Ordering::Acquire) >= lsn {
-            return Ok(());
+        let mut syncing = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.synced_lsn.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
+            if !*syncing {
+                *syncing = true;
+                drop(syncing);
+                // Everything appended so far (at least `lsn`, appended before this call), written first.
+                let res = self
+                    .appender
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .write_queued(&self.path, &self.written_lsn)
+                    .and_then(|target| {
+                        self.sync_file
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .sync_data()
+                            .map_err(io_err(&self.path))?;
+                        Ok(target)
+                    });
+                let mut done = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+                *done = false;
+                if let Ok(target) = res {
+                    self.synced_lsn.fetch_max(target, Ordering::AcqRel);
+                }
+                self.sync_done.notify_all();
+                return res.map(|_| ());
+            }
+            syncing = self
+                .sync_done
+                .wait(syncing)
+                .unwrap_or_else(|p| p.into_inner());
         }
-        let target = self.written_lsn.load(Ordering::Acquire);
-        let file = {
-            let a = self.appender.lock().unwrap_or_else(|p| p.into_inner());
-            a.file.try_clone().map_err(io_err(&self.path))?
-        };
-        file.sync_data().map_err(io_err(&self.path))?;
-        self.synced_lsn.fetch_max(target, Ordering::AcqRel);
-        Ok(())
     }
 }
 
@@ -300,14 +380,20 @@ impl Wal {
             .map(|e| e.lsn)
             .unwrap_or(recovery.base_lsn)
             .max(checkpoint_lsn);
+        let sync_file = file.try_clone().map_err(io_err(path))?;
         let shared = Arc::new(Shared {
             path: path.to_path_buf(),
             appender: Mutex::new(Appender {
                 file,
                 next_lsn: last + 1,
                 len: recovery.good_len,
+                queued: Vec::new(),
+                queued_last: last,
+                failed: None,
             }),
-            sync_lock: Mutex::new(()),
+            sync_file: Mutex::new(sync_file),
+            syncing: Mutex::new(false),
+            sync_done: Condvar::new(),
             written_lsn: AtomicU64::new(last),
             synced_lsn: AtomicU64::new(last),
             stop: AtomicBool::new(false),
@@ -342,13 +428,14 @@ impl Wal {
         &self.shared.path
     }
 
-    /// Bytes in the log file.
+    /// Bytes in the log (written or queued for the next fsync).
     pub fn len_bytes(&self) -> u64 {
-        self.shared
+        let a = self
+            .shared
             .appender
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len
+            .unwrap_or_else(|p| p.into_inner());
+        a.len + a.queued.len() as u64
     }
 
     /// The LSN the next append will get.
@@ -360,47 +447,22 @@ impl Wal {
             .next_lsn
     }
 
-    /// Append one operation (written to the OS, not yet necessarily on disk); returns a ticket to wait for
-    /// durability per the log's mode.
+    /// Append one operation; returns a ticket to wait for durability per the log's mode. In every-save mode
+    /// the entry is queued for the next fsync's single write; otherwise it is written to the OS now.
     pub fn append(&self, op: WalOp) -> Result<DurableTicket> {
-        let mut a = self
-            .shared
-            .appender
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let entry = WalEntry {
-            lsn: a.next_lsn,
-            op,
-        };
-        let frame = encode_frame(&entry).map_err(|reason| MemoryError::Wal {
-            path: self.shared.path.clone(),
-            reason,
-        })?;
-        if let Err(e) = a.file.write_all(&frame) {
-            // Cut off whatever part of the frame reached the file, so later appends stay readable.
-            let len = a.len;
-            let _ = a.file.set_len(len);
-            let _ = a.file.seek(SeekFrom::Start(len));
-            return Err(io_err(&self.shared.path)(e));
-        }
-        a.len += frame.len() as u64;
-        a.next_lsn += 1;
-        self.shared.written_lsn.store(entry.lsn, Ordering::Release);
-        Ok(DurableTicket {
-            shared: Arc::clone(&self.shared),
-            lsn: entry.lsn,
-            needed: self.durability == Durability::EverySave,
-        })
+        let (_, ticket) = self.append_many(vec![op])?;
+        Ok(ticket)
     }
 
-    /// Append several operations with one write (consecutive LSNs); returns the ticket of the last one and the
-    /// first LSN. Nothing is appended if any of them cannot be encoded.
+    /// Append several operations at once (consecutive LSNs); returns the ticket of the last one and the first
+    /// LSN. Nothing is appended if any of them cannot be encoded.
     pub fn append_many(&self, ops: Vec<WalOp>) -> Result<(u64, DurableTicket)> {
         let mut a = self
             .shared
             .appender
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        a.check(&self.shared.path)?;
         let first = a.next_lsn;
         let mut buf = Vec::new();
         let mut lsn = first;
@@ -412,16 +474,25 @@ impl Wal {
             buf.extend_from_slice(&frame);
             lsn += 1;
         }
-        if let Err(e) = a.file.write_all(&buf) {
-            let len = a.len;
-            let _ = a.file.set_len(len);
-            let _ = a.file.seek(SeekFrom::Start(len));
-            return Err(io_err(&self.shared.path)(e));
-        }
-        a.len += buf.len() as u64;
-        a.next_lsn = lsn;
         let last = lsn.saturating_sub(1);
-        self.shared.written_lsn.store(last, Ordering::Release);
+        if lsn > first {
+            if self.durability == Durability::EverySave {
+                if a.queued.is_empty() {
+                    a.queued = buf;
+                } else {
+                    a.queued.extend_from_slice(&buf);
+                }
+                a.queued_last = last;
+                a.next_lsn = lsn;
+                if a.queued.len() > MAX_QUEUED {
+                    a.write_queued(&self.shared.path, &self.shared.written_lsn)?;
+                }
+            } else {
+                a.write(&buf, &self.shared.path)?;
+                a.next_lsn = lsn;
+                self.shared.written_lsn.store(last, Ordering::Release);
+            }
+        }
         Ok((
             first,
             DurableTicket {
@@ -434,7 +505,7 @@ impl Wal {
 
     /// fsync everything appended so far, whatever the mode.
     pub fn sync_all(&self) -> Result<()> {
-        let lsn = self.shared.written_lsn.load(Ordering::Acquire);
+        let lsn = self.next_lsn().saturating_sub(1);
         self.shared.sync_to(lsn)
     }
 
@@ -457,9 +528,23 @@ impl Wal {
             .open(path)
             .map_err(io_err(path))?;
         file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        let handle = file.try_clone().map_err(io_err(path))?;
+        *self
+            .shared
+            .sync_file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = handle;
         a.file = file;
         a.len = HEADER_LEN;
         a.next_lsn = a.next_lsn.max(checkpoint_lsn + 1);
+        // Queued entries are in the checkpoint the file now durably holds.
+        a.queued.clear();
+        self.shared
+            .written_lsn
+            .fetch_max(checkpoint_lsn, Ordering::AcqRel);
+        self.shared
+            .synced_lsn
+            .fetch_max(checkpoint_lsn, Ordering::AcqRel);
         Ok(())
     }
 }

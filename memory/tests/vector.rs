@@ -150,3 +150,81 @@ fn keyword_only_store_past_the_graph_threshold_keeps_saving() {
     }
     assert_eq!(s.search(&SearchQuery::new("memory 7", 3)).unwrap().len(), 3);
 }
+
+#[test]
+fn background_folds_keep_search_exact_through_saves_changes_and_forgets() {
+    use clawhdf5_memory::wal::RecordChange;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let opts = StoreOptions {
+        config: StoreConfig {
+            exact_search_threshold: 100,
+            ..StoreConfig::default()
+        },
+        durability: clawhdf5_memory::Durability::None,
+        ..StoreOptions::default()
+    };
+    let top = |s: &Store, v: Vec<f32>| {
+        let mut q = SearchQuery::new("", 1);
+        q.mode = SearchMode::Vector;
+        q.embedding = Some(v);
+        s.search(&q).unwrap().first().map(|h| h.record.id)
+    };
+    let mut s = Store::open_with(&p, opts.clone()).unwrap();
+    let mut ids = Vec::new();
+    let mut seen_job = false;
+    for i in 0..2600 {
+        let (out, ticket) = s
+            .save_deferred(NewMemory {
+                embedding: Some(unit(i, 16)),
+                ..NewMemory::text(format!("memory {i}"))
+            })
+            .unwrap();
+        if let Some(t) = ticket {
+            t.wait().unwrap();
+        }
+        ids.push(out.id);
+        seen_job |= s.stats().indexing;
+        if i % 97 == 0 {
+            // Whatever the graph holds so far, every saved row is found by its own vector.
+            for j in [0, i / 2, i] {
+                assert_eq!(
+                    top(&s, unit(j, 16)),
+                    Some(ids[j]),
+                    "row {j} after {i} saves"
+                );
+            }
+        }
+    }
+    assert!(seen_job, "no background job ran");
+    // A changed vector is found by its new value at once, not by its old one.
+    s.update(
+        ids[5],
+        RecordChange::Text {
+            text: "changed".into(),
+            embedding: Some(unit(9_999, 16)),
+        },
+    )
+    .unwrap();
+    assert_eq!(top(&s, unit(9_999, 16)), Some(ids[5]));
+    assert_ne!(top(&s, unit(5, 16)), Some(ids[5]));
+    assert!(s.stats().unindexed_rows >= 1);
+    // A forgotten row is never returned, whether or not the graph has caught up.
+    assert!(s.forget(ids[7]).unwrap());
+    assert_ne!(top(&s, unit(7, 16)), Some(ids[7]));
+    s.build_index().unwrap();
+    let st = s.stats();
+    assert_eq!(
+        (st.unindexed_rows, st.indexing, st.graph_rows),
+        (0, false, 2600)
+    );
+    assert_eq!(top(&s, unit(9_999, 16)), Some(ids[5]));
+    assert_ne!(top(&s, unit(7, 16)), Some(ids[7]));
+    assert_eq!(top(&s, unit(2_000, 16)), Some(ids[2_000]));
+    s.close().unwrap();
+    let s = Store::open_with(&p, opts).unwrap();
+    assert_eq!(s.stats().graph_rows, 2600);
+    assert_eq!(top(&s, unit(9_999, 16)), Some(ids[5]));
+    assert_ne!(top(&s, unit(7, 16)), Some(ids[7]));
+    assert_eq!(top(&s, unit(1_234, 16)), Some(ids[1_234]));
+}

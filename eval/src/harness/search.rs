@@ -419,6 +419,9 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     row("first hybrid query after open (ms)", &|r| {
         fig(r.probe.first_query_ms)
     });
+    row("the same query, warm (ms, median of 21)", &|r| {
+        fig(r.probe.first_query_warm_ms)
+    });
     row("hybrid p50 (ms)", &|r| fig(r.probe.steady.p50_ms));
     row("hybrid p99 (ms)", &|r| fig(r.probe.steady.p99_ms));
     row("hybrid QPS (1 thread)", &|r| fig(r.probe.steady.per_s));
@@ -432,7 +435,13 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     row("hybrid CPU per query (µs)", &|r| {
         r.probe.cpu_us_per_query.map_or("n/a".into(), fig)
     });
-    row("first query / p50", &|r| {
+    row("first query / the same query warm", &|r| {
+        format!(
+            "{:.2}×",
+            r.probe.first_query_ms / r.probe.first_query_warm_ms.max(1e-9)
+        )
+    });
+    row("first query / p50 of all queries", &|r| {
         format!(
             "{:.2}×",
             r.probe.first_query_ms / r.probe.steady.p50_ms.max(1e-9)
@@ -478,9 +487,9 @@ fn goals_table(results: &[SizeResult]) -> Table {
         }
     }
     for r in results {
-        let ratio = r.probe.first_query_ms / r.probe.steady.p50_ms.max(1e-9);
+        let ratio = r.probe.first_query_ms / r.probe.first_query_warm_ms.max(1e-9);
         t.row(vec![
-            "first query after open ≤ 1.2× steady-state p50".into(),
+            "first query after open ≤ 1.2× the same query at steady state".into(),
             size_label(r.size),
             format!("{ratio:.2}×"),
             met(ratio <= 1.2),
