@@ -1,7 +1,5 @@
 //! Incremental BM25 keyword index over dense document numbers (the store's row numbers).
 
-use std::collections::HashMap;
-
 /// BM25 parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bm25Params {
@@ -21,7 +19,7 @@ impl Default for Bm25Params {
 #[derive(Clone, Debug, Default)]
 pub struct Bm25Index {
     params: Bm25Params,
-    vocab: HashMap<String, u32>,
+    vocab: crate::FastMap<String, u32>,
     /// Terms by id (ids are assigned in order of first appearance and never reused).
     terms: Vec<String>,
     /// Per term: (document, term frequency), documents ascending.

@@ -2,8 +2,6 @@
 //! tags): each distinct value is stored once under `/dictionaries/NAME`, each row holds a u32 code. Values are
 //! only ever appended, so a checkpoint writes just the values that are new since the last one.
 
-use std::collections::HashMap;
-
 use crate::record::Record;
 
 /// Names of the dictionary-encoded columns, in [`Dictionaries`] order.
@@ -27,7 +25,7 @@ pub fn column_value(col: usize, r: &Record) -> String {
 #[derive(Clone, Debug, Default)]
 struct Dictionary {
     values: Vec<String>,
-    index: HashMap<String, u32>,
+    index: crate::FastMap<String, u32>,
     /// How many of `values` the file holds.
     persisted: usize,
 }

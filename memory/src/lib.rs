@@ -33,3 +33,6 @@ pub use record::{format_time, now_ms, parse_time, NewMemory, Origin, Record, Sou
 pub use search::{SearchHit, SearchMode, SearchQuery};
 pub use store::{verify_store, wal_path, SaveOutcome, Store, StoreOptions, StoreStats};
 pub use wal::Durability;
+
+/// Hash map with a fast keyed hasher (aHash, randomly seeded per map, so crafted keys cannot force collisions).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;

@@ -529,30 +529,39 @@ impl SnapshotReader<'_> {
         };
         let n = usize::try_from(self.attr_u64("/records", "count")?)
             .map_err(|_| self.corrupt("count out of range"))?;
-        // The embeddings (the bulk of the file) are read and converted while everything else is read.
-        let (vectors, rest) = rayon::join(
+        // Three independent parts read in parallel: the embeddings (the bulk of the file, converted on the
+        // way), the records, and the persisted indexes with the rest.
+        let (vectors, (rest, indexes)) = rayon::join(
             || match meta.config.embedding_dim {
                 Some(dim) => self.read_embeddings(n, dim as usize),
                 None => Ok(VectorTable::new(0)),
             },
-            || -> Result<_> {
-                let dictionaries = self.read_dictionaries()?;
-                let records = self.read_records(n, &dictionaries)?;
-                let keywords = self.read_keywords(&meta.config, records.len());
-                Ok((dictionaries, records, keywords))
+            || {
+                rayon::join(
+                    || -> Result<_> {
+                        let dictionaries = self.read_dictionaries()?;
+                        let records = self.read_records(n, &dictionaries)?;
+                        Ok((dictionaries, records))
+                    },
+                    || -> Result<_> {
+                        let keywords = self.read_keywords(&meta.config, n);
+                        let hnsw = self.read_graph(&meta);
+                        let extensions = self.read_extensions()?;
+                        let manifest = self.read_manifest()?;
+                        Ok((keywords, hnsw, extensions, manifest))
+                    },
+                )
             },
         );
         let vectors = vectors?;
-        let (dictionaries, records, keywords) = rest?;
-        let extensions = self.read_extensions()?;
-        let manifest = self.read_manifest()?;
+        let (dictionaries, records) = rest?;
+        let (keywords, hnsw, extensions, manifest) = indexes?;
         let chunk_rows = self
             .file
             .dataset("/records/id")
             .ok()
             .and_then(|d| d.chunk().and_then(|c| c.first().copied()))
             .unwrap_or(0);
-        let hnsw = self.read_graph(&meta);
         Ok(Snapshot {
             hnsw,
             keywords,
@@ -862,6 +871,8 @@ impl SnapshotReader<'_> {
         for start in (0..n).step_by(rows_per) {
             let rows = rows_per.min(n - start);
             let mut chunk = vec![0f32; rows * dim];
+            // Fresh, untouched memory: back it with huge pages before the first write (far fewer faults).
+            clawhdf5_format::hugepages::advise(bytemuck::cast_slice_mut(&mut chunk));
             let (offset, count) = ([start as u64, 0], [rows as u64, dim as u64]);
             if size == 4 {
                 d.read_slice_into(&offset, &count, &mut chunk)

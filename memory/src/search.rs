@@ -145,10 +145,9 @@ pub fn fuse_calibrated(
     rrf_k: f32,
     keyword_half: f32,
 ) -> Vec<Fused> {
-    use std::collections::HashMap;
     /// Per row: keyword score, vector score, keyword rank, vector rank.
     type Evidence = (Option<f32>, Option<f32>, Option<usize>, Option<usize>);
-    let mut by_row: HashMap<u32, Evidence> = HashMap::new();
+    let mut by_row: crate::FastMap<u32, Evidence> = crate::FastMap::default();
     for (rank, &(row, s)) in c.keyword.iter().enumerate() {
         let e = by_row.entry(row).or_default();
         e.0 = Some(s);

@@ -1,6 +1,6 @@
 //! The store: an HDF5 snapshot plus a write-ahead log, loaded into memory with its keyword and vector indexes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -139,8 +139,8 @@ pub struct Store {
     opts: StoreOptions,
     meta: StoreMeta,
     records: Vec<Record>,
-    by_id: HashMap<u64, u32>,
-    dedup: HashMap<u64, u64>,
+    by_id: crate::FastMap<u64, u32>,
+    dedup: crate::FastMap<u64, u64>,
     vectors: VectorTable,
     tokenizer: Tokenizer,
     bm25: Bm25Index,
@@ -303,8 +303,8 @@ impl Store {
             last_lsn: snap.meta.checkpoint_lsn,
             meta: snap.meta,
             records: Vec::with_capacity(n),
-            by_id: HashMap::with_capacity(n),
-            dedup: HashMap::with_capacity(n),
+            by_id: crate::FastMap::with_capacity_and_hasher(n, Default::default()),
+            dedup: crate::FastMap::with_capacity_and_hasher(n, Default::default()),
             vectors: snap.vectors,
             tokenizer,
             bm25: Bm25Index::new(Bm25Params::default()),
@@ -752,7 +752,7 @@ impl Store {
         // Validate everything first, so a bad item leaves the store untouched.
         let mut outcomes = Vec::with_capacity(items.len());
         let mut records = Vec::new();
-        let mut in_batch: HashMap<u64, usize> = HashMap::new();
+        let mut in_batch: crate::FastMap<u64, usize> = crate::FastMap::default();
         let mut next_id = self.meta.next_id;
         let mut batch_dim = self.meta.config.embedding_dim.map(|d| d as usize);
         for (m, e) in items.iter().zip(embeddings) {

@@ -184,8 +184,8 @@ impl Tokenizer {
     fn stem(&self, w: &str) -> String {
         const MAX_CACHED: usize = 1 << 16;
         thread_local! {
-            static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> =
-                std::cell::RefCell::new(std::collections::HashMap::new());
+            static STEMS: std::cell::RefCell<crate::FastMap<String, String>> =
+                std::cell::RefCell::new(crate::FastMap::default());
         }
         STEMS.with(|cell| {
             let mut cache = cell.borrow_mut();

@@ -4,7 +4,6 @@
 //! vector changed) are searched exactly, and a background job folds them in once there are
 //! [`CHEAP_TAIL`] of them, working on a snapshot of the table.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -58,7 +57,7 @@ pub struct VectorIndex {
     hnsw: Option<Arc<Hnsw>>,
     /// Rows whose vector changed since the graph placed them, with a change count: the graph's answers skip
     /// them, they are searched exactly, and the next fold re-inserts them.
-    dirty: HashMap<u32, u64>,
+    dirty: crate::FastMap<u32, u64>,
     changes: u64,
     job: Option<Job>,
 }
