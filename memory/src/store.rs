@@ -389,15 +389,21 @@ impl Store {
     /// One tiny search through each index, so that the first caller's query does not pay one-time set-up
     /// (per-thread scratch space, allocator growth, first touches of the index pages it walks).
     fn warm_up(&self) {
-        let Some(row) = self.records.iter().position(|r| !r.tombstone) else {
-            return;
-        };
-        let toks = self.tokenizer.tokens(&self.records[row].text);
-        let _ = self.bm25.search(&toks, 10, &|_| true);
-        if self.vectors.has(row) {
-            let q = self.vectors.row(row).to_vec();
-            let ef = self.meta.config.hnsw_ef_search as usize;
-            let _ = self.index.search(&self.vectors, &q, 10, ef, &|_| true);
+        let n = self.records.len();
+        // A few whole searches (tokenising, both indexes, fusion, building hits) from records spread over the
+        // store; nothing is logged.
+        for at in [0, n / 2, n.saturating_sub(1)] {
+            let Some(row) = (at..n).find(|&r| !self.records[r].tombstone) else {
+                continue;
+            };
+            let mut q = SearchQuery::new(self.records[row].text.clone(), 10);
+            if self.vectors.has(row) {
+                q.embedding = Some(self.vectors.row(row).to_vec());
+            } else {
+                // Never run the embedder here: opening must not pay for a model call.
+                q.mode = SearchMode::Keyword;
+            }
+            let _ = self.search_candidates(&q);
         }
     }
 

@@ -204,8 +204,8 @@ impl Tokenizer {
 
 /// Whether `w` is one of [`STOP_WORDS`].
 fn is_stop_word(w: &str) -> bool {
-    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
-        std::sync::OnceLock::new();
+    type Set = std::collections::HashSet<&'static str, ahash::RandomState>;
+    static SET: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
     SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
         .contains(w)
 }
