@@ -496,6 +496,7 @@ pub fn docs(a: &Arena) -> Vec<Doc> {
                 event_time: Some(t.time),
                 speaker: None,
                 dated: crate::dates::mentions_time(&t.text),
+                told: crate::dates::told_window(&t.text, t.time),
             })
         })
         .collect()
@@ -627,7 +628,9 @@ pub fn run(
         r.grids
             .insert(2, calibration_sweep(a, &stem, qv.as_deref())?);
         r.grids
-            .insert(3, fusion_before_after(a, &stem, qv.as_deref(), params)?);
+            .insert(3, ceiling_sweep(a, &stem, qv.as_deref(), params)?);
+        r.grids
+            .insert(4, fusion_before_after(a, &stem, qv.as_deref(), params)?);
     }
     Ok(r)
 }
@@ -692,6 +695,77 @@ fn calibration_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>) -> Result<
     Ok(g)
 }
 
+/// Plain hybrid with the keyword calibration scaled to each query's attainable BM25 (the score worth 0.5 =
+/// share x the ceiling), beside the store's fixed constant, at the default vector weight.
+fn ceiling_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params) -> Result<Grid> {
+    let qv =
+        qv.ok_or_else(|| EvalError::InvalidInput("the sweep needs query embeddings".into()))?;
+    let w = params.vector_weight;
+    let mut g = Grid {
+        title: format!(
+            "Sweep: keyword calibration scaled to the query (BM25 score worth 0.5 = share x the query's \
+             attainable BM25), plain hybrid at vector weight {w}; fixed {} beside it",
+            crate::retrieval::KEYWORD_HALF_DEFAULT
+        ),
+        header: vec![
+            "share of the ceiling".into(),
+            "Hit@1".into(),
+            "Hit@5".into(),
+            "Hit@10".into(),
+            "MRR".into(),
+            "knowledge-update Hit@1".into(),
+        ],
+        rows: Vec::new(),
+    };
+    let lists: Vec<_> = a
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(qi, q)| {
+            idx.stage_lists(
+                &Query {
+                    text: q.question.clone(),
+                    embedding: Some(qv[qi].clone()),
+                    before: None,
+                },
+                10,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let shares: Vec<Option<f32>> = std::iter::once(None)
+        .chain(crate::locomo_eval::SWEEP_CEILING.iter().map(|c| Some(*c)))
+        .collect();
+    for share in shares {
+        let mut acc = Accumulator::new(KS);
+        for (q, l) in a.questions.iter().zip(&lists) {
+            let ranked = match share {
+                Some(c) => idx.fuse_ceiling_at(l, w, c),
+                None => idx.fuse_at(l, w),
+            };
+            let keys: Vec<String> = ranked
+                .iter()
+                .map(|&(d, _)| idx.key(d).to_string())
+                .collect();
+            let gold: HashSet<String> = q.gold.iter().cloned().collect();
+            acc.add(&["all", q.kind.as_str()], &score_ranking(&keys, &gold, KS));
+        }
+        if let (Some(all), Some(ku)) = (acc.summary("all"), acc.summary(TYPES[3])) {
+            g.rows.push(vec![
+                share.map_or(
+                    format!("fixed {}", crate::retrieval::KEYWORD_HALF_DEFAULT),
+                    |c| format!("{c:.2}"),
+                ),
+                f3(all.recall_any[&1]),
+                f3(all.recall_any[&5]),
+                f3(all.recall_any[&10]),
+                f3(all.mrr),
+                f3(ku.recall_any[&1]),
+            ]);
+        }
+    }
+    Ok(g)
+}
+
 /// hybrid and hybrid-rerank with the store's former min-max fusion (before) and its calibrated fusion (now).
 fn fusion_before_after(
     a: &Arena,
@@ -733,9 +807,12 @@ fn fusion_before_after(
         let old = idx.fuse_minmax_at(&lists, params.vector_weight);
         let new = idx.fuse_at(&lists, params.vector_weight);
         for (i, f) in [old, new].iter().enumerate() {
-            for (j, ranked) in [f.clone(), idx.rerank(&query, f, &params.rerank)]
-                .iter()
-                .enumerate()
+            for (j, ranked) in [
+                f.clone(),
+                idx.rerank_with_feedback(&query, f, &params.rerank)?,
+            ]
+            .iter()
+            .enumerate()
             {
                 let keys: Vec<String> = ranked
                     .iter()
@@ -793,7 +870,7 @@ fn recency_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params
                 before: None,
             };
             let fused = idx.rank(&query, Mode::Hybrid, p.depth)?;
-            let ranked = idx.rerank(&query, &fused, &p);
+            let ranked = idx.rerank_with_feedback(&query, &fused, &p)?;
             let keys: Vec<String> = ranked
                 .iter()
                 .take(10)

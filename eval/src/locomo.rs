@@ -364,6 +364,9 @@ pub fn turn_docs(c: &Conversation, index: TurnText, embed: TurnText) -> Vec<Doc>
                 event_time: s.time,
                 speaker: Some(t.speaker.clone()),
                 dated: crate::dates::mentions_time(&t.text),
+                told: s
+                    .time
+                    .and_then(|said| crate::dates::told_window(&t.text, said)),
             });
         }
     }
@@ -389,6 +392,7 @@ pub fn session_docs(c: &Conversation) -> Vec<Doc> {
                 event_time: s.time,
                 speaker: None,
                 dated: false,
+                told: None,
             }
         })
         .collect()

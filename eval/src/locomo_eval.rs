@@ -11,7 +11,7 @@ use crate::error::{EvalError, Result};
 use crate::locomo::{self, category_name, Conversation, TurnText};
 use crate::metrics::{score_ranking, Accumulator, LOCOMO_KS};
 use crate::report::{f3, Grid, Report, Table};
-use crate::retrieval::{Doc, Index, Mode, Params, Query, Ranked, Rerank};
+use crate::retrieval::{Doc, Feedback, Index, Mode, Params, Query, Ranked, Rerank};
 
 /// What is indexed as one document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -152,7 +152,8 @@ impl Default for SessionAgg {
     fn default() -> Self {
         // LoCoMo sweep (--sweep, hybrid-rerank at the default weights): no share of the other turns (top 2-10,
         // share 0.1-1.0) nor session-document weight (0.1-2.0) moves session R_any@5 by more than 0.002 from
-        // the plain roll-up (0.945), and many lower it; the plain roll-up stays. See BENCHMARKS.md.
+        // the plain roll-up (0.949; best cells 0.951 at share 0.1 or 0.75, top 3, neighbours of cells that
+        // give 0.949-0.950), and many lower it; the plain roll-up stays. See BENCHMARKS.md.
         SessionAgg {
             share: 0.0,
             top: 3,
@@ -252,6 +253,18 @@ const SWEEP_SHARE: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
 const SWEEP_TOP: [usize; 4] = [2, 3, 5, 10];
 /// Session aggregation: weights of the session documents' own scores (at the default share and top).
 const SWEEP_DOCS: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0];
+/// Keyword calibration relative to the query's attainable BM25 (the score worth 0.5 = share x ceiling).
+pub const SWEEP_CEILING: [f32; 7] = [0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75];
+/// Re-rank bonus for turns of a day the question names.
+const SWEEP_DAY: [f32; 6] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5];
+/// Re-rank bonus for turns of a month the question names.
+const SWEEP_MONTH: [f32; 6] = [0.0, 0.1, 0.25, 0.5, 0.75, 1.0];
+/// Pseudo-relevance feedback: first-pass turns x (expansion-word weight, Rocchio weight).
+const SWEEP_FB_DOCS: [usize; 4] = [0, 2, 3, 5];
+const SWEEP_FB_WEIGHTS: [(f32, f32); 5] =
+    [(0.1, 0.0), (0.2, 0.0), (0.0, 0.25), (0.0, 0.5), (0.1, 0.25)];
+/// Expansion words per feedback query.
+const SWEEP_FB_TERMS: usize = 10;
 /// Re-rank bonus for the named speaker's turns.
 const SWEEP_SPEAKER: [f32; 7] = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5];
 /// Re-rank recency bonus for questions about the present.
@@ -269,6 +282,10 @@ struct Sweeps {
     speaker: Vec<ModeAcc>,
     recency: Vec<ModeAcc>,
     dated: Vec<ModeAcc>,
+    ceiling: Vec<ModeAcc>,
+    day: Vec<ModeAcc>,
+    month: Vec<ModeAcc>,
+    feedback: Vec<ModeAcc>,
     /// hybrid and hybrid-rerank with min-max fusion (before calibration), then calibrated (now).
     fusion: Vec<ModeAcc>,
 }
@@ -285,6 +302,10 @@ impl Sweeps {
             speaker: accs(SWEEP_SPEAKER.len()),
             recency: accs(SWEEP_RECENCY.len()),
             dated: accs(SWEEP_DATED.len()),
+            ceiling: accs(SWEEP_CEILING.len()),
+            day: accs(SWEEP_DAY.len()),
+            month: accs(SWEEP_MONTH.len()),
+            feedback: accs(SWEEP_FB_DOCS.len() * SWEEP_FB_WEIGHTS.len()),
             fusion: accs(4),
         }
     }
@@ -449,15 +470,22 @@ pub fn run(
                         );
                     }
                 }
+                let w = opts.params.vector_weight;
+                for (ci, &c) in SWEEP_CEILING.iter().enumerate() {
+                    score(
+                        &mut sweeps.ceiling[ci],
+                        idx,
+                        &idx.fuse_ceiling_at(&lists, w, c),
+                    );
+                }
                 let deep = idx.stage_lists(&query, opts.params.rerank.depth.max(opts.depth))?;
                 let fused = idx.fuse_at(&deep, opts.params.vector_weight);
-                let w = opts.params.vector_weight;
                 let old = idx.fuse_minmax_at(&deep, w);
                 for (i, f) in [&old, &fused].into_iter().enumerate() {
                     let mut plain = f.clone();
                     plain.truncate(opts.depth);
                     score(&mut sweeps.fusion[2 * i], idx, &plain);
-                    let mut r = idx.rerank(&query, f, &opts.params.rerank);
+                    let mut r = idx.rerank_with_feedback(&query, f, &opts.params.rerank)?;
                     r.truncate(opts.depth);
                     score(&mut sweeps.fusion[2 * i + 1], idx, &r);
                 }
@@ -468,7 +496,7 @@ pub fn run(
                             session: ss,
                             ..opts.params.rerank
                         };
-                        let mut r = idx.rerank(&query, &fused, &p);
+                        let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
                         r.truncate(opts.depth);
                         score(&mut sweeps.rerank[ni * SWEEP_SESSION.len() + si], idx, &r);
                     }
@@ -478,7 +506,7 @@ pub fn run(
                         speaker: sp,
                         ..opts.params.rerank
                     };
-                    let mut r = idx.rerank(&query, &fused, &p);
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
                     r.truncate(opts.depth);
                     score(&mut sweeps.speaker[si], idx, &r);
                 }
@@ -487,7 +515,7 @@ pub fn run(
                         recency: rw,
                         ..opts.params.rerank
                     };
-                    let mut r = idx.rerank(&query, &fused, &p);
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
                     r.truncate(opts.depth);
                     score(&mut sweeps.recency[ri], idx, &r);
                 }
@@ -496,12 +524,50 @@ pub fn run(
                         dated: dw,
                         ..opts.params.rerank
                     };
-                    let mut r = idx.rerank(&query, &fused, &p);
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
                     r.truncate(opts.depth);
                     score(&mut sweeps.dated[di], idx, &r);
                 }
+                for (di, &dw) in SWEEP_DAY.iter().enumerate() {
+                    let p = Rerank {
+                        day: dw,
+                        ..opts.params.rerank
+                    };
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.day[di], idx, &r);
+                }
+                for (mi, &mw) in SWEEP_MONTH.iter().enumerate() {
+                    let p = Rerank {
+                        month: mw,
+                        ..opts.params.rerank
+                    };
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
+                    r.truncate(opts.depth);
+                    score(&mut sweeps.month[mi], idx, &r);
+                }
+                for (fi, &docs) in SWEEP_FB_DOCS.iter().enumerate() {
+                    for (wi, &(kw, vw)) in SWEEP_FB_WEIGHTS.iter().enumerate() {
+                        let p = Rerank {
+                            feedback: Feedback {
+                                docs,
+                                terms: SWEEP_FB_TERMS,
+                                keyword: kw,
+                                vector: vw,
+                            },
+                            ..opts.params.rerank
+                        };
+                        let mut r = idx.rerank_with_feedback(&query, &fused, &p)?;
+                        r.truncate(opts.depth);
+                        score(
+                            &mut sweeps.feedback[fi * SWEEP_FB_WEIGHTS.len() + wi],
+                            idx,
+                            &r,
+                        );
+                    }
+                }
                 if turn_level {
-                    let mut r = idx.rerank(&query, &fused, &opts.params.rerank);
+                    let mut r = idx.rerank_with_feedback(&query, &fused, &opts.params.rerank)?;
                     r.truncate(opts.depth);
                     for (di, &docs) in SWEEP_DOCS.iter().enumerate() {
                         let agg = SessionAgg {
@@ -685,8 +751,8 @@ fn build_report(
         }
         r.grids.push(g);
         let mut g = Grid {
-            title: "Sweep: re-rank bonus for the named speaker's turns (other weights at their defaults), \
-                    categories 1-4"
+            title: "Sweep: re-rank bonus for the turns of the speaker the question is about (the one it names, \
+                    or the first-named of two it does not join; other weights at their defaults), categories 1-4"
                 .into(),
             header: headline_header("speaker bonus", turn),
             rows: Vec::new(),
@@ -719,6 +785,86 @@ fn build_report(
         };
         for (w, a) in SWEEP_DATED.iter().zip(&sweeps.dated) {
             let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: re-rank bonus for turns of a day the question names (\"on 9 May, 2023\"): said on it or \
+                    telling of it (\"yesterday\"), other weights at their defaults, categories 1-4"
+                .into(),
+            header: headline_header("day bonus", turn),
+            rows: Vec::new(),
+        };
+        for (w, a) in SWEEP_DAY.iter().zip(&sweeps.day) {
+            let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: "Sweep: re-rank bonus for turns of a month the question names (\"in October 2023\"): said in it \
+                    or telling of it (\"last week\"), other weights at their defaults, categories 1-4"
+                .into(),
+            header: headline_header("month bonus", turn),
+            rows: Vec::new(),
+        };
+        for (w, a) in SWEEP_MONTH.iter().zip(&sweeps.month) {
+            let mut row = vec![format!("{w:.2}")];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: format!(
+                "Sweep: pseudo-relevance feedback from the first pass's best turns ({SWEEP_FB_TERMS} expansion \
+                 words; turns / expansion-word weight / Rocchio weight), other weights at their defaults, \
+                 categories 1-4"
+            ),
+            header: headline_header("turns / words / Rocchio", turn),
+            rows: Vec::new(),
+        };
+        for (fi, docs) in SWEEP_FB_DOCS.iter().enumerate() {
+            for (wi, (kw, vw)) in SWEEP_FB_WEIGHTS.iter().enumerate() {
+                if *docs == 0 && wi > 0 {
+                    continue;
+                }
+                let label = if *docs == 0 {
+                    "off".to_string()
+                } else {
+                    format!("{docs} / {kw:.2} / {vw:.2}")
+                };
+                let mut row = vec![label];
+                row.extend(headline_cells(
+                    &sweeps.feedback[fi * SWEEP_FB_WEIGHTS.len() + wi],
+                    turn,
+                ));
+                g.rows.push(row);
+            }
+        }
+        r.grids.push(g);
+        let mut g = Grid {
+            title: format!(
+                "Sweep: keyword calibration scaled to the query (BM25 score worth 0.5 = share x the query's \
+                 attainable BM25, sum of idf x (k1 + 1)), plain hybrid at vector weight {}, categories 1-4; \
+                 fixed {} beside it",
+                opts.params.vector_weight,
+                clawhdf5_memory::search::KEYWORD_HALF
+            ),
+            header: headline_header("share of the ceiling", turn),
+            rows: Vec::new(),
+        };
+        if let Some(a) = SWEEP_WEIGHTS
+            .iter()
+            .position(|w| (w - opts.params.vector_weight).abs() < 1e-6)
+            .map(|i| &sweeps.weight[i])
+        {
+            let mut row = vec![format!("fixed {}", clawhdf5_memory::search::KEYWORD_HALF)];
+            row.extend(headline_cells(a, turn));
+            g.rows.push(row);
+        }
+        for (c, a) in SWEEP_CEILING.iter().zip(&sweeps.ceiling) {
+            let mut row = vec![format!("{c:.2}")];
             row.extend(headline_cells(a, turn));
             g.rows.push(row);
         }

@@ -166,6 +166,7 @@ pub fn session_docs(q: &LmeQuestion, roles: Roles) -> Vec<Doc> {
                 event_time: parse_longmemeval(date),
                 speaker: None,
                 dated: false,
+                told: None,
             })
         })
         .collect()
@@ -200,6 +201,8 @@ pub fn turn_docs(q: &LmeQuestion, roles: Roles) -> Vec<Doc> {
                     event_time: parse_longmemeval(date),
                     speaker: None,
                     dated: crate::dates::mentions_time(&t.content),
+                    told: parse_longmemeval(date)
+                        .and_then(|said| crate::dates::told_window(&t.content, said)),
                 });
             }
         }

@@ -8,7 +8,7 @@ use clawhdf5_eval::embeddings::{default_cache_path, EmbeddingService};
 use clawhdf5_eval::locomo::{self, TurnText};
 use clawhdf5_eval::locomo_eval::{self, Granularity, LocomoOptions};
 use clawhdf5_eval::report::Report;
-use clawhdf5_eval::retrieval::{Mode, Params, Rerank};
+use clawhdf5_eval::retrieval::{Feedback, Mode, Params, Rerank};
 use clawhdf5_eval::{arena, longmemeval, longmemeval_eval};
 
 #[derive(Parser)]
@@ -60,12 +60,28 @@ struct Common {
     /// hybrid-rerank: bonus for documents inside a month the question names.
     #[arg(long, default_value_t = Rerank::default().month)]
     rerank_month: f32,
-    /// hybrid-rerank: bonus for turns spoken by the one speaker the question names.
+    /// hybrid-rerank: bonus for documents of a day the question names.
+    #[arg(long, default_value_t = Rerank::default().day)]
+    rerank_day: f32,
+    /// hybrid-rerank: bonus for turns spoken by the speaker the question is about (the one it names, or the
+    /// first-named of two it does not join).
     #[arg(long, default_value_t = Rerank::default().speaker)]
     rerank_speaker: f32,
     /// hybrid-rerank: bonus for turns that date what they say, on "when" / "how long" questions.
     #[arg(long, default_value_t = Rerank::default().dated)]
     rerank_dated: f32,
+    /// hybrid-rerank: pseudo-relevance feedback from this many first-pass turns (0 = off).
+    #[arg(long, default_value_t = Rerank::default().feedback.docs)]
+    feedback_docs: usize,
+    /// hybrid-rerank feedback: expansion words taken from those turns.
+    #[arg(long, default_value_t = Rerank::default().feedback.terms)]
+    feedback_terms: usize,
+    /// hybrid-rerank feedback: weight of the expansion words' BM25 beside the question's own.
+    #[arg(long, default_value_t = Rerank::default().feedback.keyword)]
+    feedback_keyword: f32,
+    /// hybrid-rerank feedback: weight of those turns' mean embedding added to the question's.
+    #[arg(long, default_value_t = Rerank::default().feedback.vector)]
+    feedback_vector: f32,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -102,8 +118,15 @@ impl Common {
                 session: self.rerank_session,
                 recency: self.rerank_recency,
                 month: self.rerank_month,
+                day: self.rerank_day,
                 speaker: self.rerank_speaker,
                 dated: self.rerank_dated,
+                feedback: Feedback {
+                    docs: self.feedback_docs,
+                    terms: self.feedback_terms,
+                    keyword: self.feedback_keyword,
+                    vector: self.feedback_vector,
+                },
                 ..Rerank::default()
             },
         }

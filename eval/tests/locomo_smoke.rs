@@ -129,6 +129,23 @@ fn every_mode_with_the_model_on_a_fixture() {
         11,
         "weight sweep 0.0..1.0"
     );
+    let titles: Vec<&str> = r["grids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["title"].as_str())
+        .collect();
+    for part in [
+        "a day the question names",
+        "a month the question names",
+        "pseudo-relevance feedback",
+        "scaled to the query",
+    ] {
+        assert!(
+            titles.iter().any(|t| t.contains(part)),
+            "no sweep about {part:?} in {titles:?}"
+        );
+    }
     // A second run finds every embedding in the cache and gives the same figures.
     let first = std::fs::metadata(&cache).unwrap().len();
     run(&args);
@@ -137,4 +154,23 @@ fn every_mode_with_the_model_on_a_fixture() {
         read_json(&json)["grids"][0]["rows"][2],
         r["grids"][0]["rows"][2]
     );
+    // Pseudo-relevance feedback switched on from the command line still gives a valid ranking.
+    let fb = [
+        "locomo",
+        data.to_str().unwrap(),
+        "--mode",
+        "hybrid-rerank",
+        "--feedback-docs",
+        "2",
+        "--feedback-vector",
+        "0.25",
+        "--json",
+        json.to_str().unwrap(),
+        "--embedding-cache",
+        cache.to_str().unwrap(),
+        "--quiet",
+    ];
+    run(&fb);
+    let v = headline(&read_json(&json), "hybrid-rerank", "session R_any@5");
+    assert!((0.0..=1.0).contains(&v), "{v}");
 }
