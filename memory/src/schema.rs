@@ -6,6 +6,7 @@ use std::path::Path;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, FormatError, H5File};
 
+use crate::bm25::{Bm25Index, Bm25Params};
 use crate::columns::{self, ColumnGroup, NONE_TIME};
 use crate::config::{StoreConfig, VectorPrecision};
 use crate::dictionary::Dictionaries;
@@ -14,7 +15,9 @@ use crate::integrity::{from_hex, hex, SignedManifest};
 use crate::keyword_table::KeywordTable;
 use crate::record::{Origin, Record, Source, Tier};
 use crate::tokenize::TokenizerConfig;
+use crate::vector_index::VectorIndex;
 use crate::vectors::VectorTable;
+use rayon::prelude::*;
 
 /// Schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -65,7 +68,7 @@ pub struct StoredGraph {
 }
 
 /// Everything read from a store file.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Snapshot {
     /// Store metadata.
     pub meta: StoreMeta,
@@ -77,10 +80,14 @@ pub struct Snapshot {
     pub extensions: BTreeMap<String, Vec<u8>>,
     /// Signature over the records, when the store is signed; stored under `/integrity`.
     pub manifest: Option<SignedManifest>,
-    /// The persisted vector graph (`/index/hnsw`), if present and readable.
-    pub hnsw: Option<StoredGraph>,
-    /// The persisted keyword index (`/index/bm25`), if present, readable and from this tokenizer.
-    pub keywords: Option<KeywordTable>,
+    /// The vector index restored from the persisted graph (`/index/hnsw`; empty when it is absent, stale or
+    /// unreadable), with the number of rows that graph covers in the file.
+    pub vector_index: (VectorIndex, usize),
+    /// The keyword index rebuilt from the persisted term ids (`/index/bm25`), with that table's vocabulary
+    /// size and term-id count; `None` when the table is absent, damaged or from another tokenizer.
+    pub keyword_index: Option<(Bm25Index, usize, u64)>,
+    /// Per record, the hash the store deduplicates identical saves by (`None` for tombstones).
+    pub dedup_keys: Vec<Option<u64>>,
     /// The dictionaries of the dictionary-encoded columns.
     pub dictionaries: Dictionaries,
     /// Rows per chunk of the record columns in this file.
@@ -529,33 +536,53 @@ impl SnapshotReader<'_> {
         };
         let n = usize::try_from(self.attr_u64("/records", "count")?)
             .map_err(|_| self.corrupt("count out of range"))?;
-        // Three independent parts read in parallel: the embeddings (the bulk of the file, converted on the
-        // way), the records, and the persisted indexes with the rest.
+        // Three independent parts, read and turned into indexes in parallel: the embeddings (the bulk of
+        // the file, converted on the way) and then the vector graph over them; the records and their dedup
+        // keys; the keyword index (rebuilt from its persisted term ids) with the small remaining parts.
         let (vectors, (rest, indexes)) = rayon::join(
-            || match meta.config.embedding_dim {
-                Some(dim) => self.read_embeddings(n, dim as usize),
-                None => Ok(VectorTable::new(0)),
+            || -> Result<_> {
+                let vectors = match meta.config.embedding_dim {
+                    Some(dim) => self.read_embeddings(n, dim as usize)?,
+                    None => VectorTable::new(0),
+                };
+                let index = match self.read_graph(&meta) {
+                    Some(g) if g.vector_epoch == meta.vector_epoch => {
+                        VectorIndex::load(Some(&g.bytes), g.generation, &vectors)
+                    }
+                    _ => VectorIndex::default(),
+                };
+                let covered = index.graph().map_or(0, |h| h.slots());
+                Ok((vectors, (index, covered)))
             },
             || {
                 rayon::join(
                     || -> Result<_> {
                         let dictionaries = self.read_dictionaries()?;
                         let records = self.read_records(n, &dictionaries)?;
-                        Ok((dictionaries, records))
+                        let keys = records
+                            .par_iter()
+                            .map(|r| (!r.tombstone).then(|| crate::store::record_dedup_key(r)))
+                            .collect::<Vec<Option<u64>>>();
+                        Ok((dictionaries, records, keys))
                     },
                     || -> Result<_> {
-                        let keywords = self.read_keywords(&meta.config, n);
-                        let hnsw = self.read_graph(&meta);
+                        let keyword_index = self.read_keywords(&meta.config, n).and_then(|k| {
+                            let tomb = self.column("tombstone", n).ok()?;
+                            let tomb = tomb.as_u8()?;
+                            let live = |row: usize| tomb.get(row).is_some_and(|&t| t == 0);
+                            let ix = k.to_index(Bm25Params::default(), &live)?;
+                            Some((ix, k.terms.len(), k.doc_terms.len() as u64))
+                        });
                         let extensions = self.read_extensions()?;
                         let manifest = self.read_manifest()?;
-                        Ok((keywords, hnsw, extensions, manifest))
+                        Ok((keyword_index, extensions, manifest))
                     },
                 )
             },
         );
-        let vectors = vectors?;
-        let (dictionaries, records) = rest?;
-        let (keywords, hnsw, extensions, manifest) = indexes?;
+        let (vectors, vector_index) = vectors?;
+        let (dictionaries, records, dedup_keys) = rest?;
+        let (keyword_index, extensions, manifest) = indexes?;
         let chunk_rows = self
             .file
             .dataset("/records/id")
@@ -563,8 +590,9 @@ impl SnapshotReader<'_> {
             .and_then(|d| d.chunk().and_then(|c| c.first().copied()))
             .unwrap_or(0);
         Ok(Snapshot {
-            hnsw,
-            keywords,
+            vector_index,
+            keyword_index,
+            dedup_keys,
             meta,
             records,
             vectors,
@@ -606,12 +634,26 @@ impl SnapshotReader<'_> {
                 .dataset(&format!("/index/bm25/{name}"))
                 .and_then(|d| d.read())
                 .ok()
+                .map(|a| a.data)
         };
         let t = KeywordTable {
-            terms: read("terms")?.as_strings()?.to_vec(),
-            doc_terms: read("doc_terms")?.as_u32()?.to_vec(),
-            doc_start: read("doc_start")?.as_u64()?.to_vec(),
-            doc_len: read("doc_len")?.as_u32()?.to_vec(),
+            terms: match read("terms")? {
+                Data::VarStr(v) => v,
+                Data::FixedStr { values, .. } => values,
+                _ => return None,
+            },
+            doc_terms: match read("doc_terms")? {
+                Data::U32(v) => v,
+                _ => return None,
+            },
+            doc_start: match read("doc_start")? {
+                Data::U64(v) => v,
+                _ => return None,
+            },
+            doc_len: match read("doc_len")? {
+                Data::U32(v) => v,
+                _ => return None,
+            },
         };
         (t.doc_start.len() == rows && t.doc_len.len() == rows).then_some(t)
     }

@@ -189,7 +189,7 @@ fn lock_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn record_dedup_key(r: &Record) -> u64 {
+pub(crate) fn record_dedup_key(r: &Record) -> u64 {
     dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text)
 }
 
@@ -284,19 +284,25 @@ impl Store {
     fn from_snapshot(path: &Path, opts: StoreOptions, snap: Snapshot, lock: Option<File>) -> Store {
         let tokenizer = Tokenizer::new(snap.meta.config.tokenizer.clone());
         let n = snap.records.len();
+        let (index, covered) = snap.vector_index;
+        let (bm25, terms, term_ids) = match snap.keyword_index {
+            Some((ix, terms, ids)) => (Some(ix), terms, ids),
+            None => (None, 0, 0),
+        };
         let file = FileState {
             rows: n,
-            terms: snap.keywords.as_ref().map_or(0, |k| k.terms.len()),
-            term_ids: snap
-                .keywords
-                .as_ref()
-                .map_or(0, |k| k.doc_terms.len() as u64),
-            graph_slots: 0,
-            graph_epoch: 0,
+            terms,
+            term_ids,
+            graph_slots: covered,
+            graph_epoch: if covered > 0 {
+                snap.meta.vector_epoch
+            } else {
+                0
+            },
             has_embedding: snap.meta.config.embedding_dim.is_some(),
             signer: snap.manifest.as_ref().map(|m| m.public_key),
             chunk_rows: snap.chunk_rows,
-            keywords_stale: snap.keywords.is_none(),
+            keywords_stale: bm25.is_none(),
         };
         let mut store = Store {
             path: path.to_path_buf(),
@@ -313,7 +319,7 @@ impl Store {
             pending_access: Mutex::new(Vec::new()),
             recovery: Recovery::default(),
             extensions: snap.extensions,
-            index: VectorIndex::default(),
+            index,
             file,
             pending: Pending::default(),
             dicts: snap.dictionaries,
@@ -322,52 +328,16 @@ impl Store {
             keywords_from_file: false,
             opts,
         };
-        // The keyword index (from its persisted term ids) and the vector graph load in parallel.
-        let live: Vec<bool> = snap.records.iter().map(|r| !r.tombstone).collect();
-        let epoch = store.meta.vector_epoch;
-        let graph = snap.hnsw.filter(|g| g.vector_epoch == epoch);
-        let vectors = &store.vectors;
-        let records = &snap.records;
-        let (index, (persisted, keys)) = rayon::join(
-            || match &graph {
-                Some(g) => VectorIndex::load(Some(&g.bytes), g.generation, vectors),
-                None => VectorIndex::default(),
-            },
-            || {
-                rayon::join(
-                    || {
-                        snap.keywords.as_ref().and_then(|k| {
-                            k.to_index(Bm25Params::default(), &|row| {
-                                live.get(row).copied().unwrap_or(false)
-                            })
-                        })
-                    },
-                    || {
-                        use rayon::prelude::*;
-                        records
-                            .par_iter()
-                            .map(|r| (!r.tombstone).then(|| record_dedup_key(r)))
-                            .collect::<Vec<Option<u64>>>()
-                    },
-                )
-            },
-        );
-        store.index = index;
-        if let Some(h) = store.index.graph() {
-            store.file.graph_slots = h.slots();
-            store.file.graph_epoch = epoch;
-        }
-        for (r, key) in snap.records.into_iter().zip(keys) {
+        for (r, key) in snap.records.into_iter().zip(snap.dedup_keys) {
             store.push_record(r, key);
         }
         // Texts are tokenised only when the persisted keyword index is missing or stale.
-        match persisted {
+        match bm25 {
             Some(ix) => {
                 store.bm25 = ix;
                 store.keywords_from_file = true;
             }
             None => {
-                store.file.keywords_stale = true;
                 for row in 0..store.records.len() {
                     if !store.records[row].tombstone {
                         let toks = store.tokenizer.tokens(&store.records[row].text);
@@ -377,7 +347,6 @@ impl Store {
             }
         }
         // Rows forgotten after the graph was stored leave it now (rows it has never seen are its tail).
-        let covered = store.index.graph().map_or(0, |h| h.slots());
         for row in 0..covered.min(store.records.len()) {
             if store.records[row].tombstone {
                 store.index.deleted(row as u32);
@@ -392,7 +361,7 @@ impl Store {
         let n = self.records.len();
         // A few whole searches (tokenising, both indexes, fusion, building hits) from records spread over the
         // store; nothing is logged.
-        for at in [0, n / 2, n.saturating_sub(1)] {
+        for at in (0..12).map(|i| i * n / 12) {
             let Some(row) = (at..n).find(|&r| !self.records[r].tombstone) else {
                 continue;
             };
