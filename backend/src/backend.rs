@@ -138,7 +138,16 @@ fn poisoned<T>(p: std::sync::PoisonError<T>) -> T {
 impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || Ok(store.write().unwrap_or_else(poisoned).save(memory)?)).await
+        blocking(move || {
+            // Wait for durability outside the lock, so concurrent saves share one fsync (group commit).
+            let (outcome, ticket) = store.write().unwrap_or_else(poisoned).save_deferred(memory)?;
+            if let Some(t) = ticket {
+                t.wait()?;
+            }
+            store.write().unwrap_or_else(poisoned).checkpoint_if_due()?;
+            Ok(outcome)
+        })
+        .await
     }
 
     async fn search(

@@ -656,6 +656,32 @@ impl Store {
         Ok(outcome)
     }
 
+    /// Save several independent memories (say, concurrent requests a server collected) with one wait for
+    /// durability: each gets its own outcome (a bad one fails alone, unlike [`Self::save_batch`]), and one
+    /// write and one fsync cover them all (group commit). The outer error means the fsync failed, so none
+    /// of them can be acknowledged.
+    pub fn save_each(&mut self, items: Vec<NewMemory>) -> Result<Vec<Result<SaveOutcome>>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut last: Option<DurableTicket> = None;
+        for m in items {
+            match self.save_deferred(m) {
+                Ok((outcome, ticket)) => {
+                    if ticket.is_some() {
+                        last = ticket;
+                    }
+                    out.push(Ok(outcome));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        // Entries are durable in log order, so the last one's fsync covers every earlier one.
+        if let Some(t) = last {
+            t.wait()?;
+        }
+        self.maybe_checkpoint()?;
+        Ok(out)
+    }
+
     /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
     /// fsync). `None` when the memory was a duplicate and nothing was written.
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
@@ -1192,6 +1218,12 @@ impl Store {
     /// True when the log holds changes the HDF5 file does not.
     pub fn is_dirty(&self) -> bool {
         self.last_lsn > self.meta.checkpoint_lsn
+    }
+
+    /// Checkpoint when the log has outgrown the store's `auto_checkpoint_bytes` (what [`Self::save`] does
+    /// after each save; for callers of [`Self::save_deferred`]).
+    pub fn checkpoint_if_due(&mut self) -> Result<()> {
+        self.maybe_checkpoint()
     }
 
     fn maybe_checkpoint(&mut self) -> Result<()> {

@@ -335,7 +335,21 @@ impl AgentMemory {
     }
 
     /// Save a memory through the cognitive layer (knowledge updates, graph, time, sessions).
-    pub fn save(&mut self, mut m: NewMemory) -> Result<SaveOutcome> {
+    pub fn save(&mut self, m: NewMemory) -> Result<SaveOutcome> {
+        let (outcome, ticket) = self.save_deferred(m)?;
+        if let Some(t) = ticket {
+            t.wait()?;
+        }
+        self.store.checkpoint_if_due()?;
+        Ok(outcome)
+    }
+
+    /// [`Self::save`] without waiting for durability: returns the ticket to wait on outside any lock, so
+    /// concurrent saves share one fsync (group commit); then call [`Self::checkpoint_if_due`].
+    pub fn save_deferred(
+        &mut self,
+        mut m: NewMemory,
+    ) -> Result<(SaveOutcome, Option<crate::wal::DurableTicket>)> {
         if self.cfg.resolve_relative_times {
             if let Some(said) = m.event_time {
                 if let Some(t) = temporal::resolve_event_time(&m.text, said) {
@@ -345,12 +359,12 @@ impl AgentMemory {
                 }
             }
         }
-        let outcome = self.store.save(m)?;
+        let (outcome, ticket) = self.store.save_deferred(m)?;
         if outcome.deduplicated {
-            return Ok(outcome);
+            return Ok((outcome, ticket));
         }
         let Some(r) = self.record(outcome.id) else {
-            return Ok(outcome);
+            return Ok((outcome, ticket));
         };
         let time = rerank::record_time(&r);
         self.temporal.insert(r.id, time);
@@ -369,7 +383,12 @@ impl AgentMemory {
         if self.saves_since_flush >= self.cfg.persist_every.max(1) {
             self.flush()?;
         }
-        Ok(outcome)
+        Ok((outcome, ticket))
+    }
+
+    /// Checkpoint the store when its log has outgrown `auto_checkpoint_bytes`.
+    pub fn checkpoint_if_due(&mut self) -> Result<()> {
+        self.store.checkpoint_if_due()
     }
 
     /// A record by id without its embedding.
