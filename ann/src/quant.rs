@@ -6,22 +6,109 @@ use crate::metric::Metric;
 use crate::store::VectorStore;
 use rayon::prelude::*;
 
+/// Rows start on this byte boundary (a cache line), so a row's codes load without line splits.
+const ROW_ALIGN: usize = 64;
+/// Offset added to each stored code so rows are `u8` (the unsigned operand of u8 x i8 dot products).
+const OFFSET: i32 = 128;
+
+/// A byte buffer whose first byte sits on a [`ROW_ALIGN`] boundary (safe code: a `Vec<u8>` with
+/// slack and an offset, re-aligned whenever it is reallocated).
+#[derive(Debug, Default)]
+struct AlignedBytes {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl AlignedBytes {
+    fn zeroed(len: usize) -> Self {
+        let buf = vec![0u8; len + ROW_ALIGN - 1];
+        let off = match buf.as_ptr().align_offset(ROW_ALIGN) {
+            o if o < ROW_ALIGN => o,
+            // align_offset may decline to answer; rows are then merely unaligned.
+            _ => 0,
+        };
+        AlignedBytes { buf, off, len }
+    }
+
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.off..self.off + self.len]
+    }
+
+    #[inline]
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+
+    /// Grows to `len` bytes (new bytes zero), keeping the contents.
+    fn grow(&mut self, len: usize) {
+        if len <= self.len {
+            return;
+        }
+        if self.off + len <= self.buf.len() {
+            self.len = len;
+            return;
+        }
+        let mut next = AlignedBytes::zeroed(len.max(self.len * 3 / 2));
+        next.len = len;
+        next.bytes_mut()[..self.len].copy_from_slice(self.bytes());
+        *self = next;
+    }
+
+    fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+impl Clone for AlignedBytes {
+    fn clone(&self) -> Self {
+        let mut c = AlignedBytes::zeroed(self.len);
+        c.bytes_mut().copy_from_slice(self.bytes());
+        c
+    }
+}
+
 /// Symmetric int8 quantisation: `x ≈ scale * code`, `scale = max|x| / 127` per row.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Codes are stored offset by +128 as `u8`, one cache-line-aligned row each, so that
+/// `sum((c + 128) * q) - 128 * sum(q)` scores a row with a u8 x i8 dot product and a correction that
+/// depends on the query only: scoring a row reads its codes and its scale, nothing else.
+#[derive(Debug, Clone, Default)]
 pub struct Int8Vectors {
     dim: usize,
-    codes: Vec<i8>,
+    /// Bytes per row (`dim` rounded up to a cache line).
+    stride: usize,
+    codes: AlignedBytes,
     scales: Vec<f32>,
     norms2: Vec<f32>,
-    /// Sum of each row's codes, so a u8 x i8 kernel can score an offset query exactly.
-    sums: Vec<i32>,
+}
+
+impl PartialEq for Int8Vectors {
+    /// Copies are equal when they hold the same rows (codes, scales, norms).
+    fn eq(&self, other: &Self) -> bool {
+        self.dim == other.dim
+            && self.scales.len() == other.scales.len()
+            && (0..self.scales.len() as u32).all(|i| self.row(i) == other.row(i))
+            && self
+                .scales
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(other.scales.iter().map(|x| x.to_bits()))
+            && self
+                .norms2
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(other.norms2.iter().map(|x| x.to_bits()))
+    }
 }
 
 /// A query quantised the same way, ready for [`Int8Vectors::distance`].
 #[derive(Debug, Clone)]
 pub struct QuantQuery {
-    /// Query codes offset by +128 into u8 (`q + 128`), for u8 x i8 dot products.
-    ucodes: Vec<u8>,
+    codes: Vec<i8>,
+    /// `128 * sum(codes)`, the correction for the rows' +128 offset.
+    offset_sum: i32,
     scale: f32,
     norm2: f32,
 }
@@ -43,27 +130,38 @@ pub fn quantize_into(v: &[f32], out: &mut [i8]) -> f32 {
     max / 127.0
 }
 
-fn code_sum(c: &[i8]) -> i32 {
-    c.iter().map(|&x| x as i32).sum()
+/// Quantises `v` into a stored row (codes + 128) and returns the scale.
+fn quantize_row(v: &[f32], out: &mut [u8]) -> f32 {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        out.iter_mut().for_each(|c| *c = OFFSET as u8);
+        return 0.0;
+    }
+    let inv = 127.0 / max;
+    for (c, x) in out.iter_mut().zip(v) {
+        let y = x * inv;
+        *c = (((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) + OFFSET) as u8;
+    }
+    max / 127.0
 }
 
 impl Int8Vectors {
     /// Empty copy for `dim`-dimensional rows.
     pub fn new(dim: usize) -> Self {
-        Int8Vectors {
-            dim,
-            ..Default::default()
-        }
+        Self::zeroed(dim, 0)
     }
 
     /// `rows` all-zero rows (fill them with [`Int8Vectors::set`]).
     pub fn zeroed(dim: usize, rows: usize) -> Self {
+        let stride = dim.next_multiple_of(ROW_ALIGN);
+        let mut codes = AlignedBytes::zeroed(rows * stride);
+        codes.bytes_mut().iter_mut().for_each(|c| *c = OFFSET as u8);
         Int8Vectors {
             dim,
-            codes: vec![0; dim * rows],
+            stride,
+            codes,
             scales: vec![0.0; rows],
             norms2: vec![0.0; rows],
-            sums: vec![0; rows],
         }
     }
 
@@ -78,26 +176,26 @@ impl Int8Vectors {
         let n = rows.min(store.len());
         let mut q = Int8Vectors::zeroed(dim, n);
         if dim > 0 {
+            let stride = q.stride;
             q.codes
-                .par_chunks_mut(dim)
+                .bytes_mut()
+                .par_chunks_mut(stride)
                 .zip(q.scales.par_iter_mut())
                 .zip(q.norms2.par_iter_mut())
-                .zip(q.sums.par_iter_mut())
                 .enumerate()
-                .for_each(|(i, (((c, s), nn), sum))| {
+                .for_each(|(i, ((c, s), nn))| {
                     let v = store.vector(i as u32);
-                    *s = quantize_into(v, c);
+                    *s = quantize_row(v, &mut c[..dim]);
                     *nn = kernels::dot_f32(v, v);
-                    *sum = code_sum(c);
                 });
         }
         q
     }
 
-    /// Rebuilds from raw parts (used by persistence); lengths must agree.
+    /// Rebuilds from signed codes, scales and squared norms (used by persistence); lengths must agree.
     pub(crate) fn from_parts(
         dim: usize,
-        codes: Vec<i8>,
+        codes: &[i8],
         scales: Vec<f32>,
         norms2: Vec<f32>,
     ) -> Option<Self> {
@@ -105,28 +203,38 @@ impl Int8Vectors {
         if dim == 0 || norms2.len() != n || codes.len() != n.checked_mul(dim)? {
             return None;
         }
-        let sums = codes.chunks_exact(dim).map(code_sum).collect();
-        Some(Int8Vectors {
-            dim,
-            codes,
-            scales,
-            norms2,
-            sums,
-        })
+        let mut q = Int8Vectors::zeroed(dim, n);
+        let stride = q.stride;
+        for (row, c) in q
+            .codes
+            .bytes_mut()
+            .chunks_exact_mut(stride)
+            .zip(codes.chunks_exact(dim))
+        {
+            for (b, &x) in row.iter_mut().zip(c) {
+                *b = (x as i32 + OFFSET) as u8;
+            }
+        }
+        q.scales = scales;
+        q.norms2 = norms2;
+        Some(q)
     }
 
     /// Sets row `id` (growing with zero rows as needed).
     pub fn set(&mut self, id: u32, v: &[f32]) {
         let i = id as usize;
         if i >= self.scales.len() {
-            self.codes.resize((i + 1) * self.dim, 0);
+            let old = self.scales.len() * self.stride;
+            self.codes.grow((i + 1) * self.stride);
+            self.codes.bytes_mut()[old..]
+                .iter_mut()
+                .for_each(|c| *c = OFFSET as u8);
             self.scales.resize(i + 1, 0.0);
             self.norms2.resize(i + 1, 0.0);
-            self.sums.resize(i + 1, 0);
         }
-        let row = &mut self.codes[i * self.dim..(i + 1) * self.dim];
-        self.scales[i] = quantize_into(v, row);
-        self.sums[i] = code_sum(row);
+        let (stride, dim) = (self.stride, self.dim);
+        let row = &mut self.codes.bytes_mut()[i * stride..i * stride + dim];
+        self.scales[i] = quantize_row(v, row);
         self.norms2[i] = kernels::dot_f32(v, v);
     }
 
@@ -145,11 +253,16 @@ impl Int8Vectors {
         self.scales.is_empty()
     }
 
-    /// Codes of row `id`.
+    /// Stored codes of row `id`: each code plus 128, as `u8`.
     #[inline]
-    pub fn row(&self, id: u32) -> &[i8] {
-        let s = id as usize * self.dim;
-        &self.codes[s..s + self.dim]
+    pub fn row(&self, id: u32) -> &[u8] {
+        let s = id as usize * self.stride;
+        &self.codes.bytes()[s..s + self.dim]
+    }
+
+    /// Signed codes of row `id` (`x ≈ scale * code`).
+    pub fn codes(&self, id: u32) -> impl Iterator<Item = i8> + '_ {
+        self.row(id).iter().map(|&c| (c as i32 - OFFSET) as i8)
     }
 
     /// Scale of row `id`.
@@ -157,17 +270,23 @@ impl Int8Vectors {
         self.scales[id as usize]
     }
 
-    pub(crate) fn parts(&self) -> (&[i8], &[f32], &[f32]) {
-        (&self.codes, &self.scales, &self.norms2)
+    /// Squared norm of the f32 row `id` was quantised from.
+    pub fn norm2(&self, id: u32) -> f32 {
+        self.norms2[id as usize]
+    }
+
+    pub(crate) fn scales_and_norms(&self) -> (&[f32], &[f32]) {
+        (&self.scales, &self.norms2)
     }
 
     /// Quantises a query.
     pub fn quantize_query(&self, q: &[f32]) -> QuantQuery {
         let mut codes = vec![0i8; q.len()];
         let scale = quantize_into(q, &mut codes);
-        let ucodes = codes.iter().map(|&c| (c as i32 + 128) as u8).collect();
+        let sum: i32 = codes.iter().map(|&c| c as i32).sum();
         QuantQuery {
-            ucodes,
+            codes,
+            offset_sum: OFFSET * sum,
             scale,
             norm2: kernels::dot_f32(q, q),
         }
@@ -177,8 +296,8 @@ impl Int8Vectors {
     #[inline]
     pub fn distance(&self, metric: Metric, q: &QuantQuery, id: u32) -> f32 {
         let i = id as usize;
-        // sum((q + 128) * x) - 128 * sum(x) = sum(q * x), exactly.
-        let idot = kernels::dot_u8i8(&q.ucodes, self.row(id)) - 128 * self.sums[i];
+        // sum((x + 128) * q) - 128 * sum(q) = sum(x * q), exactly.
+        let idot = kernels::dot_u8i8(self.row(id), &q.codes) - q.offset_sum;
         let dot = idot as f32 * q.scale * self.scales[i];
         match metric {
             Metric::Dot => -dot,
@@ -187,16 +306,23 @@ impl Int8Vectors {
         }
     }
 
-    /// Pointer to row `id`, for prefetching.
+    /// Prefetches what [`Int8Vectors::distance`] reads for row `id`: its codes and its scale.
     #[inline]
-    pub(crate) fn row_ptr(&self, id: u32) -> *const i8 {
-        self.codes.as_ptr().wrapping_add(id as usize * self.dim)
+    pub(crate) fn prefetch_row(&self, id: u32) {
+        let p = self
+            .codes
+            .bytes()
+            .as_ptr()
+            .wrapping_add(id as usize * self.stride);
+        for off in (0..self.dim).step_by(ROW_ALIGN) {
+            kernels::prefetch(p.wrapping_add(off));
+        }
+        kernels::prefetch(self.scales.as_ptr().wrapping_add(id as usize));
     }
 
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
-        self.codes.capacity()
-            + 4 * (self.scales.capacity() + self.norms2.capacity() + self.sums.capacity())
+        self.codes.capacity() + 4 * (self.scales.capacity() + self.norms2.capacity())
     }
 }
 
@@ -233,5 +359,17 @@ mod tests {
         assert_eq!(grow.len(), 4);
         assert_eq!(grow.row(3), q8.row(3));
         assert_eq!(quantize_into(&[0.0, 0.0], &mut [1, 1]), 0.0);
+        // Stored rows are the signed codes offset by 128, and survive a round trip through parts.
+        let mut signed = vec![0i8; dim];
+        let scale = quantize_into(store.vector(5), &mut signed);
+        assert_eq!(q8.codes(5).collect::<Vec<_>>(), signed);
+        assert_eq!(q8.scale(5), scale);
+        let all: Vec<i8> = (0..20)
+            .flat_map(|i| q8.codes(i).collect::<Vec<_>>())
+            .collect();
+        let (s, n) = q8.scales_and_norms();
+        let back = Int8Vectors::from_parts(dim, &all, s.to_vec(), n.to_vec()).unwrap();
+        assert_eq!(back, q8);
+        assert!(Int8Vectors::from_parts(dim, &all[1..], s.to_vec(), n.to_vec()).is_none());
     }
 }

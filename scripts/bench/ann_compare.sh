@@ -6,6 +6,8 @@
 #   ANN_BASE=base.f32 ANN_QUERIES=q.f32 scripts/bench/ann_compare.sh real   # raw little-endian f32, 384-d rows
 #
 # Env: ANN_EF (ef sweep, comma-separated), ANN_NQ (synthetic query count, default 200),
+#      ANN_REPEAT (time each single-thread measurement this many times, alternating our modes, and
+#      report medians; default 1),
 #      ANN_BENCH_DIR (where data sets are written, default target/ann-bench), ANN_DIM (default 384).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,6 +34,6 @@ fi
 echo "# date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "# machine nproc=$(nproc) cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 echo "# load_average $(cut -d' ' -f1-3 /proc/loadavg)"
-"$BIN" run --dir "$DIR" --ef "$EFS"
-python3 scripts/bench/ann_hnswlib.py --dir "$DIR" --ef "$EFS"
+"$BIN" run --dir "$DIR" --ef "$EFS" --repeat "${ANN_REPEAT:-1}"
+python3 scripts/bench/ann_hnswlib.py --dir "$DIR" --ef "$EFS" --repeat "${ANN_REPEAT:-1}"
 echo "# load_average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,7 +4,10 @@
 //! ann-bench gen     --out DIR [--n 10000] [--queries 200] [--dim 384] [--clusters 100] [--noise 1.0] [--seed 42]
 //! ann-bench prepare --out DIR --base FILE --queries FILE [--dim 384]   (raw little-endian f32 rows)
 //! ann-bench run     --dir DIR [--m 16] [--efc 200] [--ef 10,20,...] [--threads N] [--filtered-ef 64]
+//!                   [--graph FILE] [--modes f32,int8] [--filtered true|false] [--repeat 1]
 //! ```
+//! `--graph FILE` loads the graph saved there (no build is timed) or, when the file is missing, builds
+//! it and saves it there, so repeated search experiments on one data set skip the build.
 //! A data directory holds `base.f32` (N x dim), `queries.f32` (Q x dim), `dim.txt` and `gt.u32`
 //! (exact cosine top-10 of every query, Q x 10 u32). `run` prints one tab-separated line per measurement.
 
@@ -260,6 +263,12 @@ fn time_queries_1t(
     Ok((res, nq / wall, nq / cpu.max(1e-9)))
 }
 
+/// Median of a non-empty list (upper median for even lengths).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
 fn time_queries_all(d: &Data, f: &(dyn Fn(&[f32]) -> Result<Vec<u32>> + Sync)) -> Result<f64> {
     let t = Instant::now();
     let mut passes = 0usize;
@@ -321,6 +330,43 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
         keep_pruned,
     };
 
+    let modes: Vec<bool> = o
+        .get("modes")
+        .map_or("f32,int8", |s| s.as_str())
+        .split(',')
+        .map(|m| match m.trim() {
+            "f32" => Ok(false),
+            "int8" => Ok(true),
+            other => bail!("--modes takes f32 and/or int8, got {other:?}"),
+        })
+        .collect::<Result<_>>()?;
+    let filtered: bool = opt(o, "filtered", true)?;
+    let graph_file = o.get("graph").map(PathBuf::from);
+    let mut h = match &graph_file {
+        Some(p) if p.exists() => {
+            let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+            let h = Hnsw::from_bytes(&bytes, 0)?;
+            println!("# graph loaded from {} (build not timed)", p.display());
+            h
+        }
+        _ => build_and_time(&d, params, threads, &pool1, &pool_all)?,
+    };
+    if let Some(p) = &graph_file {
+        if !p.exists() {
+            std::fs::write(p, h.to_bytes(0)).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    search_sweeps(o, &d, &mut h, &efs, &modes, filtered, &pool_all)
+}
+
+/// Builds with one thread and then all threads (checking the graphs are identical), times persistence.
+fn build_and_time(
+    d: &Data,
+    params: HnswParams,
+    threads: usize,
+    pool1: &rayon::ThreadPool,
+    pool_all: &rayon::ThreadPool,
+) -> Result<Hnsw> {
     // Build: one thread, then all threads (the graphs are identical: the build is deterministic).
     let rss_before = rss_bytes();
     let t = Instant::now();
@@ -329,7 +375,7 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
         let h = Hnsw::build(&d.base, params);
         (h, thread_cpu_secs() - c)
     });
-    let mut h = h?;
+    let h = h?;
     let build_1t = t.elapsed().as_secs_f64();
     let rss_index = rss_bytes().saturating_sub(rss_before);
     println!(
@@ -363,49 +409,91 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
         load / build_cpu.max(1e-9)
     );
 
-    // Unfiltered sweep, f32 then int8 + re-score.
-    let mut f32_curve = Vec::new();
-    for quant in [false, true] {
-        if quant {
-            let t = Instant::now();
-            h.set_quantized(&d.base, true)?;
-            println!(
-                "build\tours-int8\tquantise_s={:.3}\tindex_bytes={}\tindex_over_raw={:.3}",
-                t.elapsed().as_secs_f64(),
-                h.memory_bytes(),
-                h.memory_bytes() as f64 / raw as f64
-            );
-        } else {
-            println!(
-                "build\tours-f32\tindex_bytes={}\tindex_over_raw={:.3}",
-                h.memory_bytes(),
-                h.memory_bytes() as f64 / raw as f64
-            );
-        }
+    Ok(h)
+}
+
+/// Unfiltered ef sweeps for the chosen modes, then (optionally) the filtered searches.
+fn search_sweeps(
+    o: &HashMap<String, String>,
+    d: &Data,
+    h: &mut Hnsw,
+    efs: &[usize],
+    modes: &[bool],
+    filtered: bool,
+    pool_all: &rayon::ThreadPool,
+) -> Result<()> {
+    let n = d.base.len();
+    let raw = n * d.base.dim() * 4;
+    // Unfiltered sweep: f32 traversal and int8 traversal + re-score on the same graph. With
+    // `--repeat R`, each ef is timed R times, alternating the modes, and the median is reported, so
+    // load changes on a shared machine hit both modes alike.
+    let repeat: usize = opt(o, "repeat", 1)?.max(1);
+    let mut indexes: Vec<(bool, Hnsw)> = Vec::new();
+    for &quant in modes {
+        let mut hm = h.clone();
+        let t = Instant::now();
+        hm.set_quantized(&d.base, quant)?;
         let name = if quant { "ours-int8" } else { "ours-f32" };
-        for &ef in &efs {
+        let quantise = if quant {
+            format!("\tquantise_s={:.3}", t.elapsed().as_secs_f64())
+        } else {
+            String::new()
+        };
+        println!(
+            "build\t{name}{quantise}\tindex_bytes={}\tindex_over_raw={:.3}",
+            hm.memory_bytes(),
+            hm.memory_bytes() as f64 / raw as f64
+        );
+        indexes.push((quant, hm));
+    }
+    let mut f32_curve = Vec::new();
+    for &ef in efs {
+        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); indexes.len()];
+        let mut results: Vec<Vec<Vec<u32>>> = vec![Vec::new(); indexes.len()];
+        for _ in 0..repeat {
+            for (i, (_, hm)) in indexes.iter().enumerate() {
+                let search = |q: &[f32]| -> Result<Vec<u32>> {
+                    Ok(hm
+                        .search(&d.base, q, K, ef, None)?
+                        .iter()
+                        .map(|n| n.id)
+                        .collect())
+                };
+                let (res, qps1, qps1_cpu) = time_queries_1t(d, &search)?;
+                runs[i].push((qps1, qps1_cpu));
+                results[i] = res;
+            }
+        }
+        for (i, (quant, hm)) in indexes.iter().enumerate() {
             let search = |q: &[f32]| -> Result<Vec<u32>> {
-                Ok(h.search(&d.base, q, K, ef, None)?
+                Ok(hm
+                    .search(&d.base, q, K, ef, None)?
                     .iter()
                     .map(|n| n.id)
                     .collect())
             };
-            let (res, qps1, qps1_cpu) = time_queries_1t(&d, &search)?;
-            let qps_all = pool_all.install(|| time_queries_all(&d, &search))?;
-            let r = recall(&d.gt, &res);
-            println!("search\t{name}\tef={ef}\trecall={r:.4}\tqps_1t={qps1:.0}\tqps_all={qps_all:.0}\tqps_1t_cpu={qps1_cpu:.0}");
+            let qps_all = pool_all.install(|| time_queries_all(d, &search))?;
+            let qps1 = median(runs[i].iter().map(|r| r.0).collect());
+            let qps1_cpu = median(runs[i].iter().map(|r| r.1).collect());
+            let r = recall(&d.gt, &results[i]);
+            let name = if *quant { "ours-int8" } else { "ours-f32" };
+            println!("search\t{name}\tef={ef}\trecall={r:.4}\tqps_1t={qps1:.0}\tqps_all={qps_all:.0}\tqps_1t_cpu={qps1_cpu:.0}\treps={repeat}");
             if !quant {
                 f32_curve.push((ef, r, qps1));
             }
         }
     }
+    drop(indexes);
 
     // Filtered search (int8 index and f32 index), ef = smallest ef with unfiltered f32 recall >= 0.99.
     let fef: usize = match o.get("filtered-ef") {
         Some(v) => v.parse().context("--filtered-ef")?,
         None => f32_curve.iter().find(|c| c.1 >= 0.99).map_or(64, |c| c.0),
     };
-    for quant in [false, true] {
+    if !filtered {
+        return Ok(());
+    }
+    for &quant in modes {
         h.set_quantized(&d.base, quant)?;
         let name = if quant { "ours-int8" } else { "ours-f32" };
         let unf = |q: &[f32]| -> Result<Vec<u32>> {
@@ -414,8 +502,15 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
                 .map(|n| n.id)
                 .collect())
         };
-        let (_, _, unf_qps) = time_queries_1t(&d, &unf)?;
-        println!("filtered\t{name}\tef={fef}\tunfiltered\trecall=-\tqps_1t_cpu={unf_qps:.0}");
+        // Each filtered measurement is paired with an unfiltered one taken right before it; with
+        // `--repeat R` the pairs are repeated and the medians reported (QPS, and the ratio per pair).
+        let unf_qps_once = || -> Result<f64> { Ok(time_queries_1t(d, &unf)?.2) };
+        let unf_qps = median(
+            (0..repeat)
+                .map(|_| unf_qps_once())
+                .collect::<Result<Vec<_>>>()?,
+        );
+        println!("filtered\t{name}\tef={fef}\tunfiltered\trecall=-\tqps_1t_cpu={unf_qps:.0}\treps={repeat}");
         for pct in [50u64, 10, 1] {
             let set: IdSet = (0..n as u32)
                 .filter(|&i| clawhdf5_ann::rng::mix64(i as u64 ^ 0xF1F1) % 100 < pct)
@@ -428,11 +523,19 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
                     .map(|n| n.id)
                     .collect())
             };
-            let (res, _, qps) = time_queries_1t(&d, &f)?;
+            let (mut qs, mut ratios, mut res) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..repeat {
+                let base_qps = unf_qps_once()?;
+                let (r, _, qps) = time_queries_1t(d, &f)?;
+                qs.push(qps);
+                ratios.push(qps / base_qps);
+                res = r;
+            }
             println!(
-                "filtered\t{name}\tef={fef}\tselectivity={pct}%\trecall={:.4}\tqps_1t_cpu={qps:.0}\tvs_unfiltered={:.2}",
+                "filtered\t{name}\tef={fef}\tselectivity={pct}%\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}",
                 recall(&truth, &res),
-                qps / unf_qps
+                median(qs),
+                median(ratios)
             );
         }
         // Filters that exclude each query's own 100 nearest rows (an IdSet per query, complemented
@@ -457,34 +560,41 @@ fn run(o: &HashMap<String, String>) -> Result<()> {
             truths.push(truth.iter().map(|n| n.id).collect::<Vec<u32>>());
             excluded.push(near);
         }
-        let c = thread_cpu_secs();
-        let mut passes = 0usize;
+        let (mut qs, mut ratios) = (Vec::new(), Vec::new());
         let mut got: Vec<Vec<u32>> = Vec::new();
-        while passes == 0 || thread_cpu_secs() - c < MIN_TIMED_CPU_S {
-            got = excluded
-                .iter()
-                .enumerate()
-                .map(|(i, near)| {
-                    let pred = |id: u32| !near.contains(id);
-                    Ok(h.search(
-                        &d.base,
-                        d.queries.vector(i as u32),
-                        K,
-                        fef,
-                        Some(Filter::Predicate(&pred)),
-                    )?
+        for _ in 0..repeat {
+            let base_qps = unf_qps_once()?;
+            let c = thread_cpu_secs();
+            let mut passes = 0usize;
+            while passes == 0 || thread_cpu_secs() - c < MIN_TIMED_CPU_S {
+                got = excluded
                     .iter()
-                    .map(|n| n.id)
-                    .collect())
-                })
-                .collect::<Result<_>>()?;
-            passes += 1;
+                    .enumerate()
+                    .map(|(i, near)| {
+                        let pred = |id: u32| !near.contains(id);
+                        Ok(h.search(
+                            &d.base,
+                            d.queries.vector(i as u32),
+                            K,
+                            fef,
+                            Some(Filter::Predicate(&pred)),
+                        )?
+                        .iter()
+                        .map(|n| n.id)
+                        .collect())
+                    })
+                    .collect::<Result<_>>()?;
+                passes += 1;
+            }
+            let qps = (d.queries.len() * passes) as f64 / (thread_cpu_secs() - c).max(1e-9);
+            qs.push(qps);
+            ratios.push(qps / base_qps);
         }
-        let qps = (d.queries.len() * passes) as f64 / (thread_cpu_secs() - c).max(1e-9);
         println!(
-            "filtered\t{name}\tef={fef}\texclude-own-top100\trecall={:.4}\tqps_1t_cpu={qps:.0}\tvs_unfiltered={:.2}",
+            "filtered\t{name}\tef={fef}\texclude-own-top100\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}",
             recall(&truths, &got),
-            qps / unf_qps
+            median(qs),
+            median(ratios)
         );
     }
     Ok(())

@@ -249,6 +249,7 @@ impl Hnsw {
                     &live,
                     usize::MAX,
                     false,
+                    self.params.ef_construction,
                 )
                 .unwrap_or_default();
             let mut cands = if rescore {

@@ -122,11 +122,13 @@ impl Hnsw {
             }
         }
         if let Some(q) = &self.quant {
-            let (codes, scales, norms) = q.parts();
             // Rows past the copy's length (never the case after inserts) are written as zeros.
-            let rows = scales.len().min(slots);
-            out.extend(codes[..rows * self.dim].iter().map(|&c| c as u8));
+            let rows = q.len().min(slots);
+            for id in 0..rows as u32 {
+                out.extend(q.codes(id).map(|c| c as u8));
+            }
             out.resize(out.len() + (slots - rows) * self.dim, 0);
+            let (scales, norms) = q.scales_and_norms();
             let pad = |v: &[f32]| -> Vec<u32> {
                 let mut b: Vec<u32> = v[..rows].iter().map(|x| x.to_bits()).collect();
                 b.resize(slots, 0);
@@ -228,7 +230,7 @@ impl Hnsw {
             let scales = r.f32s(slots, "int8 scales")?;
             let norms = r.f32s(slots, "int8 norms")?;
             h.quant = Some(
-                Int8Vectors::from_parts(dim, codes, scales, norms)
+                Int8Vectors::from_parts(dim, &codes, scales, norms)
                     .ok_or_else(|| AnnError::Corrupt("int8 copy sizes disagree".into()))?,
             );
         }

@@ -3,6 +3,7 @@ use crate::exact::exact_top_k;
 use crate::filter::{Filter, IdSet};
 use crate::store::FlatVectors;
 use crate::synth::Clustered;
+use crate::topk::Neighbor;
 
 fn data(n: usize, dim: usize) -> (FlatVectors, FlatVectors) {
     let g = Clustered::new(dim, 20, 1.0, 11);
@@ -368,4 +369,129 @@ fn mutated_bytes_with_valid_checksum_never_panic() {
             }
         }
     }
+}
+
+#[test]
+fn rescore_returns_exact_distances_sorted() {
+    let (s, qs) = data(500, 40);
+    let q = Metric::Cosine.prepare_query(qs.vector(0));
+    // Pools of every size around the prefetch distance, with made-up approximate distances.
+    for len in [0usize, 1, 3, 4, 5, 9, 40] {
+        let mut pool: Vec<Neighbor> = (0..len as u32)
+            .map(|i| Neighbor {
+                id: i * 11 % 500,
+                distance: -(i as f32),
+            })
+            .collect();
+        let ids: Vec<u32> = pool.iter().map(|n| n.id).collect();
+        search::rescore(&s, &q, Metric::Cosine, &mut pool);
+        assert_eq!(pool.len(), len);
+        for n in &pool {
+            assert!(ids.contains(&n.id));
+            assert_eq!(n.distance, Metric::Cosine.distance(&q, s.vector(n.id)));
+        }
+        assert!(pool.windows(2).all(|w| w[0] <= w[1]));
+    }
+}
+
+/// Filtered recall of `h` against the exact filtered top-10, checking every result is allowed and
+/// carries its exact f32 distance (int8 indexes re-score).
+fn filtered_recall(
+    h: &Hnsw,
+    s: &FlatVectors,
+    qs: &FlatVectors,
+    ef: usize,
+    filter_for: &dyn Fn(u32) -> Box<dyn Fn(u32) -> bool + Sync>,
+) -> f64 {
+    let (mut hit, mut total) = (0, 0);
+    for i in 0..qs.len() as u32 {
+        let q = qs.vector(i);
+        let f = filter_for(i);
+        let filter = Filter::Predicate(&*f);
+        let truth = exact_top_k(s, q, 10, Metric::Cosine, Some(filter)).unwrap();
+        let got = h.search(s, q, 10, ef, Some(filter)).unwrap();
+        let pq = Metric::Cosine.prepare_query(q);
+        for n in &got {
+            assert!(f(n.id), "result {} outside the filter", n.id);
+            assert_eq!(n.distance, Metric::Cosine.distance(&pq, s.vector(n.id)));
+        }
+        assert!(got.windows(2).all(|w| w[0] <= w[1]));
+        total += truth.len();
+        hit += truth
+            .iter()
+            .filter(|t| got.iter().any(|g| g.id == t.id))
+            .count();
+    }
+    hit as f64 / total.max(1) as f64
+}
+
+#[test]
+fn filters_rejecting_the_nearest_rows_return_the_filtered_top_k() {
+    // The walk shrinks its list as rejected near rows pile up (down to 3/4 of ef); results must
+    // still be the exact filtered top-10 for f32 and int8 traversal alike.
+    let (s, qs) = data(5000, 24);
+    for quantize in [false, true] {
+        let h = Hnsw::build(
+            &s,
+            HnswParams {
+                quantize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let unfiltered = recall(&h, &s, &qs, 64, None);
+        for excluded in [10usize, 50, 100] {
+            let near_of = |i: u32| -> IdSet {
+                exact_top_k(&s, qs.vector(i), excluded, Metric::Cosine, None)
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.id)
+                    .collect()
+            };
+            let r = filtered_recall(&h, &s, &qs, 64, &|i| {
+                let near = near_of(i);
+                Box::new(move |id| !near.contains(id))
+            });
+            assert!(
+                r >= unfiltered - 0.03,
+                "quantize={quantize} exclude top-{excluded}: recall {r} vs unfiltered {unfiltered}"
+            );
+        }
+    }
+}
+
+#[test]
+fn int8_filtered_search_is_exact_at_every_selectivity() {
+    let (s, qs) = data(6000, 24);
+    let h = Hnsw::build(
+        &s,
+        HnswParams {
+            quantize: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // 50 % (plain walk), 20 % and 5 % (two-hop walk), 0.5 % (exact scan).
+    for modulo in [2u32, 5, 20, 200] {
+        let set: IdSet = (0..6000u32).filter(|i| i % modulo == 1).collect();
+        let r = recall(&h, &s, &qs, 64, Some(Filter::Ids(&set)));
+        assert!(r >= 0.97, "1/{modulo} ids: recall {r}");
+        let res = h
+            .search(&s, qs.vector(2), 10, 64, Some(Filter::Ids(&set)))
+            .unwrap();
+        let pq = Metric::Cosine.prepare_query(qs.vector(2));
+        for n in res {
+            assert!(set.contains(n.id));
+            assert_eq!(n.distance, Metric::Cosine.distance(&pq, s.vector(n.id)));
+        }
+    }
+}
+
+#[test]
+fn scans_that_miss_the_cache_cost_twice_as_much() {
+    let h = Hnsw::new(384, HnswParams::default()).unwrap();
+    // 1,000 rows of 1.5 KB (1.5 MB) stay in cache; 10,000 (15 MB) do not.
+    assert_eq!(h.scan_rows_cost(1000), 1000);
+    assert_eq!(h.scan_rows_cost(10_000), 20_000);
+    assert_eq!(h.scan_rows_cost(usize::MAX), usize::MAX);
 }
