@@ -140,7 +140,10 @@ impl MemoryBackend for HdfBackend {
         let store = self.stores.get(agent)?;
         blocking(move || {
             // Wait for durability outside the lock, so concurrent saves share one fsync (group commit).
-            let (outcome, ticket) = store.write().unwrap_or_else(poisoned).save_deferred(memory)?;
+            let (outcome, ticket) = store
+                .write()
+                .unwrap_or_else(poisoned)
+                .save_deferred(memory)?;
             if let Some(t) = ticket {
                 t.wait()?;
             }

@@ -656,32 +656,6 @@ impl Store {
         Ok(outcome)
     }
 
-    /// Save several independent memories (say, concurrent requests a server collected) with one wait for
-    /// durability: each gets its own outcome (a bad one fails alone, unlike [`Self::save_batch`]), and one
-    /// write and one fsync cover them all (group commit). The outer error means the fsync failed, so none
-    /// of them can be acknowledged.
-    pub fn save_each(&mut self, items: Vec<NewMemory>) -> Result<Vec<Result<SaveOutcome>>> {
-        let mut out = Vec::with_capacity(items.len());
-        let mut last: Option<DurableTicket> = None;
-        for m in items {
-            match self.save_deferred(m) {
-                Ok((outcome, ticket)) => {
-                    if ticket.is_some() {
-                        last = ticket;
-                    }
-                    out.push(Ok(outcome));
-                }
-                Err(e) => out.push(Err(e)),
-            }
-        }
-        // Entries are durable in log order, so the last one's fsync covers every earlier one.
-        if let Some(t) = last {
-            t.wait()?;
-        }
-        self.maybe_checkpoint()?;
-        Ok(out)
-    }
-
     /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
     /// fsync). `None` when the memory was a duplicate and nothing was written.
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
@@ -731,6 +705,24 @@ impl Store {
     /// stored twice. The vector graph is not updated here: new rows are searched exactly until the next
     /// single save, [`Self::build_index`] or close folds them in. Nothing is saved if any memory is invalid.
     pub fn save_batch(&mut self, items: Vec<NewMemory>) -> Result<Vec<SaveOutcome>> {
+        self.save_many(items, true)?.into_iter().collect()
+    }
+
+    /// Save several independent memories (say, concurrent requests a server collected) with one log write and
+    /// one wait for durability (group commit): each gets its own outcome, and an invalid one fails alone,
+    /// unlike [`Self::save_batch`]. The outer error means nothing was saved (the log write or fsync failed,
+    /// or the batch could not be embedded). New rows join the vector graph in the background, as single
+    /// saves do.
+    pub fn save_each(&mut self, items: Vec<NewMemory>) -> Result<Vec<Result<SaveOutcome>>> {
+        self.save_many(items, false)
+    }
+
+    /// [`Self::save_batch`] (`all_or_nothing`) and [`Self::save_each`].
+    fn save_many(
+        &mut self,
+        items: Vec<NewMemory>,
+        all_or_nothing: bool,
+    ) -> Result<Vec<Result<SaveOutcome>>> {
         self.writer()?;
         let mut embeddings: Vec<Option<Vec<f32>>> =
             items.iter().map(|m| m.embedding.clone()).collect();
@@ -751,7 +743,7 @@ impl Store {
             }
         }
         // Validate everything first, so a bad item leaves the store untouched.
-        let mut outcomes = Vec::with_capacity(items.len());
+        let mut outcomes: Vec<Result<SaveOutcome>> = Vec::with_capacity(items.len());
         let mut records = Vec::new();
         let mut in_batch: crate::FastMap<u64, usize> = crate::FastMap::default();
         let mut next_id = self.meta.next_id;
@@ -760,19 +752,32 @@ impl Store {
             if let Some(v) = &e {
                 match batch_dim {
                     Some(d) if d != v.len() => {
-                        return Err(MemoryError::Embedding(format!(
+                        let err = MemoryError::Embedding(format!(
                             "embedding has {} dimensions, expected {d}",
                             v.len()
-                        )))
+                        ));
+                        if all_or_nothing {
+                            return Err(err);
+                        }
+                        outcomes.push(Err(err));
+                        continue;
                     }
                     _ => batch_dim = Some(v.len()),
                 }
             }
-            match self.prepare(m, e, next_id)? {
-                Prepared::Duplicate(id) => outcomes.push(SaveOutcome {
+            let prepared = match self.prepare(m, e, next_id) {
+                Ok(p) => p,
+                Err(err) if all_or_nothing => return Err(err),
+                Err(err) => {
+                    outcomes.push(Err(err));
+                    continue;
+                }
+            };
+            match prepared {
+                Prepared::Duplicate(id) => outcomes.push(Ok(SaveOutcome {
                     id,
                     deduplicated: true,
-                }),
+                })),
                 Prepared::New(r) => {
                     let key = record_dedup_key(&r);
                     // Same hash and the same memory (the hash alone could collide).
@@ -786,17 +791,17 @@ impl Store {
                                 && e.source == r.source
                         });
                     if let Some(e) = earlier {
-                        outcomes.push(SaveOutcome {
+                        outcomes.push(Ok(SaveOutcome {
                             id: e.id,
                             deduplicated: true,
-                        });
+                        }));
                         continue;
                     }
                     in_batch.insert(key, records.len());
-                    outcomes.push(SaveOutcome {
+                    outcomes.push(Ok(SaveOutcome {
                         id: r.id,
                         deduplicated: false,
-                    });
+                    }));
                     next_id += 1;
                     records.push(*r);
                 }
@@ -837,6 +842,9 @@ impl Store {
             }
         }
         ticket.wait()?;
+        if !all_or_nothing {
+            self.maintain_index();
+        }
         self.maybe_checkpoint()?;
         Ok(outcomes)
     }

@@ -139,3 +139,37 @@ fn update_many_applies_metadata_in_one_write_and_refuses_text() {
     assert_eq!(s.get(out[0].id).unwrap().importance, 0.9);
     assert_eq!(s.get(out[1].id).unwrap().tags, vec!["x".to_string()]);
 }
+
+#[test]
+fn save_each_gives_every_memory_its_own_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    let first = s.save(item(0)).unwrap();
+    let mut wrong_dim = item(3);
+    wrong_dim.embedding = Some(vec![1.0; 3]);
+    let out = s
+        .save_each(vec![
+            item(1),
+            NewMemory::text("   "),
+            item(0),
+            item(2),
+            wrong_dim,
+            item(2),
+        ])
+        .unwrap();
+    assert_eq!(out.len(), 6);
+    assert!(out[0].as_ref().is_ok_and(|o| !o.deduplicated));
+    assert!(out[1].is_err(), "an empty text fails alone");
+    assert_eq!(out[2].as_ref().unwrap().id, first.id);
+    assert!(out[2].as_ref().unwrap().deduplicated);
+    let two = out[3].as_ref().unwrap().id;
+    assert!(out[4].is_err(), "a wrong dimension fails alone");
+    assert_eq!(out[5].as_ref().unwrap().id, two);
+    assert!(out[5].as_ref().unwrap().deduplicated);
+    // Acknowledged means durable: a crash (no close) keeps them.
+    drop(s);
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), 3);
+    assert!(s.get(two).is_some());
+}

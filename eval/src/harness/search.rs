@@ -178,8 +178,10 @@ pub struct GroupCommit {
     pub writers: usize,
     /// Durable saves, all writers together.
     pub saves: usize,
-    /// Wall time per save (µs, amortised).
+    /// Wall time per save (µs, amortised): writers sharing the store behind a lock.
     pub us_per_save: f64,
+    /// Wall time per save (µs, amortised): writers handing their saves to one committer thread.
+    pub committer_us_per_save: f64,
 }
 
 /// Durable saves by `writers` threads sharing the store behind a lock; each waits for durability outside the
@@ -228,6 +230,71 @@ fn group_commit(
     Ok((store, wall * 1e6 / records.len().max(1) as f64))
 }
 
+/// Durable saves by `writers` threads that hand each save to one committer thread and wait for its answer
+/// (what a server does with concurrent requests): the committer takes every request waiting, saves them
+/// with [`Store::save_each`] (one write, one fsync) and answers each. Returns µs of wall time per save.
+fn committer(
+    mut store: Store,
+    records: &[CorpusRecord],
+    vecs: &FlatVectors,
+    first_vec: usize,
+    writers: usize,
+) -> Result<(Store, f64)> {
+    type Reply = std::sync::mpsc::SyncSender<std::result::Result<(), String>>;
+    let (tx, rx) = std::sync::mpsc::channel::<(clawhdf5_memory::NewMemory, Reply)>();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (res, wall) = timed(|| {
+        std::thread::scope(|scope| -> Result<Store> {
+            let server = scope.spawn(move || -> Result<Store> {
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    while let Ok(more) = rx.try_recv() {
+                        batch.push(more);
+                    }
+                    let (items, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+                    let outcomes = store.save_each(items)?;
+                    for (out, reply) in outcomes.into_iter().zip(replies) {
+                        let _ = reply.send(out.map(|_| ()).map_err(|e| e.to_string()));
+                    }
+                }
+                Ok(store)
+            });
+            let handles: Vec<_> = (0..writers.max(1))
+                .map(|_| {
+                    let tx = tx.clone();
+                    let next = &next;
+                    scope.spawn(move || -> Result<()> {
+                        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if i >= records.len() {
+                                return Ok(());
+                            }
+                            let m =
+                                ingest::memory(&records[i], vecs.vector((first_vec + i) as u32));
+                            tx.send((m, reply.clone()))
+                                .map_err(|_| HarnessError::Probe("the committer stopped".into()))?;
+                            answer
+                                .recv()
+                                .map_err(|_| HarnessError::Probe("no answer".into()))?
+                                .map_err(HarnessError::Probe)?;
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            for h in handles {
+                h.join()
+                    .map_err(|_| HarnessError::Probe("a writer thread panicked".into()))??;
+            }
+            server
+                .join()
+                .map_err(|_| HarnessError::Probe("the committer panicked".into()))?
+        })
+    });
+    Ok((res?, wall * 1e6 / records.len().max(1) as f64))
+}
+
 /// Queries: LoCoMo question texts, each with a vector near a random stored one.
 fn make_queries(
     corpus: &Corpus,
@@ -254,7 +321,7 @@ pub fn measure_size(
     o: &SearchOptions,
     dir: &Path,
 ) -> Result<SizeResult> {
-    let extra = o.group_saves * o.writers.len() + o.single_saves;
+    let extra = 2 * o.group_saves * o.writers.len() + o.single_saves;
     let recs = corpus.records(size + extra)?;
     let vecs = vectors::base(size + extra);
     let path = dir.join(format!("search-{size}.h5"));
@@ -282,13 +349,16 @@ pub fn measure_size(
     let mut at = size;
     for &w in &o.writers {
         let (s, us) = group_commit(store, &recs[at..at + o.group_saves], &vecs, at, w)?;
+        at += o.group_saves;
+        let (s, committer_us) = committer(s, &recs[at..at + o.group_saves], &vecs, at, w)?;
+        at += o.group_saves;
         store = s;
         group.push(GroupCommit {
             writers: w,
             saves: o.group_saves,
             us_per_save: us,
+            committer_us_per_save: committer_us,
         });
-        at += o.group_saves;
     }
     let mut singles = Vec::with_capacity(o.single_saves);
     for (i, rec) in recs.iter().enumerate().skip(at) {
@@ -380,13 +450,26 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     row("batch ingest per CPU-second of the saving thread", &|r| {
         r.ingest.cpu_rate().map_or("n/a".into(), fig)
     });
-    row("durable save, group commit (µs/save, amortised)", &|r| {
-        r.group
-            .iter()
-            .map(|g| format!("{} ({} writers)", fig(g.us_per_save), g.writers))
-            .collect::<Vec<_>>()
-            .join("; ")
-    });
+    row(
+        "durable save, group commit, writers share the store behind a lock (µs/save, amortised)",
+        &|r| {
+            r.group
+                .iter()
+                .map(|g| format!("{} ({} writers)", fig(g.us_per_save), g.writers))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
+    row(
+        "durable save, group commit, writers hand saves to one committer (µs/save, amortised)",
+        &|r| {
+            r.group
+                .iter()
+                .map(|g| format!("{} ({} writers)", fig(g.committer_us_per_save), g.writers))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
     row("durable save, one writer, p50 (µs)", &|r| {
         fig(r.single_save.p50_ms * 1e3)
     });
@@ -456,8 +539,11 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     ));
     t.notes.push(format!(
         "Batch ingest = `Store::save_batch` in batches of 10,000 (one log write and one fsync per batch; the \
-         vector graph is not touched); the store's durability mode is every-save. Group commit = the writers \
-         share the store behind a lock and each waits for its fsync outside it. One writer = `save`, one \
+         vector graph is not touched); the store's durability mode is every-save. Group commit, behind a lock \
+         = the writers share the store behind a mutex and each waits for its fsync outside it; group commit, \
+         one committer = the writers send their saves to one thread that saves everything waiting with \
+         `Store::save_each` (one log write, one fsync) and answers each writer, as a server does with \
+         concurrent requests; both are wall time of all the saves divided by their number. One writer = `save`, one \
          fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \
          store holds exactly the batch. The store searches vectors exactly below {} vectors (its `exact_search_threshold`) \
          and through its HNSW graph above; the cold build row times `Store::build_index`, which builds the \
@@ -523,8 +609,13 @@ fn goals_table(results: &[SizeResult]) -> Table {
             t.row(vec![
                 "durable single save ≤ 30 µs amortised under group commit".into(),
                 size_label(r.size),
-                format!("{} µs ({} writers)", fig(g.us_per_save), g.writers),
-                met(g.us_per_save <= 30.0),
+                format!(
+                    "{} µs via one committer, {} µs behind a lock ({} writers)",
+                    fig(g.committer_us_per_save),
+                    fig(g.us_per_save),
+                    g.writers
+                ),
+                met(g.committer_us_per_save <= 30.0),
             ]);
         }
     }
