@@ -652,21 +652,7 @@ fn calibration_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>) -> Result<
             .collect(),
         rows: Vec::new(),
     };
-    let lists: Vec<_> = a
-        .questions
-        .iter()
-        .enumerate()
-        .map(|(qi, q)| {
-            idx.stage_lists(
-                &Query {
-                    text: q.question.clone(),
-                    embedding: Some(qv[qi].clone()),
-                    before: None,
-                },
-                10,
-            )
-        })
-        .collect::<Result<_>>()?;
+    let lists = stage_lists_all(a, idx, qv)?;
     for h in SWEEP_HALF {
         let mut row = vec![format!("{h}")];
         for w in SWEEP_CAL_W {
@@ -717,21 +703,7 @@ fn ceiling_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params
         ],
         rows: Vec::new(),
     };
-    let lists: Vec<_> = a
-        .questions
-        .iter()
-        .enumerate()
-        .map(|(qi, q)| {
-            idx.stage_lists(
-                &Query {
-                    text: q.question.clone(),
-                    embedding: Some(qv[qi].clone()),
-                    before: None,
-                },
-                10,
-            )
-        })
-        .collect::<Result<_>>()?;
+    let lists = stage_lists_all(a, idx, qv)?;
     let shares: Vec<Option<f32>> = std::iter::once(None)
         .chain(crate::locomo_eval::SWEEP_CEILING.iter().map(|c| Some(*c)))
         .collect();
@@ -891,6 +863,28 @@ fn recency_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params
         }
     }
     Ok(g)
+}
+
+/// Every question's per-stage candidate lists (top 10 of each stage), for the sweeps that re-fuse them.
+fn stage_lists_all(
+    a: &Arena,
+    idx: &Index,
+    qv: &[Vec<f32>],
+) -> Result<Vec<crate::retrieval::StageLists>> {
+    a.questions
+        .iter()
+        .zip(qv)
+        .map(|(q, v)| {
+            idx.stage_lists(
+                &Query {
+                    text: q.question.clone(),
+                    embedding: Some(v.clone()),
+                    before: None,
+                },
+                10,
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

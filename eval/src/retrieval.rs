@@ -475,18 +475,7 @@ impl Index {
             min_score: None,
             embedding: embedding.map(<[f32]>::to_vec),
         })?;
-        hits.into_iter()
-            .map(|h| {
-                let id = u32::try_from(h.record.id).map_err(|_| {
-                    EvalError::InvalidInput(format!("record id {} too large", h.record.id))
-                })?;
-                let s = match mode {
-                    SearchMode::Keyword => h.keyword_score.unwrap_or(h.score),
-                    _ => h.vector_score.unwrap_or(h.score),
-                };
-                Ok((id, s))
-            })
-            .collect()
+        stage_scores(hits, mode)
     }
 
     /// The `n` most distinctive words (summed tf/len · idf) of documents `seeds`, leaving out the query's own.
@@ -607,18 +596,7 @@ impl Index {
                     q.embedding.clone()
                 },
             })?;
-            hits.into_iter()
-                .map(|h| {
-                    let id = u32::try_from(h.record.id).map_err(|_| {
-                        EvalError::InvalidInput(format!("record id {} too large", h.record.id))
-                    })?;
-                    let s = match mode {
-                        SearchMode::Keyword => h.keyword_score.unwrap_or(h.score),
-                        _ => h.vector_score.unwrap_or(h.score),
-                    };
-                    Ok((id, s))
-                })
-                .collect()
+            stage_scores(hits, mode)
         };
         Ok(StageLists {
             candidates: Candidates {
@@ -887,6 +865,25 @@ pub fn asks_about_present(question: &str) -> bool {
     .any(|w| words.contains(w))
         || q.contains("these days")
         || q.contains("most recent")
+}
+
+/// A one-stage search's hits as (document id, that stage's own score: raw BM25 or cosine).
+fn stage_scores(
+    hits: Vec<clawhdf5_memory::SearchHit>,
+    mode: SearchMode,
+) -> Result<Vec<(u32, f32)>> {
+    hits.into_iter()
+        .map(|h| {
+            let id = u32::try_from(h.record.id).map_err(|_| {
+                EvalError::InvalidInput(format!("record id {} too large", h.record.id))
+            })?;
+            let s = match mode {
+                SearchMode::Keyword => h.keyword_score.unwrap_or(h.score),
+                _ => h.vector_score.unwrap_or(h.score),
+            };
+            Ok((id, s))
+        })
+        .collect()
 }
 
 #[cfg(test)]

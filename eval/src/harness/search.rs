@@ -184,6 +184,18 @@ pub struct GroupCommit {
     pub committer_us_per_save: f64,
 }
 
+/// The next record a writer thread saves, with its vector; `None` once all are taken.
+fn take_next(
+    next: &std::sync::atomic::AtomicUsize,
+    records: &[CorpusRecord],
+    vecs: &FlatVectors,
+    first_vec: usize,
+) -> Option<clawhdf5_memory::NewMemory> {
+    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let r = records.get(i)?;
+    Some(ingest::memory(r, vecs.vector((first_vec + i) as u32)))
+}
+
 /// Durable saves by `writers` threads sharing the store behind a lock; each waits for durability outside the
 /// lock, so concurrent saves share fsyncs (group commit). Returns µs of wall time per save.
 fn group_commit(
@@ -200,13 +212,7 @@ fn group_commit(
             let handles: Vec<_> = (0..writers.max(1))
                 .map(|_| {
                     scope.spawn(|| -> Result<()> {
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            if i >= records.len() {
-                                return Ok(());
-                            }
-                            let m =
-                                ingest::memory(&records[i], vecs.vector((first_vec + i) as u32));
+                        while let Some(m) = take_next(&next, records, vecs, first_vec) {
                             let ticket = {
                                 let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
                                 s.save_deferred(m)?.1
@@ -215,6 +221,7 @@ fn group_commit(
                                 t.wait()?;
                             }
                         }
+                        Ok(())
                     })
                 })
                 .collect();
@@ -265,13 +272,7 @@ fn committer(
                     let next = &next;
                     scope.spawn(move || -> Result<()> {
                         let (reply, answer) = std::sync::mpsc::sync_channel(1);
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            if i >= records.len() {
-                                return Ok(());
-                            }
-                            let m =
-                                ingest::memory(&records[i], vecs.vector((first_vec + i) as u32));
+                        while let Some(m) = take_next(next, records, vecs, first_vec) {
                             tx.send((m, reply.clone()))
                                 .map_err(|_| HarnessError::Probe("the committer stopped".into()))?;
                             answer
@@ -279,6 +280,7 @@ fn committer(
                                 .map_err(|_| HarnessError::Probe("no answer".into()))?
                                 .map_err(HarnessError::Probe)?;
                         }
+                        Ok(())
                     })
                 })
                 .collect();
