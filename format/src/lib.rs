@@ -19,7 +19,7 @@ pub mod element;
 pub mod error;
 pub mod filters;
 pub mod heap;
-pub mod hugepages;
+pub(crate) mod hugepages;
 pub mod inspect;
 
 pub mod io;

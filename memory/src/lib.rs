@@ -35,4 +35,4 @@ pub use store::{verify_store, wal_path, SaveOutcome, Store, StoreOptions, StoreS
 pub use wal::Durability;
 
 /// Hash map with a fast keyed hasher (aHash, randomly seeded per map, so crafted keys cannot force collisions).
-pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;

@@ -67,6 +67,40 @@ pub struct StoredGraph {
     pub vector_epoch: u64,
 }
 
+/// The store's lookup maps over its records, built while the file is read.
+#[derive(Debug, Default)]
+pub struct RowMaps {
+    /// Row of each record id.
+    pub by_id: crate::FastMap<u64, u32>,
+    /// Id of the live record each dedup hash belongs to.
+    pub dedup: crate::FastMap<u64, u64>,
+    /// One past the largest record id.
+    pub next_id: u64,
+}
+
+impl RowMaps {
+    /// The maps over `records` (row order).
+    pub fn build(records: &[Record]) -> RowMaps {
+        let keys: Vec<Option<u64>> = records
+            .par_iter()
+            .map(|r| (!r.tombstone).then(|| crate::store::record_dedup_key(r)))
+            .collect();
+        let mut maps = RowMaps {
+            by_id: crate::FastMap::with_capacity_and_hasher(records.len(), Default::default()),
+            dedup: crate::FastMap::with_capacity_and_hasher(records.len(), Default::default()),
+            next_id: 0,
+        };
+        for (row, (r, key)) in records.iter().zip(keys).enumerate() {
+            maps.by_id.insert(r.id, row as u32);
+            if let Some(key) = key {
+                maps.dedup.insert(key, r.id);
+            }
+            maps.next_id = maps.next_id.max(r.id + 1);
+        }
+        maps
+    }
+}
+
 /// Everything read from a store file.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -86,8 +120,8 @@ pub struct Snapshot {
     /// The keyword index rebuilt from the persisted term ids (`/index/bm25`), with that table's vocabulary
     /// size and term-id count; `None` when the table is absent, damaged or from another tokenizer.
     pub keyword_index: Option<(Bm25Index, usize, u64)>,
-    /// Per record, the hash the store deduplicates identical saves by (`None` for tombstones).
-    pub dedup_keys: Vec<Option<u64>>,
+    /// Records by id, and live records by the hash the store deduplicates identical saves by.
+    pub row_maps: RowMaps,
     /// The dictionaries of the dictionary-encoded columns.
     pub dictionaries: Dictionaries,
     /// Rows per chunk of the record columns in this file.
@@ -539,7 +573,7 @@ impl SnapshotReader<'_> {
         // Three independent parts, read and turned into indexes in parallel: the embeddings (the bulk of
         // the file, converted on the way) and then the vector graph over them; the records and their dedup
         // keys; the keyword index (rebuilt from its persisted term ids) with the small remaining parts.
-        let (vectors, (rest, indexes)) = rayon::join(
+        let (vectors, rest) = rayon::join(
             || -> Result<_> {
                 let vectors = match meta.config.embedding_dim {
                     Some(dim) => self.read_embeddings(n, dim as usize)?,
@@ -552,37 +586,30 @@ impl SnapshotReader<'_> {
                     _ => VectorIndex::default(),
                 };
                 let covered = index.graph().map_or(0, |h| h.slots());
-                Ok((vectors, (index, covered)))
+                let extensions = self.read_extensions()?;
+                let manifest = self.read_manifest()?;
+                Ok((vectors, (index, covered), extensions, manifest))
             },
-            || {
-                rayon::join(
-                    || -> Result<_> {
-                        let dictionaries = self.read_dictionaries()?;
-                        let records = self.read_records(n, &dictionaries)?;
-                        let keys = records
-                            .par_iter()
-                            .map(|r| (!r.tombstone).then(|| crate::store::record_dedup_key(r)))
-                            .collect::<Vec<Option<u64>>>();
-                        Ok((dictionaries, records, keys))
-                    },
-                    || -> Result<_> {
-                        let keyword_index = self.read_keywords(&meta.config, n).and_then(|k| {
-                            let tomb = self.column("tombstone", n).ok()?;
-                            let tomb = tomb.as_u8()?;
-                            let live = |row: usize| tomb.get(row).is_some_and(|&t| t == 0);
+            || -> Result<_> {
+                let dictionaries = self.read_dictionaries()?;
+                let records = self.read_records(n, &dictionaries)?;
+                // The keyword index here; the id and dedup maps are left for the other thread to take
+                // once it is done with the vectors.
+                let (keyword_index, maps) = rayon::join(
+                    || {
+                        self.read_keywords(&meta.config, n).and_then(|k| {
+                            let live = |row: usize| records.get(row).is_some_and(|r| !r.tombstone);
                             let ix = k.to_index(Bm25Params::default(), &live)?;
                             Some((ix, k.terms.len(), k.doc_terms.len() as u64))
-                        });
-                        let extensions = self.read_extensions()?;
-                        let manifest = self.read_manifest()?;
-                        Ok((keyword_index, extensions, manifest))
+                        })
                     },
-                )
+                    || RowMaps::build(&records),
+                );
+                Ok((dictionaries, records, maps, keyword_index))
             },
         );
-        let (vectors, vector_index) = vectors?;
-        let (dictionaries, records, dedup_keys) = rest?;
-        let (keyword_index, extensions, manifest) = indexes?;
+        let (vectors, vector_index, extensions, manifest) = vectors?;
+        let (dictionaries, records, row_maps, keyword_index) = rest?;
         let chunk_rows = self
             .file
             .dataset("/records/id")
@@ -592,7 +619,7 @@ impl SnapshotReader<'_> {
         Ok(Snapshot {
             vector_index,
             keyword_index,
-            dedup_keys,
+            row_maps,
             meta,
             records,
             vectors,
@@ -913,8 +940,6 @@ impl SnapshotReader<'_> {
         for start in (0..n).step_by(rows_per) {
             let rows = rows_per.min(n - start);
             let mut chunk = vec![0f32; rows * dim];
-            // Fresh, untouched memory: back it with huge pages before the first write (far fewer faults).
-            clawhdf5_format::hugepages::advise(bytemuck::cast_slice_mut(&mut chunk));
             let (offset, count) = ([start as u64, 0], [rows as u64, dim as u64]);
             if size == 4 {
                 d.read_slice_into(&offset, &count, &mut chunk)

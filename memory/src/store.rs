@@ -308,9 +308,9 @@ impl Store {
             path: path.to_path_buf(),
             last_lsn: snap.meta.checkpoint_lsn,
             meta: snap.meta,
-            records: Vec::with_capacity(n),
-            by_id: crate::FastMap::with_capacity_and_hasher(n, Default::default()),
-            dedup: crate::FastMap::with_capacity_and_hasher(n, Default::default()),
+            records: Vec::new(),
+            by_id: crate::FastMap::default(),
+            dedup: crate::FastMap::default(),
             vectors: snap.vectors,
             tokenizer,
             bm25: Bm25Index::new(Bm25Params::default()),
@@ -328,9 +328,11 @@ impl Store {
             keywords_from_file: false,
             opts,
         };
-        for (r, key) in snap.records.into_iter().zip(snap.dedup_keys) {
-            store.push_record(r, key);
-        }
+        store.by_id = snap.row_maps.by_id;
+        store.dedup = snap.row_maps.dedup;
+        store.meta.next_id = store.meta.next_id.max(snap.row_maps.next_id);
+        // Records read from the file carry no embedding (those live in the vector table).
+        store.records = snap.records;
         // Texts are tokenised only when the persisted keyword index is missing or stale.
         match bm25 {
             Some(ix) => {

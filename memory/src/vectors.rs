@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-const CHUNK_SHIFT: usize = 13;
+const CHUNK_SHIFT: usize = 10;
 /// Rows per chunk.
 pub const CHUNK_ROWS: usize = 1 << CHUNK_SHIFT;
 const CHUNK_MASK: usize = CHUNK_ROWS - 1;

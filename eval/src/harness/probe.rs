@@ -189,3 +189,31 @@ pub fn run_probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result
     serde_json::from_str(line)
         .map_err(|e| HarnessError::Probe(format!("unreadable answer {line:?}: {e}")))
 }
+
+/// [`run_probe`] in `runs` fresh processes: the first run's figures, with open time and the first query (and
+/// that query at steady state) replaced by their medians over the runs, which are single samples each.
+pub fn run_probes(
+    store: &Path,
+    queries: &Path,
+    count: usize,
+    k: usize,
+    runs: usize,
+) -> Result<ProbeResult> {
+    let mut all = Vec::with_capacity(runs.max(1));
+    for _ in 0..runs.max(1) {
+        all.push(run_probe(store, queries, count, k)?);
+    }
+    let median = |f: &dyn Fn(&ProbeResult) -> f64| {
+        let mut v: Vec<f64> = all.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let open_ms = median(&|p| p.open_ms);
+    let first_query_ms = median(&|p| p.first_query_ms);
+    let first_query_warm_ms = median(&|p| p.first_query_warm_ms);
+    let mut out = all.swap_remove(0);
+    out.open_ms = open_ms;
+    out.first_query_ms = first_query_ms;
+    out.first_query_warm_ms = first_query_warm_ms;
+    Ok(out)
+}
