@@ -43,6 +43,8 @@ struct Job {
     deleted: Vec<u32>,
     /// Changed rows it re-inserts, with the change count it saw.
     reinserted: Vec<(u32, u64)>,
+    /// Rows of the snapshot it works on: its graph places every row below this.
+    upto: usize,
 }
 
 impl Drop for Job {
@@ -155,11 +157,13 @@ impl VectorIndex {
 
     /// A row's vector changed in place.
     pub fn changed(&mut self, row: u32) {
-        if let Some(h) = &self.hnsw {
-            if (row as usize) < h.slots() {
-                self.changes += 1;
-                self.dirty.insert(row, self.changes);
-            }
+        let placed = self.hnsw.as_ref().map_or(0, |h| h.slots());
+        // A running job places rows up to its snapshot's end with the vectors it saw: a change to one of
+        // those must be re-inserted after it lands too.
+        let placing = self.job.as_ref().map_or(0, |j| j.upto);
+        if (row as usize) < placed.max(placing) {
+            self.changes += 1;
+            self.dirty.insert(row, self.changes);
         }
     }
 
@@ -167,7 +171,11 @@ impl VectorIndex {
     /// searched exactly until a fold takes them in.
     pub fn tail(&self, table: &VectorTable) -> usize {
         match &self.hnsw {
-            Some(h) => table.rows().saturating_sub(h.slots()) + self.dirty.len(),
+            Some(h) => {
+                let slots = h.slots();
+                let changed = self.dirty.keys().filter(|&&r| (r as usize) < slots).count();
+                table.rows().saturating_sub(slots) + changed
+            }
             None => 0,
         }
     }
@@ -241,6 +249,7 @@ impl VectorIndex {
             return;
         }
         let snapshot = table.clone();
+        let upto = snapshot.rows();
         let base = self.hnsw.clone();
         let start = base.as_ref().map_or(0, |h| h.slots());
         let reinserted: Vec<(u32, u64)> = self.dirty.iter().map(|(&r, &c)| (r, c)).collect();
@@ -280,6 +289,7 @@ impl VectorIndex {
                 cancel,
                 deleted: Vec::new(),
                 reinserted,
+                upto,
             });
         }
     }
@@ -353,8 +363,14 @@ impl VectorIndex {
                     .search(table, query, k, ef.max(k), Some(Filter::Predicate(pred)))
                     .map_err(ann_err)?;
                 // Rows the graph does not place yet: scanned exactly and merged.
-                let unplaced =
-                    (h.slots()..table.rows()).chain(self.dirty.keys().map(|&r| r as usize));
+                // (Changed rows past the graph's end are in that tail already.)
+                let slots = h.slots();
+                let unplaced = (slots..table.rows()).chain(
+                    self.dirty
+                        .keys()
+                        .map(|&r| r as usize)
+                        .filter(move |&r| r < slots),
+                );
                 for row in unplaced {
                     if with_vector(row as u32) {
                         hits.push(Neighbor {
@@ -377,5 +393,63 @@ impl VectorIndex {
             .map_err(ann_err)?,
         };
         Ok(hits.into_iter().map(|n| (n.id, 1.0 - n.distance)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(i: usize) -> Vec<f32> {
+        let mut x = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut out: Vec<f32> = (0..16)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect();
+        crate::vectors::normalize(&mut out);
+        out
+    }
+
+    fn top(ix: &VectorIndex, t: &VectorTable, q: &[f32]) -> u32 {
+        ix.search(t, q, 1, 32, &|_| true).unwrap()[0].0
+    }
+
+    #[test]
+    fn a_row_changed_while_a_job_places_it_is_found_by_its_new_vector() {
+        let config = StoreConfig {
+            exact_search_threshold: 64,
+            ..StoreConfig::default()
+        };
+        let live = |_: u32| true;
+        let mut t = VectorTable::new(16);
+        for i in 0..200 {
+            t.push(Some(&v(i)));
+        }
+        let mut ix = VectorIndex::default();
+        ix.ensure(&t, &config, &live).unwrap();
+        for i in 200..200 + CHEAP_TAIL as usize + 10 {
+            t.push(Some(&v(i)));
+        }
+        ix.start_background(&t, &config);
+        assert!(ix.busy());
+        // Row 500 is in the job's snapshot with its old vector; change it now.
+        let fresh = v(99_999);
+        t.set(500, Some(&fresh));
+        ix.changed(500);
+        assert_eq!(top(&ix, &t, &fresh), 500);
+        ix.finish(&t, &live);
+        assert!(!ix.busy());
+        assert_eq!(ix.graph().map(|h| h.slots()), Some(t.rows()));
+        assert!(!ix.is_current(), "the change still waits for re-insertion");
+        assert_eq!(top(&ix, &t, &fresh), 500);
+        assert_ne!(top(&ix, &t, &v(500)), 500);
+        ix.ensure(&t, &config, &live).unwrap();
+        assert!(ix.is_current());
+        assert_eq!(top(&ix, &t, &fresh), 500);
+        assert_eq!(top(&ix, &t, &v(1_000)), 1_000);
     }
 }
