@@ -431,7 +431,7 @@ mod tests {
         }
         let mut ix = VectorIndex::default();
         ix.ensure(&t, &config, &live).unwrap();
-        for i in 200..200 + CHEAP_TAIL as usize + 10 {
+        for i in 200..200 + CHEAP_TAIL + 10 {
             t.push(Some(&v(i)));
         }
         ix.start_background(&t, &config);
