@@ -176,6 +176,9 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Batches of at least this many memories are written straight into the HDF5 file, not through the log.
+pub const BULK_ROWS: usize = 1024;
+
 /// The log that belongs to a store file.
 pub fn wal_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -590,7 +593,7 @@ impl Store {
     /// Log `op`, apply it, and return the ticket that makes it durable.
     fn log_and_apply(&mut self, op: WalOp) -> Result<DurableTicket> {
         self.drain_pending_access();
-        let ticket = self.writer()?.append(op.clone())?;
+        let ticket = self.writer()?.append(&op)?;
         self.apply(WalEntry {
             lsn: ticket.lsn(),
             op,
@@ -829,7 +832,11 @@ impl Store {
                 })
                 .collect()
         };
-        let (first, ticket) = self.writer()?.append_many(ops.clone())?;
+        if all_or_nothing && ops.len() >= BULK_ROWS && self.opts.durability == Durability::EverySave
+        {
+            return self.save_in_file(ops, tokens, outcomes);
+        }
+        let (first, ticket) = self.writer()?.append_many(&ops)?;
         for (i, (op, toks)) in ops.into_iter().zip(tokens).enumerate() {
             let lsn = first + i as u64;
             self.last_lsn = self.last_lsn.max(lsn);
@@ -851,6 +858,31 @@ impl Store {
         Ok(outcomes)
     }
 
+    /// A large batch goes straight into the HDF5 file: one incremental checkpoint makes it durable, and the
+    /// log, which would hold a second copy of every record and vector, is skipped. Should the checkpoint fail,
+    /// the error is returned and the batch is not acknowledged, but the records stay in memory and a later
+    /// checkpoint may still write them.
+    fn save_in_file(
+        &mut self,
+        ops: Vec<WalOp>,
+        tokens: Vec<Vec<String>>,
+        outcomes: Vec<Result<SaveOutcome>>,
+    ) -> Result<Vec<Result<SaveOutcome>>> {
+        for (op, toks) in ops.into_iter().zip(tokens) {
+            if let WalOp::Save(r) = op {
+                if let Some(e) = &r.embedding {
+                    self.ensure_dim(e.len())?;
+                }
+                self.index_record(*r, Some(toks));
+            }
+        }
+        // The checkpoint records an LSN past everything logged so far (none of the batch is in the log).
+        let next = self.writer()?.next_lsn();
+        self.last_lsn = self.last_lsn.max(next);
+        self.checkpoint()?;
+        Ok(outcomes)
+    }
+
     fn dedup_key_of(&self, m: &NewMemory) -> u64 {
         let agent = m.agent.as_deref().unwrap_or(&self.opts.default_agent);
         let source = Source::parse(m.source.as_deref().unwrap_or(""));
@@ -865,7 +897,7 @@ impl Store {
     /// Record the embedding model in the store (and its log) the first time it embeds.
     fn note_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
         if self.meta.config.embedding_model.is_none() {
-            self.writer()?.append(WalOp::EmbeddingModel {
+            self.writer()?.append(&WalOp::EmbeddingModel {
                 model: embedder.model_id().to_string(),
             })?;
             self.meta.config.embedding_model = Some(embedder.model_id().to_string());
@@ -991,7 +1023,7 @@ impl Store {
         let n = ops.len();
         self.poll_index();
         self.drain_pending_access();
-        let (first, ticket) = self.writer()?.append_many(ops.clone())?;
+        let (first, ticket) = self.writer()?.append_many(&ops)?;
         for (i, op) in ops.into_iter().enumerate() {
             self.apply(WalEntry {
                 lsn: first + i as u64,
@@ -1057,7 +1089,7 @@ impl Store {
     pub fn record_access(&self, ids: &[u64]) -> Result<()> {
         if let (Some(wal), false) = (&self.wal, ids.is_empty()) {
             let at = now_ms();
-            wal.append(WalOp::Access {
+            wal.append(&WalOp::Access {
                 ids: ids.to_vec(),
                 at,
             })?;

@@ -175,8 +175,15 @@ fn decode_frame(b: &[u8]) -> std::result::Result<(WalEntry, usize), String> {
     Ok((entry, end))
 }
 
-fn encode_frame(entry: &WalEntry) -> std::result::Result<Vec<u8>, String> {
-    let payload = postcard::to_allocvec(entry).map_err(|e| e.to_string())?;
+/// [`WalEntry`] borrowing its operation: encodes to the same bytes, without copying the operation first.
+#[derive(Serialize)]
+struct WalEntryRef<'a> {
+    lsn: u64,
+    op: &'a WalOp,
+}
+
+fn encode_frame(lsn: u64, op: &WalOp) -> std::result::Result<Vec<u8>, String> {
+    let payload = postcard::to_allocvec(&WalEntryRef { lsn, op }).map_err(|e| e.to_string())?;
     let len = u32::try_from(payload.len()).map_err(|_| "entry too large".to_string())?;
     if len > MAX_FRAME {
         return Err("entry too large".into());
@@ -449,14 +456,14 @@ impl Wal {
 
     /// Append one operation; returns a ticket to wait for durability per the log's mode. In every-save mode
     /// the entry is queued for the next fsync's single write; otherwise it is written to the OS now.
-    pub fn append(&self, op: WalOp) -> Result<DurableTicket> {
-        let (_, ticket) = self.append_many(vec![op])?;
+    pub fn append(&self, op: &WalOp) -> Result<DurableTicket> {
+        let (_, ticket) = self.append_many(std::slice::from_ref(op))?;
         Ok(ticket)
     }
 
     /// Append several operations at once (consecutive LSNs); returns the ticket of the last one and the first
     /// LSN. Nothing is appended if any of them cannot be encoded.
-    pub fn append_many(&self, ops: Vec<WalOp>) -> Result<(u64, DurableTicket)> {
+    pub fn append_many(&self, ops: &[WalOp]) -> Result<(u64, DurableTicket)> {
         let mut a = self
             .shared
             .appender
@@ -467,7 +474,7 @@ impl Wal {
         let mut buf = Vec::new();
         let mut lsn = first;
         for op in ops {
-            let frame = encode_frame(&WalEntry { lsn, op }).map_err(|reason| MemoryError::Wal {
+            let frame = encode_frame(lsn, op).map_err(|reason| MemoryError::Wal {
                 path: self.shared.path.clone(),
                 reason,
             })?;
@@ -598,7 +605,7 @@ mod tests {
             let (wal, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
             assert!(rec.entries.is_empty());
             for i in 0..5 {
-                wal.append(op(i)).unwrap().wait().unwrap();
+                wal.append(&op(i)).unwrap().wait().unwrap();
             }
         }
         let (_, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
@@ -618,7 +625,7 @@ mod tests {
                     let wal = &wal;
                     s.spawn(move || {
                         for i in 0..40 {
-                            let ticket = wal.append(op(t * 1000 + i)).unwrap();
+                            let ticket = wal.append(&op(t * 1000 + i)).unwrap();
                             ticket.wait().unwrap();
                             // Acknowledged means durable: in the file, not only queued.
                             assert!(wal.shared.synced_lsn.load(Ordering::Acquire) >= ticket.lsn());
@@ -627,7 +634,7 @@ mod tests {
                 }
             });
             // An entry nobody waited for is still written when the log closes.
-            wal.append(op(99_999)).unwrap();
+            wal.append(&op(99_999)).unwrap();
             assert!(wal.len_bytes() > HEADER_LEN);
         }
         let rec = read_log(&p).unwrap();
@@ -644,7 +651,7 @@ mod tests {
         {
             let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
             for i in 0..3 {
-                wal.append(op(i)).unwrap().wait().unwrap();
+                wal.append(&op(i)).unwrap().wait().unwrap();
             }
         }
         let full = std::fs::read(&p).unwrap();
@@ -654,7 +661,7 @@ mod tests {
         assert!(rec.dropped_bytes > 0);
         assert!(rec.dropped_reason.as_deref().unwrap().contains("torn"));
         // Appending after recovery continues cleanly.
-        wal.append(op(9)).unwrap().wait().unwrap();
+        wal.append(&op(9)).unwrap().wait().unwrap();
         drop(wal);
         let rec = read_log(&p).unwrap();
         assert_eq!(rec.entries.len(), 3);
@@ -668,7 +675,7 @@ mod tests {
         {
             let (wal, _) = Wal::open(&p, 0, Durability::None).unwrap();
             for i in 0..4 {
-                wal.append(op(i)).unwrap();
+                wal.append(&op(i)).unwrap();
             }
             wal.sync_all().unwrap();
         }
@@ -687,10 +694,10 @@ mod tests {
         let p = dir.path().join("s.wal");
         let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
         for i in 0..3 {
-            wal.append(op(i)).unwrap().wait().unwrap();
+            wal.append(&op(i)).unwrap().wait().unwrap();
         }
         wal.reset(3).unwrap();
-        let t = wal.append(op(7)).unwrap();
+        let t = wal.append(&op(7)).unwrap();
         t.wait().unwrap();
         assert_eq!(t.lsn(), 4);
         drop(wal);
@@ -718,7 +725,7 @@ mod tests {
                 let w = Arc::clone(&wal);
                 std::thread::spawn(move || {
                     for i in 0..25 {
-                        w.append(op(t * 100 + i)).unwrap().wait().unwrap();
+                        w.append(&op(t * 100 + i)).unwrap().wait().unwrap();
                     }
                 })
             })

@@ -173,3 +173,28 @@ fn save_each_gives_every_memory_its_own_outcome() {
     assert_eq!(s.len(), 3);
     assert!(s.get(two).is_some());
 }
+
+#[test]
+fn a_large_batch_goes_straight_into_the_file_and_later_saves_still_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    let before = s.save(item(100_000)).unwrap();
+    let n = clawhdf5_memory::store::BULK_ROWS + 300;
+    let out = s.save_batch((0..n).map(item).collect()).unwrap();
+    assert_eq!(out.len(), n);
+    // Durable in the HDF5 file itself: the log holds nothing (its header only).
+    let wal = std::fs::metadata(clawhdf5_memory::wal_path(&p))
+        .unwrap()
+        .len();
+    assert!(wal <= 16, "log is {wal} bytes");
+    let after = s.save(item(200_000)).unwrap();
+    drop(s);
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), n + 2);
+    assert!(s.get(before.id).is_some() && s.get(after.id).is_some());
+    assert!(s.get(out[n - 1].id).is_some());
+    let mut q = SearchQuery::new("batch memory number 1234", 3);
+    q.mode = SearchMode::Keyword;
+    assert_eq!(s.search(&q).unwrap()[0].record.id, out[1234].id);
+}
