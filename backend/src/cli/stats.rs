@@ -37,6 +37,12 @@ pub fn run(a: StatsArgs) -> anyhow::Result<()> {
             }
             _ => println!("embeddings:     none (keyword-only)"),
         }
+        if s.graph_rows > 0 {
+            println!(
+                "vector graph:   {} rows ({} searched exactly until folded in)",
+                s.graph_rows, s.unindexed_rows
+            );
+        }
     }
     Ok(())
 }
