@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --quiet -p clawhdf5-backend
-bin=target/release/clawhdf5
+bin="${CARGO_TARGET_DIR:-target}/release/clawhdf5"
 dir=$(mktemp -d)
 store="$dir/demo.h5"
 echo "== saving memories into $store"

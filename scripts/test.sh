@@ -13,5 +13,7 @@ done
 cargo test --workspace
 if [ -f scripts/test-openclaw.sh ]; then
   cargo build -p clawhdf5-backend
-  CLAWHDF5_BIN="$PWD/target/debug/clawhdf5" bash scripts/test-openclaw.sh
+  target_dir="${CARGO_TARGET_DIR:-target}"
+  case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+  CLAWHDF5_BIN="$target_dir/debug/clawhdf5" bash scripts/test-openclaw.sh
 fi
