@@ -587,19 +587,10 @@ pub fn run(
             let gold: HashSet<String> = q.gold.iter().cloned().collect();
             acc.add(&["all", q.kind.as_str()], &score_ranking(&keys, &gold, KS));
         }
-        let all = acc.summary("all");
-        let ku = acc.summary(TYPES[3]);
         let mean_ms = |g: &str| ms.get(g).map_or(0.0, |(t, n)| t / (*n).max(1) as f64);
-        if let (Some(all), Some(ku)) = (all, ku) {
-            head.rows.push(vec![
-                mode.as_str().into(),
-                f3(all.recall_any[&1]),
-                f3(all.recall_any[&5]),
-                f3(all.recall_any[&10]),
-                f3(all.mrr),
-                f3(ku.recall_any[&1]),
-                format!("{:.3}", mean_ms("all")),
-            ]);
+        if let Some(mut row) = headline_row(mode.as_str().into(), &acc) {
+            row.push(format!("{:.3}", mean_ms("all")));
+            head.rows.push(row);
         }
         let mut lat = Grid {
             title: format!("{} — mean latency per type", mode.as_str()),
@@ -721,19 +712,11 @@ fn ceiling_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params
             let gold: HashSet<String> = q.gold.iter().cloned().collect();
             acc.add(&["all", q.kind.as_str()], &score_ranking(&keys, &gold, KS));
         }
-        if let (Some(all), Some(ku)) = (acc.summary("all"), acc.summary(TYPES[3])) {
-            g.rows.push(vec![
-                share.map_or(
-                    format!("fixed {}", crate::retrieval::KEYWORD_HALF_DEFAULT),
-                    |c| format!("{c:.2}"),
-                ),
-                f3(all.recall_any[&1]),
-                f3(all.recall_any[&5]),
-                f3(all.recall_any[&10]),
-                f3(all.mrr),
-                f3(ku.recall_any[&1]),
-            ]);
-        }
+        let label = share.map_or(
+            format!("fixed {}", crate::retrieval::KEYWORD_HALF_DEFAULT),
+            |c| format!("{c:.2}"),
+        );
+        g.rows.extend(headline_row(label, &acc));
     }
     Ok(g)
 }
@@ -796,16 +779,7 @@ fn fusion_before_after(
         }
     }
     for (l, acc) in labels.iter().zip(&accs) {
-        if let (Some(all), Some(ku)) = (acc.summary("all"), acc.summary(TYPES[3])) {
-            g.rows.push(vec![
-                l.to_string(),
-                f3(all.recall_any[&1]),
-                f3(all.recall_any[&5]),
-                f3(all.recall_any[&10]),
-                f3(all.mrr),
-                f3(ku.recall_any[&1]),
-            ]);
-        }
+        g.rows.extend(headline_row(l.to_string(), acc));
     }
     Ok(g)
 }
@@ -851,16 +825,7 @@ fn recency_sweep(a: &Arena, idx: &Index, qv: Option<&[Vec<f32>]>, params: Params
             let gold: HashSet<String> = q.gold.iter().cloned().collect();
             acc.add(&["all", q.kind.as_str()], &score_ranking(&keys, &gold, KS));
         }
-        if let (Some(all), Some(ku)) = (acc.summary("all"), acc.summary(TYPES[3])) {
-            g.rows.push(vec![
-                format!("{w:.2}"),
-                f3(all.recall_any[&1]),
-                f3(all.recall_any[&5]),
-                f3(all.recall_any[&10]),
-                f3(all.mrr),
-                f3(ku.recall_any[&1]),
-            ]);
-        }
+        g.rows.extend(headline_row(format!("{w:.2}"), &acc));
     }
     Ok(g)
 }
@@ -885,6 +850,20 @@ fn stage_lists_all(
             )
         })
         .collect()
+}
+
+/// `label`, then Hit@1 / Hit@5 / Hit@10 / MRR over all questions and knowledge-update Hit@1; `None` when a
+/// group has no questions.
+fn headline_row(label: String, acc: &Accumulator) -> Option<Vec<String>> {
+    let (all, ku) = (acc.summary("all")?, acc.summary(TYPES[3])?);
+    Some(vec![
+        label,
+        f3(all.recall_any[&1]),
+        f3(all.recall_any[&5]),
+        f3(all.recall_any[&10]),
+        f3(all.mrr),
+        f3(ku.recall_any[&1]),
+    ])
 }
 
 #[cfg(test)]

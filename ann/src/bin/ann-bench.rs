@@ -238,6 +238,21 @@ fn load_dir(dir: &Path) -> Result<Data> {
 }
 
 /// Runs every query through `f` on this thread; returns (results, wall QPS, CPU-time QPS).
+/// Unfiltered top-`K` ids of `hm` at `ef`, as the timing loops take it.
+fn unfiltered<'a>(
+    hm: &'a Hnsw,
+    base: &'a FlatVectors,
+    ef: usize,
+) -> impl Fn(&[f32]) -> Result<Vec<u32>> + Sync + 'a {
+    move |q| {
+        Ok(hm
+            .search(base, q, K, ef, None)?
+            .iter()
+            .map(|n| n.id)
+            .collect())
+    }
+}
+
 fn time_queries_1t(
     d: &Data,
     f: &(dyn Fn(&[f32]) -> Result<Vec<u32>> + Sync),
@@ -452,26 +467,14 @@ fn search_sweeps(
         let mut results: Vec<Vec<Vec<u32>>> = vec![Vec::new(); indexes.len()];
         for _ in 0..repeat {
             for (i, (_, hm)) in indexes.iter().enumerate() {
-                let search = |q: &[f32]| -> Result<Vec<u32>> {
-                    Ok(hm
-                        .search(&d.base, q, K, ef, None)?
-                        .iter()
-                        .map(|n| n.id)
-                        .collect())
-                };
+                let search = unfiltered(hm, &d.base, ef);
                 let (res, qps1, qps1_cpu) = time_queries_1t(d, &search)?;
                 runs[i].push((qps1, qps1_cpu));
                 results[i] = res;
             }
         }
         for (i, (quant, hm)) in indexes.iter().enumerate() {
-            let search = |q: &[f32]| -> Result<Vec<u32>> {
-                Ok(hm
-                    .search(&d.base, q, K, ef, None)?
-                    .iter()
-                    .map(|n| n.id)
-                    .collect())
-            };
+            let search = unfiltered(hm, &d.base, ef);
             let qps_all = pool_all.install(|| time_queries_all(d, &search))?;
             let qps1 = median(runs[i].iter().map(|r| r.0).collect());
             let qps1_cpu = median(runs[i].iter().map(|r| r.1).collect());
