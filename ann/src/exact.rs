@@ -2,7 +2,7 @@
 
 use crate::error::AnnError;
 use crate::filter::Filter;
-use crate::kernels;
+
 use crate::metric::Metric;
 use crate::store::VectorStore;
 use crate::topk::{Neighbor, TopK};
@@ -35,7 +35,7 @@ pub fn exact_top_k<S: VectorStore + ?Sized>(
         // Iterate only the allowed ids (cheap for selective filters).
         let mut top = TopK::new(k);
         for id in set.iter().take_while(|&id| (id as usize) < n) {
-            top.push(id, metric.distance(&q, store.vector(id)));
+            top.push(id, metric.distance_to(&q, store.row(id)));
         }
         return Ok(top.into_sorted());
     }
@@ -43,7 +43,7 @@ pub fn exact_top_k<S: VectorStore + ?Sized>(
         let mut top = TopK::new(k);
         for id in lo as u32..hi as u32 {
             if filter.is_none_or(|f| f.allows(id)) {
-                top.push(id, metric.distance(&q, store.vector(id)));
+                top.push(id, metric.distance_to(&q, store.row(id)));
             }
         }
         top
@@ -82,15 +82,12 @@ pub(crate) fn scan_ids<S: VectorStore + ?Sized>(
     while ids.peek().is_some() {
         let mut n = 0;
         for id in ids.by_ref().take(BATCH) {
-            let v = store.vector(id);
-            for line in (0..v.len()).step_by(16) {
-                kernels::prefetch(v[line..].as_ptr());
-            }
+            store.row(id).prefetch(usize::MAX);
             buf[n] = id;
             n += 1;
         }
         for &id in &buf[..n] {
-            top.push(id, metric.distance(q, store.vector(id)));
+            top.push(id, metric.distance_to(q, store.row(id)));
         }
     }
     top.into_sorted()
@@ -114,7 +111,7 @@ mod tests {
             .filter(|&i| ok(i))
             .map(|i| Neighbor {
                 id: i,
-                distance: m.distance(q, store.vector(i)),
+                distance: m.distance_to(q, store.row(i)),
             })
             .collect();
         all.sort();

@@ -65,7 +65,7 @@ pub(crate) fn training_rows<S: VectorStore + ?Sized>(
     }
     ids[..take]
         .iter()
-        .flat_map(|&id| store.vector(id).iter().copied())
+        .flat_map(|&id| store.row(id).to_f32().into_owned())
         .collect()
 }
 
@@ -83,7 +83,7 @@ impl Ivf {
         let centroids = kmeans(&train, dim, nlist, params.iters, params.seed)?;
         let assign: Vec<usize> = (0..n as u32)
             .into_par_iter()
-            .map(|id| nearest(&centroids, dim, store.vector(id)).0)
+            .map(|id| nearest(&centroids, dim, &store.row(id).to_f32()).0)
             .collect();
         let mut lists = vec![Vec::new(); nlist];
         for (id, &a) in assign.iter().enumerate() {
@@ -112,7 +112,7 @@ impl Ivf {
             self.lists.iter_mut().for_each(|l| l.retain(|&x| x != id));
             self.deleted.remove(id);
         }
-        let (c, _) = nearest(&self.centroids, self.dim, store.vector(id));
+        let (c, _) = nearest(&self.centroids, self.dim, &store.row(id).to_f32());
         self.lists[c].push(id);
         self.present.insert(id);
         self.live += 1;
@@ -195,7 +195,7 @@ impl Ivf {
                     });
                 }
                 if !self.deleted.contains(id) && filter.is_none_or(|f| f.allows(id)) {
-                    top.push(id, metric.distance(&q, store.vector(id)));
+                    top.push(id, metric.distance_to(&q, store.row(id)));
                 }
             }
         }

@@ -121,7 +121,7 @@ impl IvfPq {
         };
         let encoded: Vec<(usize, Vec<u8>)> = (0..n as u32)
             .into_par_iter()
-            .map(|id| index.encode(store.vector(id)))
+            .map(|id| index.encode(&store.row(id).to_f32()))
             .collect();
         for (id, (list, code)) in encoded.into_iter().enumerate() {
             index.ids[list].push(id as u32);
@@ -163,7 +163,7 @@ impl IvfPq {
             }
             self.deleted.remove(id);
         }
-        let (list, code) = self.encode(store.vector(id));
+        let (list, code) = self.encode(&store.row(id).to_f32());
         self.ids[list].push(id);
         self.codes[list].extend(code);
         self.present.insert(id);
@@ -304,7 +304,7 @@ impl IvfPq {
                     index_len: c.id as usize + 1,
                 });
             }
-            exact.push(c.id, metric.distance(&q, store.vector(c.id)));
+            exact.push(c.id, metric.distance_to(&q, store.row(c.id)));
         }
         Ok(exact.into_sorted())
     }

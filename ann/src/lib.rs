@@ -34,5 +34,5 @@ pub use ivf::{Ivf, IvfParams};
 pub use ivfpq::{IvfPq, IvfPqParams};
 pub use metric::Metric;
 pub use quant::Int8Vectors;
-pub use store::{FlatVectors, VectorStore};
+pub use store::{FlatVectors, HalfVectors, Row, VectorStore};
 pub use topk::Neighbor;

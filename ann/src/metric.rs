@@ -1,6 +1,7 @@
 //! Similarity metrics. Internally every index ranks by a *distance* where lower is closer.
 
 use crate::kernels;
+use crate::store::Row;
 
 /// Metric used to compare vectors; all indexes report distances where smaller means closer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,30 @@ impl Metric {
             Metric::Dot => -kernels::dot_f32(a, b),
             Metric::Cosine => 1.0 - kernels::dot_f32(a, b),
             Metric::L2 => kernels::l2_f32(a, b),
+        }
+    }
+
+    /// Distance from an f32 query to a stored row of either precision.
+    #[inline]
+    pub fn distance_to(self, q: &[f32], row: Row<'_>) -> f32 {
+        match self {
+            Metric::Dot => -row.dot(q),
+            Metric::Cosine => 1.0 - row.dot(q),
+            Metric::L2 => row.l2(q),
+        }
+    }
+
+    /// Distance between two stored rows (f32 accumulation whatever their precision).
+    #[inline]
+    pub fn distance_rows(self, a: Row<'_>, b: Row<'_>) -> f32 {
+        match (a, b) {
+            (Row::F32(a), b) => self.distance_to(a, b),
+            (a, Row::F32(b)) => self.distance_to(b, a),
+            (Row::F16(a), Row::F16(b)) => match self {
+                Metric::Dot => -kernels::dot_f16(a, b),
+                Metric::Cosine => 1.0 - kernels::dot_f16(a, b),
+                Metric::L2 => kernels::l2_f16(a, b),
+            },
         }
     }
 

@@ -145,7 +145,25 @@ fn quantize_row(v: &[f32], out: &mut [u8]) -> f32 {
     max / 127.0
 }
 
+/// Reads one byte per cache line of `bytes` (see [`crate::Hnsw::touch`]).
+pub(crate) fn touch_bytes(bytes: &[u8]) -> u64 {
+    bytes.iter().step_by(64).map(|&b| u64::from(b)).sum()
+}
+
 impl Int8Vectors {
+    /// Reads every cache line of the codes, scales and norms once (brings them into the CPU caches).
+    pub(crate) fn touch(&self) -> u64 {
+        let floats = |v: &[f32]| {
+            v.iter()
+                .step_by(16)
+                .map(|x| x.to_bits() as u64)
+                .sum::<u64>()
+        };
+        touch_bytes(self.codes.bytes())
+            .wrapping_add(floats(&self.scales))
+            .wrapping_add(floats(&self.norms2))
+    }
+
     /// Empty copy for `dim`-dimensional rows.
     pub fn new(dim: usize) -> Self {
         Self::zeroed(dim, 0)
@@ -184,9 +202,9 @@ impl Int8Vectors {
                 .zip(q.norms2.par_iter_mut())
                 .enumerate()
                 .for_each(|(i, ((c, s), nn))| {
-                    let v = store.vector(i as u32);
-                    *s = quantize_row(v, &mut c[..dim]);
-                    *nn = kernels::dot_f32(v, v);
+                    let v = store.row(i as u32).to_f32();
+                    *s = quantize_row(&v, &mut c[..dim]);
+                    *nn = kernels::dot_f32(&v, &v);
                 });
         }
         q

@@ -64,7 +64,6 @@ fn normalised(mut v: Vec<f32>) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::VectorStore;
 
     #[test]
     fn deterministic_unit_vectors() {

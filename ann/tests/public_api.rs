@@ -3,8 +3,8 @@
 
 use clawhdf5_ann::synth::Clustered;
 use clawhdf5_ann::{
-    exact_top_k, AnnError, Filter, FlatVectors, Hnsw, HnswParams, IdSet, Ivf, IvfParams, IvfPq,
-    IvfPqParams, Metric, VectorStore,
+    exact_top_k, AnnError, Filter, FlatVectors, HalfVectors, Hnsw, HnswParams, IdSet, Ivf,
+    IvfParams, IvfPq, IvfPqParams, Metric, Row, VectorStore,
 };
 
 /// A store that is not `FlatVectors`: rows kept as separate vectors, as a caller might.
@@ -20,8 +20,8 @@ impl VectorStore for RowStore {
     fn len(&self) -> usize {
         self.rows.len()
     }
-    fn vector(&self, id: u32) -> &[f32] {
-        &self.rows[id as usize]
+    fn row(&self, id: u32) -> Row<'_> {
+        Row::F32(&self.rows[id as usize])
     }
 }
 
@@ -166,4 +166,34 @@ fn ivf_family_and_exact_search_agree_when_probing_everything() {
             .search(&wrong, q, 5, 10, None),
         Err(AnnError::DimensionMismatch { .. })
     ));
+}
+
+#[test]
+fn half_precision_store_searches_like_its_f32_source() {
+    let g = Clustered::new(48, 8, 1.0, 7);
+    let flat = g.sample(3000, 2);
+    let queries = g.sample(40, 99);
+    let mut half = HalfVectors::new(48);
+    for i in 0..flat.len() as u32 {
+        half.push(flat.vector(i)).unwrap();
+    }
+    let h = Hnsw::build(&half, HnswParams::default()).unwrap();
+    let mut hits = 0;
+    for i in 0..queries.len() as u32 {
+        let q = queries.vector(i);
+        let truth = exact_top_k(&half, q, 10, Metric::Cosine, None).unwrap();
+        let f32_truth = exact_top_k(&flat, q, 10, Metric::Cosine, None).unwrap();
+        // f16 rounding moves distances by far less than the gaps between neighbours.
+        assert!((truth[0].distance - f32_truth[0].distance).abs() < 1e-2);
+        let got = h.search(&half, q, 10, 64, None).unwrap();
+        hits += ids(&got)
+            .iter()
+            .filter(|id| ids(&truth).contains(id))
+            .count();
+    }
+    assert!(
+        hits as f64 / 400.0 >= 0.95,
+        "recall {}",
+        hits as f64 / 400.0
+    );
 }

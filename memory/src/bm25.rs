@@ -41,6 +41,29 @@ impl Bm25Index {
         }
     }
 
+    /// Reads every cache line of the postings and document lengths once; returns a checksum.
+    pub fn touch(&self) -> u64 {
+        let mut sum: u64 = self
+            .doc_len
+            .iter()
+            .step_by(8)
+            .map(|l| u64::from(l.unwrap_or(0)))
+            .sum();
+        for p in &self.postings {
+            sum = sum.wrapping_add(p.iter().step_by(8).map(|&(d, _)| u64::from(d)).sum());
+        }
+        sum
+    }
+
+    /// Approximate bytes of the postings and document lengths.
+    pub fn memory_bytes(&self) -> usize {
+        self.postings
+            .iter()
+            .map(|p| p.len() * 8 + 24)
+            .sum::<usize>()
+            + self.doc_len.len() * 8
+    }
+
     /// Number of live documents.
     pub fn len(&self) -> usize {
         self.live_docs as usize

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use clawhdf5_ann::Row;
 use clawhdf5_format::{Array, Data};
 use half::f16;
 
@@ -155,12 +156,24 @@ pub fn build(
                     let has = rows.clone().map(|i| u8::from(vectors.has(i))).collect();
                     (Data::U8(has), true)
                 } else {
-                    let runs = vectors.runs(rows.clone());
                     let data = match config.vector_precision {
                         VectorPrecision::F16 => {
-                            Data::F16(runs.flatten().map(|&x| f16::from_f32(x)).collect())
+                            let mut out = Vec::with_capacity(rows.len() * dim as usize);
+                            for run in vectors.runs(rows.clone()) {
+                                match run {
+                                    Row::F16(v) => out.extend_from_slice(v),
+                                    Row::F32(v) => out.extend(v.iter().map(|&x| f16::from_f32(x))),
+                                }
+                            }
+                            Data::F16(out)
                         }
-                        VectorPrecision::F32 => Data::F32(runs.flatten().copied().collect()),
+                        VectorPrecision::F32 => {
+                            let mut out = Vec::with_capacity(rows.len() * dim as usize);
+                            for run in vectors.runs(rows.clone()) {
+                                out.extend_from_slice(&run.to_f32());
+                            }
+                            Data::F32(out)
+                        }
                     };
                     let array = Array::matrix(rs.len() as u64, u64::from(dim), data)
                         .map_err(|e| MemoryError::InvalidInput(e.to_string()))?;

@@ -576,8 +576,10 @@ impl SnapshotReader<'_> {
         let (vectors, rest) = rayon::join(
             || -> Result<_> {
                 let vectors = match meta.config.embedding_dim {
-                    Some(dim) => self.read_embeddings(n, dim as usize)?,
-                    None => VectorTable::new(0),
+                    Some(dim) => {
+                        self.read_embeddings(n, dim as usize, meta.config.vector_precision)?
+                    }
+                    None => VectorTable::with_precision(0, meta.config.vector_precision),
                 };
                 let index = match self.read_graph(&meta) {
                     Some(g) if g.vector_epoch == meta.vector_epoch => {
@@ -907,7 +909,12 @@ impl SnapshotReader<'_> {
             .collect()
     }
 
-    fn read_embeddings(&self, n: usize, dim: usize) -> Result<VectorTable> {
+    fn read_embeddings(
+        &self,
+        n: usize,
+        dim: usize,
+        precision: VectorPrecision,
+    ) -> Result<VectorTable> {
         let p = "/records/embedding";
         let fmt = |source| MemoryError::Format {
             path: self.path.to_path_buf(),
@@ -925,8 +932,8 @@ impl SnapshotReader<'_> {
         }
         n.checked_mul(dim)
             .ok_or_else(|| self.corrupt("embedding is too large"))?;
-        // Straight into the table's chunks: f32 read in place, f16 converted on the way (no full-size
-        // intermediate copy).
+        // Straight into the table's chunks: read in place when the file holds the store's precision,
+        // converted on the way otherwise (no full-size intermediate copy).
         let size = match d.dtype() {
             clawhdf5_format::Datatype::Float { size, .. } => *size,
             _ => 0,
@@ -934,30 +941,56 @@ impl SnapshotReader<'_> {
         if size != 2 && size != 4 {
             return Err(self.corrupt("embedding is neither f16 nor f32"));
         }
-        let rows_per = crate::vectors::CHUNK_ROWS;
-        let mut chunks = Vec::with_capacity(n.div_ceil(rows_per));
-        let mut buf = Vec::new();
-        for start in (0..n).step_by(rows_per) {
-            let rows = rows_per.min(n - start);
-            let mut chunk = vec![0f32; rows * dim];
-            let (offset, count) = ([start as u64, 0], [rows as u64, dim as u64]);
-            if size == 4 {
-                d.read_slice_into(&offset, &count, &mut chunk)
-                    .map_err(fmt)?;
-            } else {
-                use half::slice::HalfFloatSliceExt;
-                buf.resize(rows * dim, half::f16::ZERO);
-                d.read_slice_into(&offset, &count, &mut buf).map_err(fmt)?;
-                // Hardware conversion where the CPU has it (F16C / NEON).
-                buf.convert_to_f32_slice(&mut chunk);
-            }
-            chunks.push(chunk);
-        }
         let has = self.column("has_embedding", n)?;
         let has = has
             .as_u8()
             .ok_or_else(|| self.corrupt("has_embedding is not u8"))?;
         let present: Vec<bool> = has.iter().map(|&h| h != 0).collect();
-        VectorTable::from_chunks(dim, chunks, present).map_err(|e| self.corrupt(e))
+        let rows_per = crate::vectors::CHUNK_ROWS;
+        let spans = (0..n).step_by(rows_per).map(|start| {
+            let rows = rows_per.min(n - start);
+            ([start as u64, 0], [rows as u64, dim as u64], rows * dim)
+        });
+        use half::slice::HalfFloatSliceExt;
+        let table = match (precision, size) {
+            (VectorPrecision::F16, 2) => {
+                let mut chunks = Vec::with_capacity(n.div_ceil(rows_per));
+                for (offset, count, len) in spans {
+                    let mut chunk = vec![half::f16::ZERO; len];
+                    d.read_slice_into(&offset, &count, &mut chunk)
+                        .map_err(fmt)?;
+                    chunks.push(chunk);
+                }
+                VectorTable::from_half_chunks(dim, chunks, present)
+            }
+            (VectorPrecision::F16, _) => {
+                let (mut chunks, mut buf) = (Vec::with_capacity(n.div_ceil(rows_per)), Vec::new());
+                for (offset, count, len) in spans {
+                    buf.resize(len, 0f32);
+                    d.read_slice_into(&offset, &count, &mut buf).map_err(fmt)?;
+                    let mut chunk = vec![half::f16::ZERO; len];
+                    chunk.convert_from_f32_slice(&buf);
+                    chunks.push(chunk);
+                }
+                VectorTable::from_half_chunks(dim, chunks, present)
+            }
+            (VectorPrecision::F32, _) => {
+                let (mut chunks, mut buf) = (Vec::with_capacity(n.div_ceil(rows_per)), Vec::new());
+                for (offset, count, len) in spans {
+                    let mut chunk = vec![0f32; len];
+                    if size == 4 {
+                        d.read_slice_into(&offset, &count, &mut chunk)
+                            .map_err(fmt)?;
+                    } else {
+                        buf.resize(len, half::f16::ZERO);
+                        d.read_slice_into(&offset, &count, &mut buf).map_err(fmt)?;
+                        buf.convert_to_f32_slice(&mut chunk);
+                    }
+                    chunks.push(chunk);
+                }
+                VectorTable::from_chunks(dim, chunks, present)
+            }
+        };
+        table.map_err(|e| self.corrupt(e))
     }
 }

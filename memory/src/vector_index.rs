@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, Neighbor, VectorStore};
+use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, Neighbor, Row, VectorStore};
 
 /// Rows the graph has not seen that start a background fold (and the most that opening a store folds in
 /// on the spot).
@@ -30,8 +30,8 @@ impl VectorStore for VectorTable {
         self.rows()
     }
 
-    fn vector(&self, id: u32) -> &[f32] {
-        self.row(id as usize)
+    fn row(&self, id: u32) -> Row<'_> {
+        VectorTable::row(self, id as usize)
     }
 }
 
@@ -375,7 +375,7 @@ impl VectorIndex {
                     if with_vector(row as u32) {
                         hits.push(Neighbor {
                             id: row as u32,
-                            distance: Metric::Cosine.distance(query, table.row(row)),
+                            distance: Metric::Cosine.distance_to(query, table.row(row)),
                         });
                     }
                 }

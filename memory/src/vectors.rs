@@ -1,34 +1,143 @@
-//! The store's embeddings: row-major f32 rows indexed by record row, kept in fixed-size shared chunks so a
-//! background index build can read a snapshot of the table while the store keeps appending to it.
+//! The store's embeddings: row-major rows indexed by record row, kept in the store's precision (f16 by
+//! default, so memory holds exactly what the file holds, at half the bytes of f32) and in fixed-size
+//! shared chunks so a background index build can read a snapshot of the table while the store keeps
+//! appending to it.
 
 use std::ops::Range;
 use std::sync::Arc;
+
+use clawhdf5_ann::Row;
+use half::f16;
+use half::slice::HalfFloatSliceExt;
+
+use crate::config::VectorPrecision;
 
 const CHUNK_SHIFT: usize = 10;
 /// Rows per chunk.
 pub const CHUNK_ROWS: usize = 1 << CHUNK_SHIFT;
 const CHUNK_MASK: usize = CHUNK_ROWS - 1;
 
+/// The chunks, each `CHUNK_ROWS` rows (the last possibly shorter), in one precision.
+#[derive(Clone, Debug, PartialEq)]
+enum Chunks {
+    F32(Vec<Arc<Vec<f32>>>),
+    F16(Vec<Arc<Vec<f16>>>),
+}
+
+/// An element type the table can hold.
+trait Elem: Copy + Clone + Default + 'static {
+    fn write(dst: &mut [Self], src: &[f32]);
+    fn row(values: &[Self]) -> Row<'_>;
+}
+
+impl Elem for f32 {
+    fn write(dst: &mut [f32], src: &[f32]) {
+        dst.copy_from_slice(src);
+    }
+    fn row(values: &[f32]) -> Row<'_> {
+        Row::F32(values)
+    }
+}
+
+impl Elem for f16 {
+    fn write(dst: &mut [f16], src: &[f32]) {
+        // Hardware conversion where the CPU has it (F16C / NEON).
+        dst.convert_from_f32_slice(src);
+    }
+    fn row(values: &[f16]) -> Row<'_> {
+        Row::F16(values)
+    }
+}
+
 /// Embeddings by record row. Cloning is cheap (chunks are shared, copied only when written afterwards).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct VectorTable {
     dim: usize,
-    /// `CHUNK_ROWS` rows each, the last one possibly shorter.
-    chunks: Vec<Arc<Vec<f32>>>,
+    chunks: Chunks,
     present: Vec<bool>,
 }
 
+impl Default for VectorTable {
+    fn default() -> Self {
+        VectorTable::new(0)
+    }
+}
+
+fn push_row<E: Elem>(chunks: &mut Vec<Arc<Vec<E>>>, row: usize, d: usize, v: Option<&[f32]>) {
+    if row & CHUNK_MASK == 0 {
+        chunks.push(Arc::new(Vec::with_capacity(CHUNK_ROWS * d)));
+    }
+    if let Some(last) = chunks.last_mut() {
+        // Copies the chunk only when a snapshot still shares it.
+        let chunk = Arc::make_mut(last);
+        let at = chunk.len();
+        chunk.resize(at + d, E::default());
+        if let Some(v) = v.filter(|v| v.len() == d) {
+            E::write(&mut chunk[at..], v);
+        }
+    }
+}
+
+fn set_row<E: Elem>(chunks: &mut [Arc<Vec<E>>], i: usize, d: usize, v: Option<&[f32]>) {
+    let at = (i & CHUNK_MASK) * d;
+    let chunk = Arc::make_mut(&mut chunks[i >> CHUNK_SHIFT]);
+    let slot = &mut chunk[at..at + d];
+    match v.filter(|v| v.len() == d) {
+        Some(v) => E::write(slot, v),
+        None => slot.fill(E::default()),
+    }
+}
+
+fn run<E: Elem>(chunks: &[Arc<Vec<E>>], start: usize, take: usize, d: usize) -> Row<'_> {
+    let chunk = &chunks[start >> CHUNK_SHIFT];
+    let first = start & CHUNK_MASK;
+    E::row(&chunk[first * d..(first + take) * d])
+}
+
+fn check_chunks<E>(dim: usize, rows: usize, chunks: &[Vec<E>]) -> Result<(), String> {
+    let expected = if dim == 0 {
+        0
+    } else {
+        rows.div_ceil(CHUNK_ROWS)
+    };
+    if chunks.len() != expected {
+        return Err(format!(
+            "{} chunks do not hold {rows} rows of dimension {dim}",
+            chunks.len()
+        ));
+    }
+    for (i, c) in chunks.iter().enumerate() {
+        let want = CHUNK_ROWS.min(rows - i * CHUNK_ROWS) * dim;
+        if c.len() != want {
+            return Err(format!(
+                "chunk {i} holds {} values, expected {want}",
+                c.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl VectorTable {
-    /// An empty table of the given dimension (0 for a keyword-only store).
+    /// An empty f32 table of the given dimension (0 for a keyword-only store).
     pub fn new(dim: usize) -> Self {
+        VectorTable::with_precision(dim, VectorPrecision::F32)
+    }
+
+    /// An empty table of the given dimension holding its rows in `precision`.
+    pub fn with_precision(dim: usize, precision: VectorPrecision) -> Self {
+        let chunks = match precision {
+            VectorPrecision::F32 => Chunks::F32(Vec::new()),
+            VectorPrecision::F16 => Chunks::F16(Vec::new()),
+        };
         VectorTable {
             dim,
-            chunks: Vec::new(),
+            chunks,
             present: Vec::new(),
         }
     }
 
-    /// Build from a flat row-major buffer and presence flags.
+    /// Build an f32 table from a flat row-major buffer and presence flags.
     pub fn from_parts(dim: usize, data: Vec<f32>, present: Vec<bool>) -> Result<Self, String> {
         if data.len() != dim * present.len() {
             return Err(format!(
@@ -40,47 +149,35 @@ impl VectorTable {
         let chunks = if dim == 0 {
             Vec::new()
         } else {
-            data.chunks(CHUNK_ROWS * dim)
-                .map(|c| Arc::new(c.to_vec()))
-                .collect()
+            data.chunks(CHUNK_ROWS * dim).map(<[f32]>::to_vec).collect()
         };
-        Ok(VectorTable {
-            dim,
-            chunks,
-            present,
-        })
+        VectorTable::from_chunks(dim, chunks, present)
     }
 
-    /// Build from chunks of [`CHUNK_ROWS`] rows (the last may be shorter) and presence flags.
+    /// Build an f32 table from chunks of [`CHUNK_ROWS`] rows (the last may be shorter) and presence flags.
     pub fn from_chunks(
         dim: usize,
         chunks: Vec<Vec<f32>>,
         present: Vec<bool>,
     ) -> Result<Self, String> {
-        let rows = present.len();
-        let expected = if dim == 0 {
-            0
-        } else {
-            rows.div_ceil(CHUNK_ROWS)
-        };
-        if chunks.len() != expected {
-            return Err(format!(
-                "{} chunks do not hold {rows} rows of dimension {dim}",
-                chunks.len()
-            ));
-        }
-        for (i, c) in chunks.iter().enumerate() {
-            let want = CHUNK_ROWS.min(rows - i * CHUNK_ROWS) * dim;
-            if c.len() != want {
-                return Err(format!(
-                    "chunk {i} holds {} values, expected {want}",
-                    c.len()
-                ));
-            }
-        }
+        check_chunks(dim, present.len(), &chunks)?;
         Ok(VectorTable {
             dim,
-            chunks: chunks.into_iter().map(Arc::new).collect(),
+            chunks: Chunks::F32(chunks.into_iter().map(Arc::new).collect()),
+            present,
+        })
+    }
+
+    /// Build an f16 table from chunks of [`CHUNK_ROWS`] rows (the last may be shorter) and presence flags.
+    pub fn from_half_chunks(
+        dim: usize,
+        chunks: Vec<Vec<f16>>,
+        present: Vec<bool>,
+    ) -> Result<Self, String> {
+        check_chunks(dim, present.len(), &chunks)?;
+        Ok(VectorTable {
+            dim,
+            chunks: Chunks::F16(chunks.into_iter().map(Arc::new).collect()),
             present,
         })
     }
@@ -90,13 +187,45 @@ impl VectorTable {
         self.dim
     }
 
+    /// The precision rows are held in.
+    pub fn precision(&self) -> VectorPrecision {
+        match self.chunks {
+            Chunks::F32(_) => VectorPrecision::F32,
+            Chunks::F16(_) => VectorPrecision::F16,
+        }
+    }
+
     /// Number of rows (with or without a vector).
     pub fn rows(&self) -> usize {
         self.present.len()
     }
 
+    /// Bytes the rows take in memory.
+    pub fn memory_bytes(&self) -> usize {
+        match &self.chunks {
+            Chunks::F32(c) => c.iter().map(|c| c.capacity() * 4).sum(),
+            Chunks::F16(c) => c.iter().map(|c| c.capacity() * 2).sum(),
+        }
+    }
+
+    /// Reads every cache line of the rows once (brings them into the CPU caches); returns a checksum.
+    pub fn touch(&self) -> u64 {
+        match &self.chunks {
+            Chunks::F32(c) => c
+                .iter()
+                .flat_map(|c| c.iter().step_by(16))
+                .map(|x| x.to_bits() as u64)
+                .sum(),
+            Chunks::F16(c) => c
+                .iter()
+                .flat_map(|c| c.iter().step_by(32))
+                .map(|x| x.to_bits() as u64)
+                .sum(),
+        }
+    }
+
     /// The rows in `range` as contiguous runs of values, in order (one run per chunk touched).
-    pub fn runs(&self, range: Range<usize>) -> impl Iterator<Item = &[f32]> + '_ {
+    pub fn runs(&self, range: Range<usize>) -> impl Iterator<Item = Row<'_>> + '_ {
         let d = self.dim;
         let end = range.end.min(self.rows());
         let mut start = range.start.min(end);
@@ -104,11 +233,13 @@ impl VectorTable {
             if start >= end || d == 0 {
                 return None;
             }
-            let chunk = &self.chunks[start >> CHUNK_SHIFT];
-            let first = start & CHUNK_MASK;
-            let take = (CHUNK_ROWS - first).min(end - start);
+            let take = (CHUNK_ROWS - (start & CHUNK_MASK)).min(end - start);
+            let r = match &self.chunks {
+                Chunks::F32(c) => run(c, start, take, d),
+                Chunks::F16(c) => run(c, start, take, d),
+            };
             start += take;
-            Some(&chunk[first * d..(first + take) * d])
+            Some(r)
         })
     }
 
@@ -117,14 +248,21 @@ impl VectorTable {
         self.present.get(i).copied().unwrap_or(false)
     }
 
-    /// Row `i` (zeros when it has none).
-    pub fn row(&self, i: usize) -> &[f32] {
+    /// Row `i` (zeros when it has none; empty for a keyword-only table).
+    pub fn row(&self, i: usize) -> Row<'_> {
         let d = self.dim;
         if d == 0 {
-            return &[];
+            return Row::F32(&[]);
         }
-        let at = (i & CHUNK_MASK) * d;
-        &self.chunks[i >> CHUNK_SHIFT][at..at + d]
+        match &self.chunks {
+            Chunks::F32(c) => run(c, i, 1, d),
+            Chunks::F16(c) => run(c, i, 1, d),
+        }
+    }
+
+    /// Row `i` as f32 values.
+    pub fn row_f32(&self, i: usize) -> Vec<f32> {
+        self.row(i).to_f32().into_owned()
     }
 
     /// Append a row; `None` stores zeros and marks it absent.
@@ -132,17 +270,9 @@ impl VectorTable {
         let d = self.dim;
         let row = self.rows();
         if d > 0 {
-            if row & CHUNK_MASK == 0 {
-                self.chunks
-                    .push(Arc::new(Vec::with_capacity(CHUNK_ROWS * d)));
-            }
-            if let Some(last) = self.chunks.last_mut() {
-                // Copies the chunk only when a snapshot still shares it.
-                let chunk = Arc::make_mut(last);
-                match v {
-                    Some(v) if v.len() == d => chunk.extend_from_slice(v),
-                    _ => chunk.extend(std::iter::repeat_n(0.0, d)),
-                }
+            match &mut self.chunks {
+                Chunks::F32(c) => push_row(c, row, d, v),
+                Chunks::F16(c) => push_row(c, row, d, v),
             }
         }
         self.present.push(matches!(v, Some(v) if v.len() == d));
@@ -154,27 +284,17 @@ impl VectorTable {
         if i >= self.rows() || d == 0 {
             return;
         }
-        let at = (i & CHUNK_MASK) * d;
-        let chunk = Arc::make_mut(&mut self.chunks[i >> CHUNK_SHIFT]);
-        let slot = &mut chunk[at..at + d];
-        match v {
-            Some(v) if v.len() == d => {
-                slot.copy_from_slice(v);
-                self.present[i] = true;
-            }
-            _ => {
-                slot.fill(0.0);
-                self.present[i] = false;
-            }
+        match &mut self.chunks {
+            Chunks::F32(c) => set_row(c, i, d, v),
+            Chunks::F16(c) => set_row(c, i, d, v),
         }
+        self.present[i] = matches!(v, Some(v) if v.len() == d);
     }
 
     /// Change the dimension of an empty-of-vectors table (first embedding seen by a keyword-only store).
     pub fn set_dim(&mut self, dim: usize) {
         let rows = self.rows();
-        self.dim = dim;
-        self.chunks.clear();
-        self.present.clear();
+        *self = VectorTable::with_precision(dim, self.precision());
         for _ in 0..rows {
             self.push(None);
         }
@@ -193,6 +313,10 @@ pub fn normalize(v: &mut [f32]) {
 mod tests {
     use super::*;
 
+    fn f32s(r: Row<'_>) -> Vec<f32> {
+        r.to_f32().into_owned()
+    }
+
     #[test]
     fn push_set_and_read() {
         let mut t = VectorTable::new(2);
@@ -202,36 +326,66 @@ mod tests {
         assert_eq!(t.rows(), 3);
         assert!(t.has(0) && !t.has(1) && !t.has(2));
         t.set(1, Some(&[3.0, 4.0]));
-        assert_eq!(t.row(1), &[3.0, 4.0]);
+        assert_eq!(t.row(1), Row::F32(&[3.0, 4.0]));
         assert!(VectorTable::from_parts(2, vec![0.0; 3], vec![true]).is_err());
     }
 
     #[test]
+    fn half_table_rounds_to_f16_and_reads_back() {
+        let mut t = VectorTable::with_precision(3, VectorPrecision::F16);
+        t.push(Some(&[0.5, -0.25, 0.1]));
+        t.push(None);
+        assert_eq!(t.precision(), VectorPrecision::F16);
+        let back = t.row_f32(0);
+        assert_eq!(back[..2], [0.5, -0.25]);
+        assert!((back[2] - 0.1).abs() < 1e-3);
+        assert!(matches!(t.row(0), Row::F16(_)));
+        t.set(1, Some(&[1.0, 0.0, 0.0]));
+        assert!(t.has(1));
+        assert_eq!(t.row_f32(1), vec![1.0, 0.0, 0.0]);
+        t.set(1, None);
+        assert!(!t.has(1));
+        assert_eq!(t.row_f32(1), vec![0.0; 3]);
+        assert_eq!(t.memory_bytes(), CHUNK_ROWS * 3 * 2);
+        let chunks = vec![vec![f16::from_f32(1.0); 6]];
+        let h = VectorTable::from_half_chunks(3, chunks, vec![true, false]).unwrap();
+        assert_eq!(h.row_f32(0), vec![1.0; 3]);
+        assert!(
+            VectorTable::from_half_chunks(3, vec![vec![f16::ZERO; 5]], vec![true, true]).is_err()
+        );
+    }
+
+    #[test]
     fn rows_span_chunks_and_snapshots_stay_unchanged() {
-        let n = CHUNK_ROWS * 2 + 5;
+        for precision in [VectorPrecision::F32, VectorPrecision::F16] {
+            let n = CHUNK_ROWS * 2 + 5;
+            let mut t = VectorTable::with_precision(3, precision);
+            for i in 0..n {
+                t.push(Some(&[i as f32, 0.0, 1.0]));
+            }
+            let snap = t.clone();
+            t.set(1, Some(&[9.0, 9.0, 9.0]));
+            t.push(Some(&[7.0, 7.0, 7.0]));
+            assert_eq!(f32s(snap.row(1)), [1.0, 0.0, 1.0]);
+            assert_eq!(snap.rows(), n);
+            assert_eq!(f32s(t.row(1)), [9.0, 9.0, 9.0]);
+            assert_eq!(f32s(t.row(n)), [7.0, 7.0, 7.0]);
+            assert_eq!(f32s(t.row(CHUNK_ROWS + 3))[0], (CHUNK_ROWS + 3) as f32);
+            let flat: Vec<f32> = t
+                .runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2)
+                .flat_map(f32s)
+                .collect();
+            let want: Vec<f32> = (CHUNK_ROWS - 2..CHUNK_ROWS + 2)
+                .flat_map(|i| [i as f32, 0.0, 1.0])
+                .collect();
+            assert_eq!(flat, want);
+            assert_eq!(t.runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2).count(), 2);
+        }
         let mut t = VectorTable::new(3);
-        for i in 0..n {
+        for i in 0..CHUNK_ROWS + 7 {
             t.push(Some(&[i as f32, 0.0, 1.0]));
         }
-        let snap = t.clone();
-        t.set(1, Some(&[9.0, 9.0, 9.0]));
-        t.push(Some(&[7.0, 7.0, 7.0]));
-        assert_eq!(snap.row(1), &[1.0, 0.0, 1.0]);
-        assert_eq!(snap.rows(), n);
-        assert_eq!(t.row(1), &[9.0, 9.0, 9.0]);
-        assert_eq!(t.row(n), &[7.0, 7.0, 7.0]);
-        assert_eq!(t.row(CHUNK_ROWS + 3)[0], (CHUNK_ROWS + 3) as f32);
-        let flat: Vec<f32> = t
-            .runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2)
-            .flatten()
-            .copied()
-            .collect();
-        let want: Vec<f32> = (CHUNK_ROWS - 2..CHUNK_ROWS + 2)
-            .flat_map(|i| [i as f32, 0.0, 1.0])
-            .collect();
-        assert_eq!(flat, want);
-        assert_eq!(t.runs(CHUNK_ROWS - 2..CHUNK_ROWS + 2).count(), 2);
-        let back = VectorTable::from_parts(3, t.runs(0..t.rows()).flatten().copied().collect(), {
+        let back = VectorTable::from_parts(3, t.runs(0..t.rows()).flat_map(f32s).collect(), {
             (0..t.rows()).map(|i| t.has(i)).collect()
         })
         .unwrap();
@@ -247,13 +401,14 @@ mod tests {
 
     #[test]
     fn keyword_only_table_then_first_dimension() {
-        let mut t = VectorTable::new(0);
+        let mut t = VectorTable::with_precision(0, VectorPrecision::F16);
         t.push(None);
         t.push(None);
-        assert_eq!(t.row(1), &[] as &[f32]);
+        assert_eq!(t.row(1), Row::F32(&[]));
         t.set_dim(2);
         assert_eq!(t.rows(), 2);
-        assert_eq!(t.row(1), &[0.0, 0.0]);
+        assert_eq!(t.precision(), VectorPrecision::F16);
+        assert_eq!(f32s(t.row(1)), [0.0, 0.0]);
         t.set(0, Some(&[1.0, 0.0]));
         assert!(t.has(0) && !t.has(1));
     }

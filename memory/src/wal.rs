@@ -80,6 +80,64 @@ pub enum WalOp {
     Extension { name: String, payload: Vec<u8> },
     /// The store's embeddings now come from this model (set by the first embedded save).
     EmbeddingModel { model: String },
+    /// A new record of an f16 store: its embedding logged as f16 (little-endian bits), half the bytes of
+    /// [`WalOp::Save`], and exactly what the store keeps. `record.embedding` is `None`.
+    SaveHalf {
+        /// The record without its embedding.
+        record: Box<Record>,
+        /// Little-endian f16 values.
+        embedding: Vec<u8>,
+    },
+}
+
+impl WalOp {
+    /// The operation that logs a new record: [`WalOp::SaveHalf`] when `half` and it has an embedding.
+    pub fn save(mut record: Box<Record>, half: bool) -> WalOp {
+        match record.embedding.take() {
+            Some(e) if half => {
+                let mut bytes = Vec::with_capacity(e.len() * 2);
+                for x in e {
+                    bytes.extend_from_slice(&half::f16::from_f32(x).to_le_bytes());
+                }
+                WalOp::SaveHalf {
+                    record,
+                    embedding: bytes,
+                }
+            }
+            e => {
+                record.embedding = e;
+                WalOp::Save(record)
+            }
+        }
+    }
+
+    /// The record a save logs (without the embedding of a [`WalOp::SaveHalf`]).
+    pub fn saved(&self) -> Option<&Record> {
+        match self {
+            WalOp::Save(r) | WalOp::SaveHalf { record: r, .. } => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The record a save logs, with its embedding as f32 values; `Err(self)` for other operations.
+    pub fn into_saved(self) -> std::result::Result<Box<Record>, WalOp> {
+        match self {
+            WalOp::Save(r) => Ok(r),
+            WalOp::SaveHalf {
+                mut record,
+                embedding,
+            } => {
+                record.embedding = Some(
+                    embedding
+                        .chunks_exact(2)
+                        .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                        .collect(),
+                );
+                Ok(record)
+            }
+            op => Err(op),
+        }
+    }
 }
 
 /// An operation with its log sequence number.
@@ -595,6 +653,67 @@ mod tests {
 
     fn op(n: u64) -> WalOp {
         WalOp::Delete { id: n }
+    }
+
+    #[test]
+    fn half_saves_log_half_the_vector_bytes_and_read_back_as_f16() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        let v: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin() / 14.0).collect();
+        let plain = |id: u64, text: &str| Record {
+            id,
+            text: text.into(),
+            source: crate::record::Source::Conversation,
+            agent: String::new(),
+            session: String::new(),
+            origin: None,
+            tags: Vec::new(),
+            event_time: None,
+            created_at: 1,
+            importance: 0.5,
+            access_count: 0,
+            last_access: 0,
+            tier: Default::default(),
+            supersedes: None,
+            superseded_by: None,
+            tombstone: false,
+            embedding: None,
+        };
+        let record = || {
+            let mut r = plain(7, "a memory");
+            r.embedding = Some(v.clone());
+            Box::new(r)
+        };
+        let full = encode_frame(1, &WalOp::save(record(), false)).unwrap();
+        let half = encode_frame(1, &WalOp::save(record(), true)).unwrap();
+        assert!(
+            full.len() - half.len() >= 384 * 2,
+            "{} vs {}",
+            full.len(),
+            half.len()
+        );
+        {
+            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+            wal.append(&WalOp::save(record(), true))
+                .unwrap()
+                .wait()
+                .unwrap();
+            wal.append(&WalOp::save(Box::new(plain(8, "no vector")), true))
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        let (_, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        let mut ops = rec.entries.into_iter().map(|e| e.op);
+        let first = ops.next().unwrap();
+        assert!(matches!(first, WalOp::SaveHalf { .. }));
+        assert!(first.saved().is_some_and(|r| r.embedding.is_none()));
+        let back = first.into_saved().unwrap().embedding.unwrap();
+        let want: Vec<f32> = v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect();
+        assert_eq!(back, want);
+        // Without an embedding there is nothing to halve.
+        assert!(matches!(ops.next(), Some(WalOp::Save(_))));
+        assert!(WalOp::Delete { id: 1 }.into_saved().is_err());
     }
 
     #[test]

@@ -110,7 +110,7 @@ impl Hnsw {
         if let Some(q) = &mut self.quant {
             if !prequantized {
                 for &id in &todo {
-                    q.set(id, store.vector(id));
+                    q.set(id, &store.row(id).to_f32());
                 }
             }
         }
@@ -196,15 +196,16 @@ impl Hnsw {
             Some(qv) if qv.len() > id as usize => {
                 let o = I8Oracle {
                     quant: qv,
-                    query: qv.quantize_query(store.vector(id)),
+                    query: qv.quantize_query(&store.row(id).to_f32()),
                     metric,
                 };
                 self.plan_with(id, store, &o, true)
             }
             _ => {
+                let query = store.row(id).to_f32();
                 let o = F32Oracle {
                     store,
-                    query: store.vector(id),
+                    query: &query,
                     metric,
                 };
                 self.plan_with(id, store, &o, false)
@@ -293,10 +294,10 @@ impl Hnsw {
             if kept.len() >= m {
                 break;
             }
-            let v = store.vector(c.id);
+            let v = store.row(c.id);
             let diverse = kept
                 .iter()
-                .all(|r| self.params.metric.distance(v, store.vector(r.id)) > c.distance);
+                .all(|r| self.params.metric.distance_rows(v, store.row(r.id)) > c.distance);
             if diverse {
                 kept.push(*c);
             } else if self.params.keep_pruned {

@@ -162,6 +162,17 @@ impl Hnsw {
             + self.quant.as_ref().map_or(0, |q| q.memory_bytes())
     }
 
+    /// Reads every cache line of the graph and its int8 copy once, so the first search after a load does not
+    /// pay for cold memory; returns a checksum of what it read (callers pass it to `std::hint::black_box`).
+    pub fn touch(&self) -> u64 {
+        let words = |v: &[u32]| v.iter().step_by(16).map(|&x| u64::from(x)).sum::<u64>();
+        let mut sum = crate::quant::touch_bytes(&self.levels).wrapping_add(words(&self.links0));
+        for u in &self.upper {
+            sum = sum.wrapping_add(words(u));
+        }
+        sum.wrapping_add(self.quant.as_ref().map_or(0, |q| q.touch()))
+    }
+
     /// Turns int8 traversal on (quantising every indexed row of `store`) or off; the graph is unchanged.
     pub fn set_quantized<S: VectorStore + ?Sized>(
         &mut self,
@@ -265,9 +276,7 @@ impl Hnsw {
     /// Distance between two stored rows.
     #[inline]
     pub(crate) fn row_distance<S: VectorStore + ?Sized>(&self, store: &S, a: u32, b: u32) -> f32 {
-        self.params
-            .metric
-            .distance(store.vector(a), store.vector(b))
+        self.params.metric.distance_rows(store.row(a), store.row(b))
     }
 }
 

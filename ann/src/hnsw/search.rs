@@ -29,13 +29,11 @@ pub(crate) struct F32Oracle<'a, S: ?Sized> {
 impl<S: VectorStore + ?Sized> Oracle for F32Oracle<'_, S> {
     #[inline]
     fn dist(&self, id: u32) -> f32 {
-        self.metric.distance(self.query, self.store.vector(id))
+        self.metric.distance_to(self.query, self.store.row(id))
     }
     #[inline]
     fn prefetch(&self, id: u32) {
-        let v = self.store.vector(id);
-        prefetch(v.as_ptr());
-        prefetch(v.as_ptr().wrapping_add(16));
+        self.store.row(id).prefetch(2);
     }
 }
 
@@ -77,19 +75,14 @@ pub(crate) fn rescore<S: VectorStore + ?Sized>(
     metric: Metric,
     pool: &mut [Neighbor],
 ) {
-    let fetch = |n: &Neighbor| {
-        let v = store.vector(n.id);
-        for i in (0..v.len()).step_by(16) {
-            prefetch(v.as_ptr().wrapping_add(i));
-        }
-    };
+    let fetch = |n: &Neighbor| store.row(n.id).prefetch(usize::MAX);
     pool.iter().take(RESCORE_AHEAD).for_each(fetch);
     for i in 0..pool.len() {
         if let Some(ahead) = pool.get(i + RESCORE_AHEAD) {
             fetch(ahead);
         }
         let id = pool[i].id;
-        pool[i].distance = metric.distance(q, store.vector(id));
+        pool[i].distance = metric.distance_to(q, store.row(id));
     }
     pool.sort();
 }

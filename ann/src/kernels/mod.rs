@@ -26,6 +26,10 @@ pub struct KernelSet {
     pub dot_f16: fn(&[f16], &[f16]) -> f32,
     /// Squared L2 distance of f16 vectors (f32 accumulation).
     pub l2_f16: fn(&[f16], &[f16]) -> f32,
+    /// Dot product of an f32 vector with an f16 vector (f32 accumulation).
+    pub dot_f32_f16: fn(&[f32], &[f16]) -> f32,
+    /// Squared L2 distance of an f32 vector to an f16 vector (f32 accumulation).
+    pub l2_f32_f16: fn(&[f32], &[f16]) -> f32,
     /// Dot product of i8 vectors (exact i32).
     pub dot_i8: fn(&[i8], &[i8]) -> i32,
     /// Squared L2 distance of i8 vectors (exact i32).
@@ -48,6 +52,8 @@ pub fn scalar_set() -> KernelSet {
         l2_f32: scalar::l2_f32,
         dot_f16: scalar::dot_f16,
         l2_f16: scalar::l2_f16,
+        dot_f32_f16: scalar::dot_f32_f16,
+        l2_f32_f16: scalar::l2_f32_f16,
         dot_i8: scalar::dot_i8,
         l2_i8: scalar::l2_i8,
         dot_u8i8: scalar::dot_u8i8,
@@ -107,6 +113,18 @@ pub fn dot_f16(a: &[f16], b: &[f16]) -> f32 {
 #[inline]
 pub fn l2_f16(a: &[f16], b: &[f16]) -> f32 {
     (active().l2_f16)(a, b)
+}
+
+/// Dot product of an f32 vector with an f16 vector.
+#[inline]
+pub fn dot_f32_f16(a: &[f32], b: &[f16]) -> f32 {
+    (active().dot_f32_f16)(a, b)
+}
+
+/// Squared L2 distance of an f32 vector to an f16 vector.
+#[inline]
+pub fn l2_f32_f16(a: &[f32], b: &[f16]) -> f32 {
+    (active().l2_f32_f16)(a, b)
 }
 
 /// Dot product of i8 vectors.
@@ -184,6 +202,16 @@ mod tests {
                     "{} l2_f16 n={n}",
                     k.name
                 );
+                assert!(
+                    close((k.dot_f32_f16)(&a, &hb), (s.dot_f32_f16)(&a, &hb), scale),
+                    "{} dot_f32_f16 n={n}",
+                    k.name
+                );
+                assert!(
+                    close((k.l2_f32_f16)(&a, &hb), (s.l2_f32_f16)(&a, &hb), scale),
+                    "{} l2_f32_f16 n={n}",
+                    k.name
+                );
                 let ia: Vec<i8> = (0..n)
                     .map(|_| (rng.below(256) as i32 - 128) as i8)
                     .collect();
@@ -235,6 +263,8 @@ mod tests {
         let h: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
         assert_eq!(dot_f16(&h, &h), 14.0);
         assert_eq!(l2_f16(&h, &h), 0.0);
+        assert_eq!(dot_f32_f16(&a, &h), 14.0);
+        assert_eq!(l2_f32_f16(&a, &h), 0.0);
         assert!(!active().name.is_empty());
     }
 }

@@ -22,6 +22,8 @@ pub fn neon_set() -> Option<KernelSet> {
             },
             dot_f16: |a, b| f16_blocks::<false>(a, b),
             l2_f16: |a, b| f16_blocks::<true>(a, b),
+            dot_f32_f16: |a, b| mixed_blocks::<false>(a, b),
+            l2_f32_f16: |a, b| mixed_blocks::<true>(a, b),
             dot_i8: |a, b| {
                 // SAFETY: as above.
                 unsafe { i8_neon::<false>(a, b) }
@@ -81,6 +83,18 @@ fn f16_blocks<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
         cb[..m].convert_to_f32_slice(&mut xb[..m]);
         // SAFETY: neon is baseline on aarch64.
         s += unsafe { f32_neon::<L2>(&xa[..m], &xb[..m]) };
+    }
+    s
+}
+
+fn mixed_blocks<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
+    let mut xb = [0.0f32; 64];
+    let mut s = 0.0;
+    for (ca, cb) in a.chunks(64).zip(b.chunks(64)) {
+        let m = ca.len().min(cb.len());
+        cb[..m].convert_to_f32_slice(&mut xb[..m]);
+        // SAFETY: neon is baseline on aarch64.
+        s += unsafe { f32_neon::<L2>(&ca[..m], &xb[..m]) };
     }
     s
 }

@@ -57,6 +57,22 @@ pub fn l2_f16(a: &[f16], b: &[f16]) -> f32 {
         .sum()
 }
 
+/// Dot product of an f32 vector with a half-precision vector, accumulated in f32.
+pub fn dot_f32_f16(a: &[f32], b: &[f16]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y.to_f32()).sum()
+}
+
+/// Squared Euclidean distance of an f32 vector to a half-precision vector, accumulated in f32.
+pub fn l2_f32_f16(a: &[f32], b: &[f16]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let d = x - y.to_f32();
+            d * d
+        })
+        .sum()
+}
+
 /// Dot product of int8 vectors (exact in i32 for lengths below 131,000).
 pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()

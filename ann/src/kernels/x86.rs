@@ -31,6 +31,14 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { f16_avx2::<true>(a, b) }
             },
+            dot_f32_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { mixed_avx2::<false>(a, b) }
+            },
+            l2_f32_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { mixed_avx2::<true>(a, b) }
+            },
             dot_i8: |a, b| {
                 // SAFETY: as above.
                 unsafe { i8_avx2::<false>(a, b) }
@@ -73,6 +81,14 @@ pub fn avx512_set() -> Option<KernelSet> {
             l2_f16: |a, b| {
                 // SAFETY: as above.
                 unsafe { f16_avx512::<true>(a, b) }
+            },
+            dot_f32_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { mixed_avx512::<false>(a, b) }
+            },
+            l2_f32_f16: |a, b| {
+                // SAFETY: as above.
+                unsafe { mixed_avx512::<true>(a, b) }
             },
             dot_i8: |a, b| {
                 // SAFETY: as above.
@@ -212,6 +228,38 @@ unsafe fn f16_avx2<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
     s + tail
 }
 
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn mixed_avx2<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr() as *const __m128i);
+    let mut acc0 = _mm256_setzero_ps();
+    let mut acc1 = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 16 <= n {
+        let x0 = _mm256_loadu_ps(pa.add(i));
+        let x1 = _mm256_loadu_ps(pa.add(i + 8));
+        let y0 = _mm256_cvtph_ps(_mm_loadu_si128(pb.add(i / 8)));
+        let y1 = _mm256_cvtph_ps(_mm_loadu_si128(pb.add(i / 8 + 1)));
+        if L2 {
+            let d0 = _mm256_sub_ps(x0, y0);
+            let d1 = _mm256_sub_ps(x1, y1);
+            acc0 = _mm256_fmadd_ps(d0, d0, acc0);
+            acc1 = _mm256_fmadd_ps(d1, d1, acc1);
+        } else {
+            acc0 = _mm256_fmadd_ps(x0, y0, acc0);
+            acc1 = _mm256_fmadd_ps(x1, y1, acc1);
+        }
+        i += 16;
+    }
+    let s = hsum256(_mm256_add_ps(acc0, acc1));
+    let tail = if L2 {
+        scalar::l2_f32_f16(&a[i..n], &b[i..n])
+    } else {
+        scalar::dot_f32_f16(&a[i..n], &b[i..n])
+    };
+    s + tail
+}
+
 #[target_feature(enable = "avx2")]
 unsafe fn i8_avx2<const L2: bool>(a: &[i8], b: &[i8]) -> i32 {
     let n = a.len().min(b.len());
@@ -295,6 +343,34 @@ unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
             (1u16 << left) - 1
         };
         let x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pa.add(i) as *const i16));
+        let y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pb.add(i) as *const i16));
+        if L2 {
+            let d = _mm512_sub_ps(x, y);
+            acc0 = _mm512_fmadd_ps(d, d, acc0);
+        } else {
+            acc0 = _mm512_fmadd_ps(x, y, acc0);
+        }
+        std::mem::swap(&mut acc0, &mut acc1);
+        i += 16;
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr() as *const u16);
+    let mut acc0 = _mm512_setzero_ps();
+    let mut acc1 = _mm512_setzero_ps();
+    let mut i = 0;
+    while i < n {
+        let left = n - i;
+        let mask: __mmask16 = if left >= 16 {
+            0xFFFF
+        } else {
+            (1u16 << left) - 1
+        };
+        let x = _mm512_maskz_loadu_ps(mask, pa.add(i));
         let y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pb.add(i) as *const i16));
         if L2 {
             let d = _mm512_sub_ps(x, y);

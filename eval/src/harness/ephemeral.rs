@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use clawhdf5_ann::VectorStore;
 use clawhdf5_memory::cognitive::{AgentMemory, CognitiveConfig};
 use clawhdf5_memory::{Durability, NewMemory, Store, StoreOptions};
 use serde_json::json;

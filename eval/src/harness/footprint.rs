@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use clawhdf5_ann::rng::SplitMix64;
-use clawhdf5_ann::VectorStore;
 use clawhdf5_format::messages::Layout;
 use clawhdf5_format::{Datatype, EntryKind, H5File};
 use serde_json::json;
@@ -230,7 +229,8 @@ fn summary_table(rs: &[FootprintResult]) -> Table {
         "Records: two LoCoMo turns each (distinct), session id and date; vectors: {}, stored as f16 (the \
          default precision). The file is measured after a checkpoint and close. Resident memory: VmRSS of a \
          fresh process (`harness-probe`) before `Store::open` and after the first hybrid query; the store keeps \
-         f32 vectors in memory (plus an int8 copy and the HNSW graph above its exact-search threshold).",
+         its vectors in memory in the store's precision (f16 here), plus an int8 copy and the HNSW graph above \
+         its exact-search threshold.",
         vectors::describe()
     ));
     t

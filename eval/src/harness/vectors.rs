@@ -46,7 +46,6 @@ pub fn near(v: &[f32], spread: f32, rng: &mut SplitMix64) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clawhdf5_ann::VectorStore;
 
     #[test]
     fn near_is_unit_and_close() {
