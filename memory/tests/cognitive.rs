@@ -484,8 +484,23 @@ fn media_memories_are_indexed_and_persisted() {
     assert!(bad.is_err(), "dimension mismatch refused");
     m.close().unwrap();
 
+    let store = Store::open_read_only(&p).unwrap();
+    for name in [
+        "cognitive_media_0000",
+        "cognitive_media_graph_image",
+        "cognitive_media_graph_audio",
+        "cognitive_media_graph_text",
+    ] {
+        assert!(store.extension(name).is_some(), "{name} in the file");
+    }
+    drop(store);
     let m = open(&p);
     assert_eq!(m.media().len(), 2);
+    assert!(
+        m.media().graph_loaded(Modality::Image),
+        "the HNSW graph is read from the file, not rebuilt"
+    );
+    assert_eq!(m.media().indexed(Modality::Image), 1);
     let hits = m
         .search_media(Some(Modality::Image), &[0.9, 0.1, 0.0], 1)
         .unwrap();
@@ -567,4 +582,297 @@ fn min_score_is_absolute_not_relative_to_the_best_hit() {
     let mut q = kw("bakery", 5);
     q.min_score = Some(threshold);
     assert!(m.search(&q, T0).unwrap().hits.is_empty(), "I don't know");
+}
+
+#[test]
+fn media_saved_after_the_last_flush_are_indexed_on_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let emb = |i: usize| {
+        let a = i as f32 * 0.21;
+        vec![a.cos(), a.sin(), 0.05 * (i % 5) as f32, 1.0]
+    };
+    let mut ids = Vec::new();
+    let mut m = open(&p);
+    for i in 0..40 {
+        ids.push(
+            m.save_media(
+                at(&format!("photo number {i} of the garden"), T0),
+                Modality::Image,
+                &format!("file:///photos/{i}.jpg"),
+                Some("image/jpeg"),
+                vec![(Modality::Image, emb(i))],
+            )
+            .unwrap()
+            .id,
+        );
+    }
+    m.close().unwrap();
+    let mut m = open(&p);
+    assert!(m.media().graph_loaded(Modality::Image));
+    let late = m
+        .save_media(
+            at("photo of the new greenhouse", T0 + DAY),
+            Modality::Image,
+            "file:///photos/greenhouse.jpg",
+            None,
+            vec![(Modality::Image, vec![0.0, 0.0, -1.0, 0.2])],
+        )
+        .unwrap()
+        .id;
+    // Dropped without close: the entry chunk is in the log, the graph in the file is one medium behind.
+    drop(m);
+    let m = open(&p);
+    assert_eq!(m.media().len(), 41);
+    assert!(
+        !m.media().graph_loaded(Modality::Image),
+        "stale graph rebuilt"
+    );
+    assert_eq!(m.media().indexed(Modality::Image), 41);
+    let hits = m
+        .search_media(Some(Modality::Image), &[0.0, 0.0, -1.0, 0.2], 1)
+        .unwrap();
+    assert_eq!(hits[0].0.record_id, late);
+    let hits = m.search_media(None, &emb(17), 3).unwrap();
+    assert_eq!(hits[0].0.record_id, ids[17]);
+    assert!(hits[0].0.score > 0.99);
+    m.close().unwrap();
+    // The rebuilt graph was persisted on close.
+    let m = open(&p);
+    assert!(m.media().graph_loaded(Modality::Image));
+}
+
+#[test]
+fn graph_reads_accented_and_cjk_text_through_save_and_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    m.save(at("Then José Álvarez moved to Zürich", T0)).unwrap();
+    m.save(at("Zürich has a great Rust meetup every month", T0))
+        .unwrap();
+    let cjk = m
+        .save(at(
+            "我在2023年5月18日开始用Python和Kubernetes，和Alice一起搬到了东京。",
+            T0,
+        ))
+        .unwrap()
+        .id;
+    m.save(at("東京でRustの勉強会に参加した", T0)).unwrap();
+    m.close().unwrap();
+
+    let m = open(&p);
+    let g = m.graph();
+    let jose = g.find("José Álvarez").unwrap();
+    assert_eq!(g.find("jose alvarez"), Some(jose), "accents folded");
+    let zurich = g.find("Zurich").unwrap();
+    assert!(g.bfs(jose, 1).contains(&(zurich, 1)));
+    for name in [
+        "2023年5月18日",
+        "Python",
+        "Kubernetes",
+        "Alice",
+        "东京",
+        "東京",
+    ] {
+        assert!(g.find(name).is_some(), "{name} extracted and persisted");
+    }
+    let python = g.find("python").unwrap();
+    assert!(g.entity(python).unwrap().mentions.contains(&cjk));
+    // An unaccented query names the accented entity; the graph expands it to Zürich and its meetup (kept
+    // here with confidence rejection off: found only through the graph, it scores far below the direct hit).
+    drop(m);
+    let mut cfg = CognitiveConfig::default();
+    cfg.confidence.min_relative = 0.0;
+    let m = open_with(&p, cfg);
+    let r = m
+        .search(&kw("what does Jose Alvarez do in the evenings", 5), T0)
+        .unwrap();
+    assert!(
+        r.expanded_with.iter().any(|n| n == "Zürich"),
+        "{:?}",
+        r.expanded_with
+    );
+    assert!(
+        r.hits.iter().any(|h| h.record.text.contains("meetup")),
+        "{:#?} rejected {}",
+        r.hits
+            .iter()
+            .map(|h| (&h.record.text, h.score))
+            .collect::<Vec<_>>(),
+        r.rejected
+    );
+    // A CJK query finds the CJK place by substring.
+    let r = m.search(&kw("东京 Python", 5), T0).unwrap();
+    assert_eq!(r.hits[0].record.id, cjk);
+}
+
+#[test]
+fn recall_for_turn_skips_content_free_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let id = m
+        .save(at("My dentist appointment is on Friday at 9", T0))
+        .unwrap()
+        .id;
+    m.close().unwrap();
+    let m = open(&p);
+    for turn in ["ok", "Thanks!", "👍", "yes please"] {
+        assert!(
+            m.recall_for_turn(&kw(turn, 3), T0).unwrap().is_none(),
+            "{turn:?} is not searched"
+        );
+    }
+    let r = m
+        .recall_for_turn(&kw("when is my dentist appointment?", 3), T0)
+        .unwrap()
+        .expect("a real question is searched");
+    assert_eq!(r.hits[0].record.id, id);
+}
+
+#[test]
+fn any_script_goes_through_save_search_and_reopen() {
+    let texts = [
+        "Álvarez moved to Zürich",
+        "Ömer lives in İstanbul since İlkbahar",
+        "Éloïse works at Société Générale",
+        "ÇA VA? Ñandú joined Ålesund Fotball",
+        "我在2023年5月18日开始用Python，和Alice一起搬到了东京。",
+        "昨日、田中さんは東京でRustの勉強会に参加した。先週も行った。",
+        "어제 서울에서 2023년 5월에 김민준을 만났다",
+        "Моя сестра Анна живёт в Москве с прошлой недели",
+        "صديقي أحمد يعيش في القاهرة",
+        "🙂🙂 ẞ straße 𠜎𠜱",
+        "my 名前 is 太郎",
+        "I'm 34 years old — 私は34歳です",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    for (i, t) in texts.iter().enumerate() {
+        m.save(at(t, T0 + i as i64 * DAY)).unwrap();
+        m.observe_exchange(t, t, "intl", T0 + i as i64 * DAY)
+            .unwrap();
+    }
+    m.close().unwrap();
+    let m = open(&p);
+    for t in texts {
+        let r = m.search(&kw(t, 3), T0 + 30 * DAY).unwrap();
+        assert!(!r.hits.is_empty(), "{t} finds itself");
+        m.search_sessions(t, 2).unwrap();
+    }
+    assert!(m.graph().find("zurich").is_some());
+    assert!(m.graph().find("2023年5月18日").is_some());
+}
+
+#[test]
+fn hybrid_search_reranks_with_relevance_first_and_newer_conflicts_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let cfg = CognitiveConfig {
+        knowledge_updates: false,
+        ..Default::default()
+    };
+    // Toy 4-d "embeddings": axis 0 = favourite colour, axis 1 = pets, axis 2 = travel.
+    let save = |m: &mut AgentMemory, text: &str, t: i64, e: [f32; 4]| {
+        m.save(NewMemory {
+            embedding: Some(e.to_vec()),
+            ..at(text, t)
+        })
+        .unwrap()
+        .id
+    };
+    let mut m = open_with(&p, cfg.clone());
+    let old = save(
+        &mut m,
+        "Dana's favourite colour is teal",
+        T0,
+        [1.0, 0.0, 0.1, 0.0],
+    );
+    let new = save(
+        &mut m,
+        "Dana's favourite colour is amber",
+        T0 + 20 * DAY,
+        [1.0, 0.0, 0.12, 0.0],
+    );
+    let pet = save(
+        &mut m,
+        "Dana adopted a greyhound called Pixel",
+        T0 + 40 * DAY,
+        [0.0, 1.0, 0.0, 0.1],
+    );
+    save(
+        &mut m,
+        "Dana flew to Lisbon for a conference",
+        T0 + 39 * DAY,
+        [0.0, 0.1, 1.0, 0.0],
+    );
+    m.close().unwrap();
+
+    let m = open_with(&p, cfg);
+    let hybrid = |text: &str, e: [f32; 4]| {
+        let mut q = SearchQuery::new(text, 4);
+        q.mode = SearchMode::Hybrid;
+        q.embedding = Some(e.to_vec());
+        m.search(&q, T0 + 41 * DAY).unwrap()
+    };
+    let r = hybrid("What is Dana's favourite colour?", [1.0, 0.0, 0.1, 0.0]);
+    assert_eq!(
+        r.hits[0].record.id, new,
+        "the newer of two conflicting facts first"
+    );
+    assert_eq!(r.hits[1].record.id, old, "the older one still retrievable");
+    assert!(r.hits[0].vector_score.is_some() && r.hits[0].keyword_score.is_some());
+    // The most recent record does not overtake a more relevant one.
+    let r = hybrid("Which dog did Dana adopt?", [0.0, 1.0, 0.0, 0.1]);
+    assert_eq!(r.hits[0].record.id, pet);
+    let r = hybrid("Dana's colour", [1.0, 0.0, 0.1, 0.0]);
+    assert_ne!(r.hits[0].record.id, pet);
+}
+
+#[test]
+fn forgetting_removes_a_record_everywhere_and_restores_the_version_it_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    let paris = m.save(at("I live in Paris", T0)).unwrap().id;
+    let berlin = m
+        .save(at("I moved to Berlin with Alice", T0 + 30 * DAY))
+        .unwrap()
+        .id;
+    assert_eq!(m.store().get(paris).unwrap().superseded_by, Some(berlin));
+    // Archived by consolidation: still there, until explicitly forgotten.
+    let chore = m.save(at("water the ferns weekly", T0)).unwrap().id;
+    let now = clawhdf5_memory::now_ms();
+    m.consolidate(now + 2 * DAY).unwrap();
+    m.consolidate(now + 400 * DAY).unwrap();
+    assert_eq!(m.store().get(chore).unwrap().tier, Tier::Archived);
+    assert!(m.forget(chore).unwrap());
+    assert!(m.forget(berlin).unwrap());
+    assert!(!m.forget(berlin).unwrap(), "already forgotten");
+    let alice = m.graph().find("alice").unwrap();
+    assert!(!m.graph().entity(alice).unwrap().mentions.contains(&berlin));
+    assert!(!m.timeline().range(T0, T0 + 60 * DAY).contains(&berlin));
+    m.close().unwrap();
+
+    let cfg = CognitiveConfig {
+        search_archived: true,
+        ..Default::default()
+    };
+    let mut m = open_with(&p, cfg);
+    assert!(m.store().get(chore).is_none_or(|r| r.tombstone));
+    assert!(m
+        .search(&kw("water the ferns", 5), T0)
+        .unwrap()
+        .hits
+        .is_empty());
+    // The Paris record is current again, and the next move supersedes it.
+    let r = m.search(&kw("where do I live", 5), T0 + 40 * DAY).unwrap();
+    assert_eq!(r.hits[0].record.id, paris);
+    assert!(r.hits.iter().all(|h| h.record.id != berlin));
+    let rome = m.save(at("I moved to Rome", T0 + 50 * DAY)).unwrap().id;
+    assert_eq!(m.store().get(paris).unwrap().superseded_by, Some(rome));
+    let r = m.search(&kw("where do I live", 5), T0 + 60 * DAY).unwrap();
+    assert_eq!(r.hits[0].record.id, rome);
+    assert!(r.hits.iter().all(|h| h.record.id != paris));
 }

@@ -1,15 +1,21 @@
 //! Figures for the cognitive layer: decision-gate ns/op, 2-hop BFS over 1K entities, consolidation cycle time
-//! at 1K/10K/100K records, and the re-ranker's effect on LoCoMo (Hit@1/Hit@5, BM25) and on a synthetic set of
-//! conflicting facts (how often the newer fact comes first).
+//! at 1K/10K/100K records, and the re-ranker's effect on LoCoMo (Hit@1/Hit@5) and on a synthetic set of
+//! conflicting facts (how often the newer fact comes first), each in keyword (BM25) mode and in hybrid mode
+//! (BM25 + all-MiniLM-L6-v2 embeddings computed locally, cached on disk between runs).
 //!
-//! Usage: cognitive-bench [--only gate,bfs,consolidation,locomo,conflicts] [--sizes 1000,10000,100000]
-//!                        [--locomo DIR]
+//! Usage: cognitive-bench [--only gate,bfs,consolidation,locomo,conflicts,locomo-hybrid,conflicts-hybrid]
+//!                        [--sizes 1000,10000,100000] [--locomo DIR] [--conversations N]
+//!                        [--model DIR] [--embed-cache FILE] [--smoke]
+//!
+//! `--smoke` shrinks every section (fewer timing iterations, one LoCoMo conversation) so a test can run the
+//! binary end to end; its figures are not for quoting.
 
 use std::error::Error;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use clawhdf5_embed::{Embedder, EmbeddingCache, LocalMiniLm};
 use clawhdf5_memory::cognitive::confidence::ConfidenceConfig;
 use clawhdf5_memory::cognitive::graph::Graph;
 use clawhdf5_memory::cognitive::temporal::parse_conversation_date;
@@ -20,29 +26,66 @@ type Res<T> = Result<T, Box<dyn Error>>;
 
 const DAY: i64 = 86_400_000;
 
+/// Every section, in the order they run.
+const SECTIONS: &[&str] = &[
+    "gate",
+    "bfs",
+    "consolidation",
+    "locomo",
+    "conflicts",
+    "locomo-hybrid",
+    "conflicts-hybrid",
+];
+
 struct Args {
     only: Vec<String>,
     sizes: Vec<usize>,
     locomo: PathBuf,
+    conversations: Option<usize>,
+    model: Option<PathBuf>,
+    embed_cache: Option<PathBuf>,
+    smoke: bool,
 }
 
 fn parse_args() -> Res<Args> {
     let mut a = Args {
-        only: vec!["gate", "bfs", "consolidation", "locomo", "conflicts"]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+        only: SECTIONS.iter().map(|s| s.to_string()).collect(),
         sizes: vec![1_000, 10_000, 100_000],
         locomo: PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../shared/datasets/locomo"
         )),
+        conversations: None,
+        model: None,
+        embed_cache: None,
+        smoke: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--smoke" {
+            a.smoke = true;
+            continue;
+        }
         let val = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--only" => a.only = val.split(',').map(String::from).collect(),
+            "--only" => {
+                a.only = val.split(',').map(String::from).collect();
+                if let Some(bad) = a.only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+                    return Err(format!(
+                        "unknown section {bad:?} (sections: {})",
+                        SECTIONS.join(",")
+                    )
+                    .into());
+                }
+            }
+            "--conversations" => {
+                a.conversations = Some(
+                    val.parse::<usize>()
+                        .map_err(|e| format!("bad --conversations {val:?}: {e}"))?,
+                )
+            }
+            "--model" => a.model = Some(PathBuf::from(val)),
+            "--embed-cache" => a.embed_cache = Some(PathBuf::from(val)),
             "--sizes" => {
                 a.sizes = val
                     .split(',')
@@ -73,7 +116,7 @@ impl Rng {
     }
 }
 
-fn bench_gate() {
+fn bench_gate(smoke: bool) {
     let turns = [
         "ok",
         "Thanks!",
@@ -84,7 +127,7 @@ fn bench_gate() {
         "got it.",
         "Can you remind me what we decided about the Kubernetes migration plan?",
     ];
-    let iters = 2_000_000usize;
+    let iters = if smoke { 20_000 } else { 2_000_000usize };
     let t = Instant::now();
     let mut n = 0usize;
     for i in 0..iters {
@@ -138,7 +181,7 @@ fn synthetic_names(count: usize, rng: &mut Rng) -> Vec<String> {
     out
 }
 
-fn bench_bfs() {
+fn bench_bfs(smoke: bool) {
     let mut g = Graph::new();
     let mut rng = Rng(42);
     let names = synthetic_names(1000, &mut rng);
@@ -159,7 +202,7 @@ fn bench_bfs() {
     let t = Instant::now();
     let csr_edges = g.adjacency().targets.len();
     let build_us = t.elapsed().as_secs_f64() * 1e6;
-    let iters = 200_000usize;
+    let iters = if smoke { 2_000 } else { 200_000usize };
     let mut reached = 0usize;
     let t = Instant::now();
     for i in 0..iters {
@@ -167,7 +210,7 @@ fn bench_bfs() {
     }
     let bfs_us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
     let t = Instant::now();
-    let spread_iters = 50_000usize;
+    let spread_iters = if smoke { 500 } else { 50_000usize };
     for i in 0..spread_iters {
         black_box(g.spread(&[(i % n) as u32], 2, 0.5, 0.05));
     }
@@ -363,26 +406,115 @@ fn ablate(f: impl Fn(&mut CognitiveConfig)) -> CognitiveConfig {
     c
 }
 
-fn bench_locomo(dir: &Path) -> Res<()> {
+/// all-MiniLM-L6-v2 behind an on-disk cache, so a rerun computes no vector twice.
+struct Embeddings {
+    model: LocalMiniLm,
+    cache: EmbeddingCache,
+    computed: usize,
+}
+
+impl Embeddings {
+    fn open(model_dir: Option<&Path>, cache: Option<&Path>) -> Res<Self> {
+        let model = LocalMiniLm::load(model_dir, None).map_err(|e| {
+            format!(
+                "the hybrid sections need the all-MiniLM-L6-v2 model (pass --model DIR, or leave them out with --only): {e}"
+            )
+        })?;
+        let path = match cache {
+            Some(p) => p.to_path_buf(),
+            None => clawhdf5_embed::default_cache_dir()
+                .map(|d| {
+                    d.parent()
+                        .unwrap_or(&d)
+                        .join("cognitive-bench-embeddings.bin")
+                })
+                .ok_or("no user cache directory: pass --embed-cache FILE")?,
+        };
+        let cache = EmbeddingCache::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Embeddings {
+            model,
+            cache,
+            computed: 0,
+        })
+    }
+
+    /// One vector per text, computed only when not cached yet.
+    fn embed(&mut self, texts: &[String], label: &str) -> Res<Vec<Vec<f32>>> {
+        let id = self.model.model_id().to_string();
+        let missing = texts
+            .iter()
+            .filter(|t| self.cache.get(&id, t).is_none())
+            .count();
+        if missing > 0 {
+            eprintln!("embedding {missing} texts ({label})...");
+        }
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(256) {
+            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            out.extend(self.cache.embed_with_cache(&self.model, &refs)?);
+        }
+        self.cache.sync()?;
+        self.computed += missing;
+        Ok(out)
+    }
+}
+
+fn mode_name(mode: SearchMode) -> &'static str {
+    match mode {
+        SearchMode::Keyword => "BM25",
+        SearchMode::Hybrid => "hybrid",
+        SearchMode::Vector => "vector",
+        SearchMode::Rrf => "RRF",
+    }
+}
+
+/// Store options of the bench's throw-away stores.
+fn bench_opts() -> StoreOptions {
+    StoreOptions {
+        durability: Durability::None,
+        auto_checkpoint_bytes: u64::MAX,
+        ..Default::default()
+    }
+}
+
+fn remove_store(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    let _ = std::fs::remove_file(clawhdf5_memory::wal_path(p));
+}
+
+fn bench_locomo(
+    dir: &Path,
+    mode: SearchMode,
+    mut emb: Option<&mut Embeddings>,
+    conversations: Option<usize>,
+) -> Res<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    if let Some(n) = conversations {
+        files.truncate(n);
+    }
     if files.is_empty() {
         return Err(format!("no LoCoMo json files in {}", dir.display()).into());
     }
-    // Variants: 0 raw store BM25; AgentMemory with (rerank, knowledge updates, confidence) as named.
+    if mode != SearchMode::Keyword && emb.is_none() {
+        return Err("a LoCoMo run outside keyword mode needs embeddings".into());
+    }
+    let label = mode_name(mode);
+    // Variants: 0 raw store; AgentMemory with (rerank, knowledge updates, confidence) as named.
     let names = [
-        "Store::search, BM25 (no cognitive layer)",
-        "AgentMemory, re-ranker off",
-        "AgentMemory, re-ranker on",
-        "AgentMemory, re-ranker on + knowledge updates",
-        "AgentMemory, re-ranker on + confidence rejection",
-        "ablation: re-ranker on, no time-order hint",
-        "ablation: re-ranker on, no access activation",
-        "ablation: re-ranker on, no recency",
+        format!("Store::search, {label} (no cognitive layer)"),
+        "AgentMemory, re-ranker off".to_string(),
+        "AgentMemory, re-ranker on".to_string(),
+        "AgentMemory, re-ranker on + knowledge updates".to_string(),
+        "AgentMemory, re-ranker on + confidence rejection".to_string(),
+        "ablation: re-ranker on, no time-order hint".to_string(),
+        "ablation: re-ranker on, no access activation".to_string(),
+        "ablation: re-ranker on, no recency".to_string(),
+        "ablation: re-ranker on, no conflict rule".to_string(),
     ];
     let variants = [
         None,
@@ -393,37 +525,55 @@ fn bench_locomo(dir: &Path) -> Res<()> {
         Some(ablate(|c| c.rerank.order_weight = 0.0)),
         Some(ablate(|c| c.rerank.activation_weight = 0.0)),
         Some(ablate(|c| c.rerank.recency_weight = 0.0)),
+        Some(ablate(|c| c.rerank.conflict_margin = 0.0)),
     ];
     let mut tallies = vec![Tally::default(); names.len()];
     let mut cat_tallies = vec![[Tally::default(); 6]; names.len()];
+    // Questions whose top answer changed between re-ranker off (1) and on (2): won / lost at rank 1.
+    let (mut won, mut lost) = (0usize, 0usize);
     let tmp = tempfile_dir()?;
     let mut total_turns = 0usize;
     for f in &files {
         let (turns, qs, last) = load_locomo(f)?;
+        let qs: Vec<Question> = qs.into_iter().filter(|q| q.category != 5).collect();
         total_turns += turns.len();
+        let (turn_vecs, q_vecs) = match emb.as_deref_mut() {
+            Some(e) if mode != SearchMode::Keyword => {
+                let name = f
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let tv = e.embed(
+                    &turns.iter().map(|t| t.text.clone()).collect::<Vec<_>>(),
+                    &format!("{name} turns"),
+                )?;
+                let qv = e.embed(
+                    &qs.iter().map(|q| q.text.clone()).collect::<Vec<_>>(),
+                    &format!("{name} questions"),
+                )?;
+                (Some(tv), Some(qv))
+            }
+            _ => (None, None),
+        };
+        let mut top1: Vec<Vec<bool>> = vec![Vec::new(); names.len()];
         for (vi, cfg) in variants.iter().enumerate() {
             let p = tmp.join(format!("locomo-{vi}.h5"));
-            let _ = std::fs::remove_file(&p);
-            let _ = std::fs::remove_file(clawhdf5_memory::wal_path(&p));
-            let opts = StoreOptions {
-                durability: Durability::None,
-                auto_checkpoint_bytes: u64::MAX,
-                ..Default::default()
-            };
-            let mut m = AgentMemory::open(&p, opts, cfg.clone().unwrap_or_default())?;
-            for t in &turns {
+            remove_store(&p);
+            let mut m = AgentMemory::open(&p, bench_opts(), cfg.clone().unwrap_or_default())?;
+            for (ti, t) in turns.iter().enumerate() {
                 m.save(NewMemory {
                     text: t.text.clone(),
                     session: Some(t.session.clone()),
                     event_time: Some(t.time),
                     tags: vec![t.dia.clone()],
+                    embedding: turn_vecs.as_ref().map(|v| v[ti].clone()),
                     ..Default::default()
                 })?;
             }
             let reference = last + DAY;
-            for q in qs.iter().filter(|q| q.category != 5) {
+            for (qi, q) in qs.iter().enumerate() {
                 let mut sq = SearchQuery::new(q.text.clone(), 5);
-                sq.mode = SearchMode::Keyword;
+                sq.mode = mode;
+                sq.embedding = q_vecs.as_ref().map(|v| v[qi].clone());
                 let ids: Vec<Vec<String>> = if cfg.is_some() {
                     m.search(&sq, reference)?
                         .hits
@@ -442,6 +592,7 @@ fn bench_locomo(dir: &Path) -> Res<()> {
                         .take(k)
                         .any(|tags| tags.iter().any(|t| q.evidence.contains(t)))
                 };
+                top1[vi].push(hit_at(1));
                 for t in [
                     &mut tallies[vi],
                     &mut cat_tallies[vi][q.category.clamp(0, 5) as usize],
@@ -453,17 +604,27 @@ fn bench_locomo(dir: &Path) -> Res<()> {
                 }
             }
             drop(m);
-            let _ = std::fs::remove_file(&p);
-            let _ = std::fs::remove_file(clawhdf5_memory::wal_path(&p));
+            remove_store(&p);
+        }
+        for (off, on) in top1[1].iter().zip(&top1[2]) {
+            won += usize::from(*on && !*off);
+            lost += usize::from(*off && !*on);
         }
     }
-    println!("## Re-ranker on LoCoMo\n");
+    println!("## Re-ranker on LoCoMo, {label} mode\n");
     println!(
         "{} conversations, {total_turns} turns saved as `Speaker: text` with the session date as event time; {} questions",
         files.len(),
         tallies[0].n
     );
-    println!("(categories 1-4; category 5 is adversarial). Keyword (BM25) mode, k = 5, reference time = last session + 1 day.");
+    let how = match mode {
+        SearchMode::Keyword => "Keyword (BM25) mode".to_string(),
+        _ => format!(
+            "{} mode (BM25 + all-MiniLM-L6-v2 cosine, the store's default fusion weights)",
+            label
+        ),
+    };
+    println!("(categories 1-4; category 5 is adversarial). {how}, k = 5, reference time = last session + 1 day.");
     println!("A hit is a returned turn whose dia_id is in the question's evidence. Without confidence rejection unless named.\n");
     println!("| variant | Hit@1 | Hit@5 | no answer |\n|---|---|---|---|");
     for (i, t) in tallies.iter().enumerate() {
@@ -476,8 +637,9 @@ fn bench_locomo(dir: &Path) -> Res<()> {
         );
     }
     println!(
-        "\nHit@1 by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n"
+        "\nRe-ranker on vs off, question by question: {won} questions gained a rank-1 hit, {lost} lost one.\n"
     );
+    println!("Hit@1 by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n");
     println!("| variant | cat 1 | cat 2 | cat 3 | cat 4 |\n|---|---|---|---|---|");
     for (i, c) in cat_tallies.iter().enumerate() {
         let f = |t: &Tally| format!("{:.3} (n={})", t.hit1 as f64 / t.n.max(1) as f64, t.n);
@@ -494,7 +656,8 @@ fn bench_locomo(dir: &Path) -> Res<()> {
     Ok(())
 }
 
-fn bench_conflicts() -> Res<()> {
+fn bench_conflicts(mode: SearchMode, emb: Option<&mut Embeddings>) -> Res<()> {
+    let label = mode_name(mode);
     let people = [
         "Alice", "Bruno", "Chen", "Dana", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas",
     ];
@@ -551,49 +714,62 @@ fn bench_conflicts() -> Res<()> {
         }
     }
     let reference = base + 400 * DAY;
+    let (save_vecs, query_vecs) = match emb {
+        Some(e) if mode != SearchMode::Keyword => (
+            Some(e.embed(
+                &saves.iter().map(|s| s.0.clone()).collect::<Vec<_>>(),
+                "conflicting facts",
+            )?),
+            Some(e.embed(
+                &pairs.iter().map(|p| p.query.clone()).collect::<Vec<_>>(),
+                "conflict queries",
+            )?),
+        ),
+        Some(_) => (None, None),
+        None if mode == SearchMode::Keyword => (None, None),
+        None => return Err("the conflicts section outside keyword mode needs embeddings".into()),
+    };
+    let store_name = format!("Store::search, {label}");
     let names = [
-        "Store::search, BM25",
+        store_name.as_str(),
         "AgentMemory, re-ranker off",
         "AgentMemory, re-ranker on",
         "ablation: re-ranker on, no conflict rule",
         "ablation: re-ranker on, no recency",
     ];
     let tmp = tempfile_dir()?;
-    println!("## Conflicting facts\n");
+    println!("## Conflicting facts, {label} mode\n");
     println!(
         "{} subjects (10 people × 10 attributes), each stated twice with different values 1-60 days apart, saved in",
         pairs.len()
     );
-    println!("random order, plus one distractor per subject; 3 phrasings. Query: \"What is P's favourite T?\" (BM25).");
+    println!("random order, plus one distractor per subject; 3 phrasings. Query: \"What is P's favourite T?\" ({label}).");
     println!(
         "Knowledge updates off, so both facts stay retrievable and only the ranking decides.\n"
     );
     println!("| variant | newer fact ranked above the older one |\n|---|---|");
     for (vi, name) in names.iter().enumerate() {
         let p = tmp.join(format!("conflicts-{vi}.h5"));
-        let _ = std::fs::remove_file(&p);
-        let _ = std::fs::remove_file(clawhdf5_memory::wal_path(&p));
-        let opts = StoreOptions {
-            durability: Durability::None,
-            ..Default::default()
-        };
+        remove_store(&p);
         let cfg = match vi {
             3 => ablate(|c| c.rerank.conflict_margin = 0.0),
             4 => ablate(|c| c.rerank.recency_weight = 0.0),
             _ => variant_cfg(vi >= 2, false, false),
         };
-        let mut m = AgentMemory::open(&p, opts, cfg)?;
-        for (text, t) in &saves {
+        let mut m = AgentMemory::open(&p, bench_opts(), cfg)?;
+        for (si, (text, t)) in saves.iter().enumerate() {
             m.save(NewMemory {
                 text: text.clone(),
                 event_time: Some(*t),
+                embedding: save_vecs.as_ref().map(|v| v[si].clone()),
                 ..Default::default()
             })?;
         }
         let mut newer_first = 0;
-        for pair in &pairs {
+        for (pi, pair) in pairs.iter().enumerate() {
             let mut q = SearchQuery::new(pair.query.clone(), 10);
-            q.mode = SearchMode::Keyword;
+            q.mode = mode;
+            q.embedding = query_vecs.as_ref().map(|v| v[pi].clone());
             let texts: Vec<String> = if vi == 0 {
                 m.store()
                     .search(&q)?
@@ -623,8 +799,7 @@ fn bench_conflicts() -> Res<()> {
         }
         println!("| {name} | {newer_first} / {} |", pairs.len());
         drop(m);
-        let _ = std::fs::remove_file(&p);
-        let _ = std::fs::remove_file(clawhdf5_memory::wal_path(&p));
+        remove_store(&p);
     }
     println!();
     Ok(())
@@ -633,20 +808,48 @@ fn bench_conflicts() -> Res<()> {
 fn main() -> Res<()> {
     let args = parse_args()?;
     let has = |s: &str| args.only.iter().any(|x| x == s);
+    let conversations = if args.smoke {
+        Some(args.conversations.unwrap_or(1))
+    } else {
+        args.conversations
+    };
     if has("gate") {
-        bench_gate();
+        bench_gate(args.smoke);
     }
     if has("bfs") {
-        bench_bfs();
+        bench_bfs(args.smoke);
     }
     if has("consolidation") {
-        bench_consolidation(&args.sizes)?;
+        let sizes = if args.smoke {
+            vec![1_000]
+        } else {
+            args.sizes.clone()
+        };
+        bench_consolidation(&sizes)?;
     }
     if has("locomo") {
-        bench_locomo(&args.locomo)?;
+        bench_locomo(&args.locomo, SearchMode::Keyword, None, conversations)?;
     }
     if has("conflicts") {
-        bench_conflicts()?;
+        bench_conflicts(SearchMode::Keyword, None)?;
+    }
+    if has("locomo-hybrid") || has("conflicts-hybrid") {
+        let mut emb = Embeddings::open(args.model.as_deref(), args.embed_cache.as_deref())?;
+        if has("locomo-hybrid") {
+            bench_locomo(
+                &args.locomo,
+                SearchMode::Hybrid,
+                Some(&mut emb),
+                conversations,
+            )?;
+        }
+        if has("conflicts-hybrid") {
+            bench_conflicts(SearchMode::Hybrid, Some(&mut emb))?;
+        }
+        eprintln!(
+            "{} texts embedded in this run (the rest came from the cache)",
+            emb.computed
+        );
     }
     let _ = std::fs::remove_dir_all(
         std::env::temp_dir().join(format!("cognitive-bench-{}", std::process::id())),

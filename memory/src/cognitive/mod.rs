@@ -6,6 +6,7 @@
 //! * `save` adds knowledge-update detection ([`updates`]: a newer memory about the same subject supersedes the
 //!   older one, which is kept), entity extraction into the [`graph`], the [`temporal`] index (with relative
 //!   times resolved against the conversation's date) and the [`sessions`] table;
+//! * `recall_for_turn` runs the decision gate on a user turn before searching for it;
 //! * `search` parses temporal hints into a time filter and an ordering, expands the query through the
 //!   entities it names (spreading activation over the graph), re-ranks a larger pool ([`rerank`]) and drops
 //!   weak results ([`confidence`]);
@@ -15,7 +16,8 @@
 //!
 //! State that cannot be derived from the records is persisted through the store's extensions (logged in its
 //! write-ahead log, written under `/extensions` in the HDF5 file): `cognitive_graph`, `cognitive_sessions`,
-//! `cognitive_state` (strategy and consolidation progress) and `cognitive_media_NNNN`. Per-record state (tier,
+//! `cognitive_state` (strategy and consolidation progress), `cognitive_media_NNNN` (media entries) and
+//! `cognitive_media_graph_<modality>` (their HNSW graphs). Per-record state (tier,
 //! importance, superseded-by) goes through [`RecordChange`]. The temporal and subject indexes are rebuilt
 //! from the records on open.
 
@@ -220,6 +222,9 @@ impl AgentMemory {
             };
             media.load_chunk(b).map_err(|e| corrupt(&store, &name, e))?;
         }
+        media
+            .finish_load(|m| store.extension(&multimodal::graph_name(m)))
+            .map_err(|e| corrupt(&store, "cognitive_media_graph", e))?;
         let ephemeral = EphemeralStore::new(cfg.ephemeral_capacity, cfg.ephemeral_ttl_ms);
         let mut m = AgentMemory {
             store,
@@ -245,7 +250,7 @@ impl AgentMemory {
         let records = self.store.records();
         for r in records.iter().filter(|r| !r.tombstone) {
             self.temporal.insert(r.id, rerank::record_time(r));
-            if r.superseded_by.is_none() {
+            if self.is_current(r) {
                 // Rebuild only: the supersessions were already recorded.
                 let _ = self
                     .subjects
@@ -410,7 +415,32 @@ impl AgentMemory {
         self.subjects.remove(id);
         self.graph.forget_record(id);
         self.consolidator.invalidate();
+        // The versions it superseded are current again (searches skip the forgotten link; see
+        // `current_version`): put them back in the subject index so the next update supersedes them.
+        let previous: Vec<(String, u64, String, i64)> = self
+            .store
+            .records()
+            .iter()
+            .filter(|x| !x.tombstone && x.superseded_by == Some(id))
+            .map(|x| {
+                (
+                    x.agent.clone(),
+                    x.id,
+                    x.text.clone(),
+                    rerank::record_time(x),
+                )
+            })
+            .collect();
+        for (agent, pid, text, time) in previous {
+            let _ = self.subjects.observe(&agent, pid, &text, time);
+        }
         Ok(true)
+    }
+
+    /// Whether a record is the current version of what it states: not superseded, or superseded only by
+    /// versions that were forgotten since.
+    fn is_current(&self, r: &Record) -> bool {
+        r.superseded_by.is_none() || self.current_version(r).is_some_and(|c| c.id == r.id)
     }
 
     /// Every version of the fact a record states (same holder and attribute, same agent), oldest first,
@@ -462,11 +492,13 @@ impl AgentMemory {
         let mut hits = Vec::with_capacity(raw.len());
         for mut h in raw {
             // The newer version of a fact answers for the older one; asked for history, both are returned.
-            let successor = if h.record.superseded_by.is_some() {
-                self.current_version(&h.record)
-                    .filter(|s| filter.matches(s))
-            } else {
-                None
+            // A record whose successors were all forgotten is current again.
+            let (superseded, successor) = match h.record.superseded_by {
+                None => (false, None),
+                Some(_) => match self.current_version(&h.record) {
+                    Some(c) if c.id == h.record.id => (false, None),
+                    other => (true, other.filter(|s| filter.matches(s))),
+                },
             };
             let mut group = Vec::with_capacity(2);
             match successor {
@@ -480,7 +512,7 @@ impl AgentMemory {
                     h.record = succ;
                     group.push(h);
                 }
-                None if h.record.superseded_by.is_some() && !filter.include_superseded => {}
+                None if superseded && !filter.include_superseded => {}
                 None => group.push(h),
             }
             for h in group {
@@ -495,16 +527,23 @@ impl AgentMemory {
         Ok(hits)
     }
 
-    /// The live record at the end of a record's superseded-by chain.
+    /// The live record at the end of a record's superseded-by chain; a forgotten (or missing) link ends the
+    /// chain at the last live version before it, which may be `r` itself. `None` for a chain too long to be
+    /// sound (over 64 links: a cycle).
     fn current_version(&self, r: &Record) -> Option<Record> {
-        let mut cur = r.superseded_by?;
+        let Some(mut cur) = r.superseded_by else {
+            return Some(r.clone());
+        };
+        let mut last_live = r.clone();
         for _ in 0..64 {
-            let next = self.record(cur)?;
-            if next.tombstone {
-                return None;
-            }
+            let Some(next) = self.record(cur).filter(|x| !x.tombstone) else {
+                return Some(last_live);
+            };
             match next.superseded_by {
-                Some(n) if n != cur => cur = n,
+                Some(n) if n != cur => {
+                    cur = n;
+                    last_live = next;
+                }
                 _ => return Some(next),
             }
         }
@@ -590,6 +629,16 @@ impl AgentMemory {
         recall.rejected = rejected;
         recall.hits = kept;
         Ok(recall)
+    }
+
+    /// Automatic recall for a user turn: the decision gate skips turns with nothing to look up ("ok",
+    /// "thanks!", an emoji), answering `None` without touching the store; any other turn is searched as
+    /// [`Self::search`] would (`q.text` is the turn; `q` carries k, mode, filter and embedding).
+    pub fn recall_for_turn(&self, q: &SearchQuery, reference_time: i64) -> Result<Option<Recall>> {
+        if !gate::should_search(&q.text) {
+            return Ok(None);
+        }
+        self.search(q, reference_time).map(Some)
     }
 
     /// Which sessions (conversations) a query is about, best first.
@@ -766,15 +815,29 @@ impl AgentMemory {
         self.store.put_extension(name, payload)
     }
 
-    /// Persist the cognitive state and fold the log into the HDF5 file.
+    /// Write the media indexes' HNSW graphs that changed. Only on checkpoint and close: a graph is rewritten
+    /// whole, and one left behind by a crash is rebuilt from the media entries on open.
+    fn persist_media_graphs(&mut self) -> Result<()> {
+        for (name, bytes) in self.media.take_dirty_graphs() {
+            match self.store.put_extension(&name, bytes) {
+                Err(MemoryError::ReadOnly(_)) => return Ok(()),
+                other => other?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Persist the cognitive state (media graphs included) and fold the log into the HDF5 file.
     pub fn checkpoint(&mut self) -> Result<()> {
         self.flush()?;
+        self.persist_media_graphs()?;
         self.store.checkpoint()
     }
 
     /// Persist everything and close the store.
     pub fn close(mut self) -> Result<()> {
         self.flush()?;
+        self.persist_media_graphs()?;
         self.store.close()
     }
 }

@@ -3,10 +3,13 @@
 //!
 //! Final score = relevance (retrieval score divided by the best one, so the top is 1.0), plus
 //! `recency_weight` · 0.5^(age / half-life), plus `authority_weight` · authority(source), plus
-//! `activation_weight` · activation(access count). With the default weights (0.005, 0.02, 0.01) the
-//! tie-breakers add at most 0.035, so a result can only overtake another whose relevance is within 3.5 % of
-//! its own. The default half-life is one day: recency separates what was said today from last week's, and
-//! older memories tie-break by authority and use instead. A temporal ordering hint ("the first time", "most
+//! `activation_weight` · activation(access count). With the default weights (0.001, 0.02, 0.01) the
+//! tie-breakers add at most 0.031, so a result can only overtake another whose relevance is within 3.1 % of
+//! its own; recency alone moves a result past one within 0.1 %, i.e. it breaks near-exact ties only (on
+//! LoCoMo in hybrid mode a weight of 0.005 let recency reorder unrelated turns 0.07-0.12 % apart and cost
+//! Hit@1; the newer of two *conflicting* statements is put first by the conflict rule below, not by recency).
+//! The default half-life is one day: recency separates what was said today from last week's, and older
+//! memories tie-break by authority and use instead. A temporal ordering hint ("the first time", "most
 //! recently") adds `order_weight` · position in time.
 //!
 //! Conflicts: two results in the top 20 that word the same kind of fact almost identically (term-sketch
@@ -55,7 +58,7 @@ impl Default for RerankConfig {
         RerankConfig {
             enabled: true,
             half_life_ms: 86_400_000,
-            recency_weight: 0.005,
+            recency_weight: 0.001,
             authority_weight: 0.02,
             activation_weight: 0.01,
             order_weight: 0.3,
@@ -274,11 +277,36 @@ mod tests {
     }
 
     #[test]
+    fn recency_does_not_reorder_compressed_hybrid_scores() {
+        // Hybrid scores sit close together (0.6 · keyword + 0.4 · cosine): 0.11 % apart is still a
+        // relevance difference, and a fresh unrelated turn must not overtake the older, better one.
+        let older = rec(
+            1,
+            "Nate: video games are my main hobbies",
+            Source::Conversation,
+            0,
+        );
+        let newer = rec(
+            2,
+            "Tim: we played chess at the club last night",
+            Source::Conversation,
+            30 * DAY,
+        );
+        let r = rerank(
+            vec![hit(0.6951, older), hit(0.6943, newer)],
+            &RerankConfig::default(),
+            30 * DAY,
+            None,
+        );
+        assert_eq!(r[0].record.id, 1);
+    }
+
+    #[test]
     fn ties_go_to_newer_and_corrections() {
         let old = rec(1, "I live in Paris", Source::Conversation, 0);
         let new = rec(2, "I live in Berlin", Source::Conversation, 10 * DAY);
         let r = rerank(
-            vec![hit(1.0, old.clone()), hit(0.999, new)],
+            vec![hit(1.0, old.clone()), hit(0.9997, new)],
             &RerankConfig::default(),
             11 * DAY,
             None,

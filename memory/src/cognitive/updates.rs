@@ -135,8 +135,15 @@ pub fn subject_of(text: &str) -> Option<Subject> {
                 continue;
             }
             // Only when the original spelled it with a capital (a name, not "everyone lives in").
-            let original_cap =
-                text.contains(&format!("{}{}", name[..1].to_uppercase(), &name[1..]));
+            // By characters: a name may start with a multi-byte letter ("Álvarez").
+            let mut chars = name.chars();
+            let capitalised: String = chars
+                .next()
+                .into_iter()
+                .flat_map(char::to_uppercase)
+                .chain(chars)
+                .collect();
+            let original_cap = text.contains(&capitalised);
             if original_cap {
                 return Some(Subject {
                     holder: name.to_string(),

@@ -7,9 +7,17 @@
 //!   capitalised word that starts a sentence is only reported as `tentative` (it may be "Yeah" or "Sounds").
 //!
 //! Relations: typed by the verb between two mentions (works_at, lives_in, visited, uses, related_to), and
-//! `co_occurs` between all mentions of one text. English only; it misses lower-case names.
+//! `co_occurs` between all mentions of one text.
+//!
+//! The rules are English ones. Other Latin-script text works as far as capitalisation does (accented names such
+//! as "José Álvarez" are names; gazetteer look-ups ignore accents, so "Zürich" is Zurich). CJK text is split
+//! from Latin script, so names, technologies and ISO dates written inside it are found; CJK dates
+//! ("2023年5月18日", "2023년 5월") and a small list of CJK place names are recognised; CJK person names are not
+//! (nothing marks them). It misses lower-case names.
 
 use serde::{Deserialize, Serialize};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
 
 /// Kind of an entity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -241,6 +249,75 @@ const PLACES: &[&str] = &[
     "bavaria",
     "rockies",
     "alps",
+    // Native spellings (matched without accents: "München" is "munchen").
+    "munchen",
+    "koln",
+    "wien",
+    "roma",
+    "milan",
+    "milano",
+    "florence",
+    "firenze",
+    "venice",
+    "venezia",
+    "naples",
+    "napoli",
+    "lisboa",
+    "porto",
+    "seville",
+    "sevilla",
+    "valencia",
+    "praha",
+    "warszawa",
+    "krakow",
+    "geneve",
+    "goteborg",
+    "malmo",
+    "reykjavik",
+    "sao paulo",
+    "bogota",
+    "lima",
+    "santiago",
+    "quebec",
+];
+
+/// Place names written in CJK script, found by substring (no spaces separate words in CJK text).
+const CJK_PLACES: &[&str] = &[
+    "東京",
+    "东京",
+    "京都",
+    "大阪",
+    "北京",
+    "上海",
+    "香港",
+    "台北",
+    "深圳",
+    "广州",
+    "廣州",
+    "서울",
+    "부산",
+    "日本",
+    "中国",
+    "中國",
+    "韩国",
+    "韓国",
+    "한국",
+    "美国",
+    "美國",
+    "德国",
+    "ドイツ",
+    "法国",
+    "フランス",
+    "英国",
+    "イギリス",
+    "柏林",
+    "巴黎",
+    "伦敦",
+    "倫敦",
+    "ロンドン",
+    "パリ",
+    "ベルリン",
+    "ソウル",
 ];
 
 const ORG_SUFFIX: &[&str] = &[
@@ -572,47 +649,104 @@ const PLACE_CONTEXT: &[&str] = &["in", "to", "from", "near", "visited", "visitin
 struct Word<'a> {
     text: &'a str,
     lower: String,
+    /// Lower case without accents, for gazetteer look-ups.
+    folded: String,
     start: usize,
     end: usize,
     sentence_start: bool,
+    /// One CJK character (Han, kana, Hangul).
+    cjk: bool,
+}
+
+/// Han ideographs, kana and Hangul: scripts written without spaces between words (or, for Hangul, without
+/// capitals), kept apart from Latin-script words.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x1100..=0x11FF    // Hangul Jamo
+        | 0x3130..=0x318F    // Hangul compatibility Jamo
+        | 0x20000..=0x2FFFF) // CJK Extensions B+
+}
+
+/// Lower case with accents removed ("Zürich" -> "zurich").
+pub fn fold(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_lowercase();
+    }
+    s.nfd()
+        .filter(|c| !is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 fn tokenize(text: &str) -> Vec<Word<'_>> {
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
     let mut pending_boundary = true;
+    let mut prev: Option<char> = None;
     let bytes = text.as_bytes();
+    let mut push = |s: usize, i: usize, pending: &mut bool| {
+        let w = text[s..i].trim_end_matches('\'');
+        if w.is_empty() {
+            return;
+        }
+        let lower = w.to_lowercase();
+        out.push(Word {
+            text: w,
+            folded: fold(&lower),
+            lower,
+            start: s,
+            end: s + w.len(),
+            sentence_start: *pending,
+            cjk: w.chars().next().is_some_and(is_cjk),
+        });
+        *pending = false;
+    };
     for (i, c) in text
         .char_indices()
         .chain(std::iter::once((text.len(), ' ')))
     {
+        let next_digit = bytes.get(i + 1).is_some_and(|b| b.is_ascii_digit());
         let part = c.is_alphanumeric()
             || c == '\''
             || c == '+'
             || c == '#'
             || (c == '.'
                 && start.is_some()
-                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphanumeric()));
+                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphanumeric()))
+            // "2023-05-18" is one word.
+            || (c == '-' && start.is_some() && prev.is_some_and(|p| p.is_ascii_digit()) && next_digit);
+        if is_cjk(c) {
+            // CJK is written without spaces: each character is a word of its own ("用Python写" is three
+            // words: 用, Python, 写), and multi-character names are matched on the text itself.
+            if let Some(s) = start.take() {
+                push(s, i, &mut pending_boundary);
+            }
+            push(i, i + c.len_utf8(), &mut pending_boundary);
+            prev = Some(c);
+            continue;
+        }
         match (part, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                let w = &text[s..i];
-                let w = w.trim_end_matches('\'');
-                out.push(Word {
-                    text: w,
-                    lower: w.to_lowercase(),
-                    start: s,
-                    end: s + w.len(),
-                    sentence_start: pending_boundary,
-                });
-                pending_boundary = false;
+                push(s, i, &mut pending_boundary);
                 start = None;
             }
             _ => {}
         }
-        if !part && matches!(c, '.' | '!' | '?' | ':' | '\n' | '"' | '(') {
+        if !part
+            && matches!(
+                c,
+                '.' | '!' | '?' | ':' | '\n' | '"' | '(' | '。' | '！' | '？' | '：' | '「' | '『'
+            )
+        {
             pending_boundary = true;
         }
+        prev = Some(c);
     }
     out
 }
@@ -630,7 +764,7 @@ pub fn extract(text: &str) -> Extraction {
         let w = &words[i];
         // Two-word gazetteer entries ("new york", "raspberry pi").
         if let Some(next) = words.get(i + 1) {
-            let pair = format!("{} {}", w.lower, next.lower);
+            let pair = format!("{} {}", w.folded, next.folded);
             let kind = if PLACES.contains(&pair.as_str()) {
                 Some(EntityKind::Place)
             } else if TECH.contains(&pair.as_str()) {
@@ -650,8 +784,8 @@ pub fn extract(text: &str) -> Extraction {
                 continue;
             }
         }
-        if TECH.contains(&w.lower.as_str())
-            || (TECH_CAPITAL_ONLY.contains(&w.lower.as_str())
+        if TECH.contains(&w.folded.as_str())
+            || (TECH_CAPITAL_ONLY.contains(&w.folded.as_str())
                 && capitalised(w.text)
                 && !w.sentence_start)
         {
@@ -665,7 +799,7 @@ pub fn extract(text: &str) -> Extraction {
             i += 1;
             continue;
         }
-        if PLACES.contains(&w.lower.as_str()) && capitalised(w.text) {
+        if PLACES.contains(&w.folded.as_str()) && capitalised(w.text) {
             mentions.push(Mention {
                 name: w.text.to_string(),
                 kind: EntityKind::Place,
@@ -687,6 +821,10 @@ pub fn extract(text: &str) -> Extraction {
                 tentative: false,
             });
             i += len;
+            continue;
+        }
+        if w.cjk {
+            i += 1;
             continue;
         }
         // Capitalised phrases (allowing "of" inside: "University of Toronto").
@@ -748,6 +886,27 @@ pub fn extract(text: &str) -> Extraction {
         }
         i += 1;
     }
+    if !text.is_ascii() {
+        // No spaces and no capitals in CJK: only known place names can be picked out of it.
+        for &place in CJK_PLACES {
+            let mut from = 0;
+            while let Some(pos) = text[from..].find(place) {
+                let start = from + pos;
+                from = start + place.len();
+                if mentions.iter().any(|m| m.start < from && start < m.end) {
+                    continue;
+                }
+                mentions.push(Mention {
+                    name: place.to_string(),
+                    kind: EntityKind::Place,
+                    start,
+                    end: start + place.len(),
+                    tentative: false,
+                });
+            }
+        }
+    }
+    mentions.sort_by_key(|m| m.start);
     let relations = relations(text, &mentions);
     Extraction {
         mentions,
@@ -834,6 +993,19 @@ fn date_len(words: &[Word<'_>], i: usize) -> Option<usize> {
     let w = &words[i];
     if chrono::NaiveDate::parse_from_str(&w.lower, "%Y-%m-%d").is_ok() {
         return Some(1);
+    }
+    // CJK: [2023 年] 5 月 [18 日] (Korean 년 월 일), at least a month.
+    let unit = |k: usize, units: &[&str]| words.get(k).is_some_and(|w| units.contains(&w.text));
+    let mut k = i;
+    if num(k, 1900, 2200) && unit(k + 1, &["年", "년"]) {
+        k += 2;
+    }
+    if num(k, 1, 12) && unit(k + 1, &["月", "월"]) {
+        k += 2;
+        if num(k, 1, 31) && unit(k + 1, &["日", "일"]) {
+            k += 2;
+        }
+        return Some(k - i);
     }
     if num(i, 1, 31) && month(i + 1) {
         return Some(if num(i + 2, 1900, 2200) { 3 } else { 2 });
@@ -935,6 +1107,61 @@ mod tests {
         let e = extract("Evan: I just got back from a trip with my family in my new Prius.");
         let evan = e.mentions.iter().find(|m| m.name == "Evan").unwrap();
         assert!(!evan.tentative && evan.kind == EntityKind::Person);
+    }
+
+    #[test]
+    fn accented_latin_names_and_places() {
+        let e = extract(
+            "José Álvarez moved to Zürich and later worked at Universität Wien in München.",
+        );
+        assert_eq!(names(&e, EntityKind::Person), vec!["José Álvarez"]);
+        assert_eq!(names(&e, EntityKind::Place), vec!["Zürich", "München"]);
+        assert!(e.relations.iter().any(|r| r.kind == "lives_in"
+            && e.mentions[r.from].name == "José Álvarez"
+            && e.mentions[r.to].name == "Zürich"));
+        let e = extract("Ça va? Françoise et Søren sont à São Paulo depuis le 3 mai.");
+        assert!(names(&e, EntityKind::Person).contains(&"Søren".to_string()));
+        assert!(names(&e, EntityKind::Place).contains(&"São Paulo".to_string()));
+        assert_eq!(fold("ZÜRICH"), "zurich");
+    }
+
+    #[test]
+    fn cjk_text_yields_dates_technologies_places_and_latin_names() {
+        let e = extract("我在2023年5月18日开始用Python和Kubernetes，和Alice一起搬到了东京。");
+        assert_eq!(names(&e, EntityKind::Date), vec!["2023年5月18日"]);
+        assert_eq!(
+            names(&e, EntityKind::Technology),
+            vec!["Python", "Kubernetes"]
+        );
+        assert_eq!(names(&e, EntityKind::Person), vec!["Alice"]);
+        assert_eq!(names(&e, EntityKind::Place), vec!["东京"]);
+        let e = extract("2024-03-02に東京でRustの勉強会。서울에서 2023년 5월에 만났다.");
+        assert_eq!(
+            names(&e, EntityKind::Date),
+            vec!["2024-03-02", "2023년 5월"]
+        );
+        assert!(names(&e, EntityKind::Place).contains(&"東京".to_string()));
+        assert!(names(&e, EntityKind::Place).contains(&"서울".to_string()));
+        assert_eq!(names(&e, EntityKind::Technology), vec!["Rust"]);
+    }
+
+    #[test]
+    fn any_text_extracts_without_panicking() {
+        for t in [
+            "",
+            "。。。",
+            "ＡＢＣ　全角",
+            "🙂 Ünïcödé 𠜎𠜱 ٱلْعَرَبِيَّة עברית ไทย",
+            "İstanbul'da İ̇ ß ẞ",
+            "1-2-3 --5 2023-13-45 年月日 5月 31日 0月",
+            "Dr. A.B. C++ C# node.js .NET ...",
+        ] {
+            let e = extract(t);
+            for m in &e.mentions {
+                // Spans are byte offsets into the original text.
+                assert_eq!(t[m.start..m.end].trim_end_matches("'s"), m.name, "{t}");
+            }
+        }
     }
 
     #[test]

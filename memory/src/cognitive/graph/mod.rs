@@ -80,9 +80,9 @@ pub struct Graph {
     dirty: bool,
 }
 
-/// Normalised lookup key of a name.
+/// Normalised lookup key of a name: lower case, accents removed ("José" and "Jose" are one key).
 pub fn normalise(name: &str) -> String {
-    name.trim().to_lowercase()
+    extract::fold(name.trim())
 }
 
 impl Graph {
@@ -289,13 +289,22 @@ impl Graph {
                 !(c.is_alphanumeric() || c == '\'' || c == '+' || c == '#' || c == '.' || c == '-')
             })
             .map(|w| {
-                w.trim_matches(|c| c == '.' || c == '\'')
-                    .trim_end_matches("'s")
-                    .to_lowercase()
+                normalise(
+                    w.trim_matches(|c| c == '.' || c == '\'')
+                        .trim_end_matches("'s"),
+                )
             })
             .filter(|w| !w.is_empty())
             .collect();
         let mut out = Vec::new();
+        // CJK runs have no spaces: the names extraction can find inside them are looked up by substring.
+        if !text.is_ascii() {
+            for m in extract::extract(text).mentions {
+                if let Some(&id) = self.by_name.get(&normalise(&m.name)) {
+                    out.push(id);
+                }
+            }
+        }
         for (i, w) in words.iter().enumerate() {
             if let Some(next) = words.get(i + 1) {
                 if let Some(&id) = self.by_name.get(&format!("{w} {next}")) {
