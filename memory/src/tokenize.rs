@@ -80,8 +80,9 @@ const STOP_WORDS: &[&str] = &[
     "can", "just", "than", "too", "very", "him", "us",
 ];
 
-/// True for scripts written without spaces, which we index as character bigrams.
-fn is_cjk(c: char) -> bool {
+/// True for Han ideographs, kana and Hangul: scripts written without spaces, which we index as character
+/// bigrams (entity extraction also keeps them apart from Latin-script words).
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF      // Hiragana, Katakana
         | 0x3400..=0x4DBF    // CJK Extension A
@@ -89,6 +90,7 @@ fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
         | 0xAC00..=0xD7AF    // Hangul syllables
         | 0x1100..=0x11FF    // Hangul Jamo
+        | 0x3130..=0x318F    // Hangul compatibility Jamo
         | 0x20000..=0x2FFFF) // CJK Extensions B+
 }
 

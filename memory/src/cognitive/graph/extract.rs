@@ -15,6 +15,7 @@
 //! ("2023年5月18日", "2023년 5월") and a small list of CJK place names are recognised; CJK person names are not
 //! (nothing marks them). It misses lower-case names.
 
+use crate::tokenize::is_cjk;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
@@ -656,20 +657,6 @@ struct Word<'a> {
     sentence_start: bool,
     /// One CJK character (Han, kana, Hangul).
     cjk: bool,
-}
-
-/// Han ideographs, kana and Hangul: scripts written without spaces between words (or, for Hangul, without
-/// capitals), kept apart from Latin-script words.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF      // Hiragana, Katakana
-        | 0x3400..=0x4DBF    // CJK Extension A
-        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
-        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
-        | 0xAC00..=0xD7AF    // Hangul syllables
-        | 0x1100..=0x11FF    // Hangul Jamo
-        | 0x3130..=0x318F    // Hangul compatibility Jamo
-        | 0x20000..=0x2FFFF) // CJK Extensions B+
 }
 
 /// Lower case with accents removed ("Zürich" -> "zurich").
