@@ -72,6 +72,7 @@ export function registerClawhdf5(api, deps = {}) {
           const hits = await manager.search(query, {
             maxResults: settings.recallMaxResults,
             minScore: settings.recallMinScore > 0 ? settings.recallMinScore : undefined,
+            turn: true,
           });
           const block = buildRecallBlock(hits, { maxTokens: settings.recallMaxTokens, maxResults: settings.recallMaxResults });
           if (!block) return undefined;

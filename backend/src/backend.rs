@@ -74,6 +74,13 @@ pub trait MemoryBackend: Send + Sync {
     /// Ranked results for a query.
     async fn search(&self, agent: &str, query: SearchQuery)
         -> Result<Vec<SearchHit>, BackendError>;
+    /// Automatic recall for a user turn: `None` when the decision gate finds nothing to look up ("ok",
+    /// "thanks!"), the ranked results of [`Self::search`] otherwise.
+    async fn recall(
+        &self,
+        agent: &str,
+        query: SearchQuery,
+    ) -> Result<Option<Vec<SearchHit>>, BackendError>;
     /// One record by id.
     async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError>;
     /// Lines of a synced workspace file.
@@ -134,6 +141,21 @@ fn poisoned<T>(p: std::sync::PoisonError<T>) -> T {
     p.into_inner()
 }
 
+/// Hits in the re-ranker's order, each reporting the absolute retrieval evidence that `min_score` filters on
+/// (the re-ranked score is relative to the query's best candidate).
+fn reported_hits(recall: clawhdf5_memory::cognitive::Recall) -> Vec<SearchHit> {
+    recall
+        .hits
+        .into_iter()
+        .map(|h| SearchHit {
+            score: h.retrieval_score,
+            keyword_score: h.keyword_score,
+            vector_score: h.vector_score,
+            record: h.record,
+        })
+        .collect()
+}
+
 #[async_trait]
 impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
@@ -164,18 +186,23 @@ impl MemoryBackend for HdfBackend {
                 .read()
                 .unwrap_or_else(poisoned)
                 .search(&query, now_ms())?;
-            Ok(recall
-                .hits
-                .into_iter()
-                // Hits keep the re-ranker's order; the score reported is the absolute retrieval evidence that
-                // `min_score` filters on (the re-ranked score is relative to the query's best candidate).
-                .map(|h| SearchHit {
-                    score: h.retrieval_score,
-                    keyword_score: h.keyword_score,
-                    vector_score: h.vector_score,
-                    record: h.record,
-                })
-                .collect())
+            Ok(reported_hits(recall))
+        })
+        .await
+    }
+
+    async fn recall(
+        &self,
+        agent: &str,
+        query: SearchQuery,
+    ) -> Result<Option<Vec<SearchHit>>, BackendError> {
+        let store = self.stores.get(agent)?;
+        blocking(move || {
+            let recall = store
+                .read()
+                .unwrap_or_else(poisoned)
+                .recall_for_turn(&query, now_ms())?;
+            Ok(recall.map(reported_hits))
         })
         .await
     }

@@ -104,6 +104,9 @@ struct SearchParams {
     mode: Option<String>,
     time_from: Option<Value>,
     time_to: Option<Value>,
+    /// The query is a user's turn, for automatic recall: the decision gate may skip it.
+    #[serde(default)]
+    turn: bool,
 }
 
 #[derive(Deserialize)]
@@ -256,7 +259,17 @@ pub async fn dispatch(
                 ..Filter::default()
             };
             let mode = q.mode;
-            let hits = backend.search(&p.agent, q).await?;
+            let hits = if p.turn {
+                match backend.recall(&p.agent, q).await? {
+                    Some(hits) => hits,
+                    // Nothing to look up in this turn ("ok", "thanks!"): the store was not searched.
+                    None => {
+                        return Ok(json!({"results": [], "mode": mode.as_str(), "skipped": true}))
+                    }
+                }
+            } else {
+                backend.search(&p.agent, q).await?
+            };
             let vector_used = hits.iter().any(|h| h.vector_score.is_some());
             let mode_name = if mode == SearchMode::Hybrid && !vector_used {
                 "keyword"

@@ -97,6 +97,17 @@ fn save_search_get_forget_status_sync_shutdown() {
     assert_eq!(results.len(), 1, "agents are isolated: {r}");
     assert_eq!(results[0]["id"].as_u64(), Some(id));
 
+    // Automatic recall for a user turn goes through the decision gate: "thanks!" is not searched at all.
+    let r = s.ok("search", json!({"query": "thanks!", "turn": true}));
+    assert_eq!(r["skipped"], true, "{r}");
+    assert!(r["results"].as_array().unwrap().is_empty());
+    let r = s.ok(
+        "search",
+        json!({"query": "what is Bob's favourite colour?", "turn": true}),
+    );
+    assert_eq!(r["results"][0]["id"].as_u64(), Some(id), "{r}");
+    assert!(r.get("skipped").is_none());
+
     let sync = s.ok("sync", json!({}));
     assert_eq!(sync["files_indexed"], 2);
     let again = s.ok("sync", json!({}));

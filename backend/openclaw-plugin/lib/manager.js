@@ -91,6 +91,8 @@ export class ClawMemoryManager {
       mode: opts.lexicalOnly ? "keyword" : this.settings.searchMode,
     });
     if (typeof opts.minScore === "number" && Number.isFinite(opts.minScore)) params.min_score = opts.minScore;
+    // A user's turn for automatic recall: the server's decision gate may skip it (no search, no results).
+    if (opts.turn === true) params.turn = true;
     const res = await this.client.call("search", params, { signal: opts.signal });
     this.lastMode = res?.mode;
     if (res?.model) this.lastModel = res.model;

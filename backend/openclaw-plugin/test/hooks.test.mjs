@@ -106,7 +106,7 @@ test("agent_end auto-capture saves the user's facts and corrections, once", asyn
 });
 
 test("before_prompt_build auto-recall prepends relevant memories within the budget", async () => {
-  const { rec } = setupHooks({ autoRecall: true, recallMaxTokens: 60, recallMaxResults: 2 });
+  const { rec, log } = setupHooks({ autoRecall: true, recallMaxTokens: 60, recallMaxResults: 2 });
   await toolFrom(rec, "memory_store", { agentId: "main" }).execute("t", { text: "The user's sister lives in Porto." });
   const [{ handler, opts }] = rec.hooks.get("before_prompt_build");
   assert.ok(opts.timeoutMs < 15000, "answers within the hook's 15 s budget");
@@ -114,6 +114,9 @@ test("before_prompt_build auto-recall prepends relevant memories within the budg
   assert.match(out.prependContext, /^<relevant-memories source="clawhdf5">/);
   assert.match(out.prependContext, /sister lives in Porto/);
   assert.ok(estimateTokens(out.prependContext) <= 60);
+  // Sent as a user turn, so the server's decision gate may skip it.
+  const searches = readLog(log).filter((l) => l.method === "search");
+  assert.equal(searches.at(-1).params.turn, true);
   assert.equal(await handler({ prompt: "ok", currentUserMessage: "ok", messages: [] }, { agentId: "main" }), undefined);
   assert.equal(await handler({ prompt: "", currentUserMessage: "quantum chromodynamics lecture", messages: [] }, { agentId: "main" }), undefined);
 });
