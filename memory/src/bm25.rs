@@ -86,15 +86,20 @@ impl Bm25Index {
 
     /// Index document `doc` with its tokens (a live document must be removed first; adding it again is a
     /// no-op). Returns the document's term ids, one per token, ascending — what [`Self::add_ids`] takes.
-    pub fn add(&mut self, doc: u32, tokens: &[String]) -> Vec<u32> {
+    pub fn add<'a, T: AsRef<str> + ?Sized + 'a>(
+        &mut self,
+        doc: u32,
+        tokens: impl IntoIterator<Item = &'a T>,
+    ) -> Vec<u32> {
         let mut ids: Vec<u32> = tokens
-            .iter()
-            .map(|t| match self.vocab.get(t) {
+            .into_iter()
+            .map(|t| match self.vocab.get(t.as_ref()) {
                 Some(&id) => id,
                 None => {
+                    let t = t.as_ref();
                     let id = self.terms.len() as u32;
-                    self.vocab.insert(t.clone(), id);
-                    self.terms.push(t.clone());
+                    self.vocab.insert(t.to_string(), id);
+                    self.terms.push(t.to_string());
                     self.postings.push(Vec::new());
                     self.doc_freq.push(0);
                     id

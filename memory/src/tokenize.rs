@@ -110,15 +110,22 @@ impl Tokenizer {
 
     /// Index terms of `text`, in order, with repeats.
     pub fn tokens(&self, text: &str) -> Vec<String> {
-        if text.is_ascii() {
-            self.ascii_tokens(text)
-        } else {
-            self.unicode_tokens(text)
-        }
+        self.terms(text).iter().map(str::to_string).collect()
     }
 
-    fn unicode_tokens(&self, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
+    /// [`Self::tokens`] packed in one buffer: two allocations for the whole text instead of one per term (what
+    /// saves use, tokenising on every core).
+    pub fn terms(&self, text: &str) -> Terms {
+        let mut out = Terms::with_capacity(text.len());
+        if text.is_ascii() {
+            self.ascii_terms(text, &mut out);
+        } else {
+            self.unicode_terms(text, &mut out);
+        }
+        out
+    }
+
+    fn unicode_terms(&self, text: &str, out: &mut Terms) {
         let mut word = String::new();
         let mut cjk_run: Vec<char> = Vec::new();
         for c in text.nfkd() {
@@ -126,28 +133,26 @@ impl Tokenizer {
                 continue;
             }
             if is_cjk(c) {
-                self.flush_word(&mut word, &mut out);
+                self.flush_word(&mut word, out);
                 cjk_run.push(c);
             } else if c.is_alphanumeric() {
-                flush_cjk(&mut cjk_run, &mut out);
+                flush_cjk(&mut cjk_run, out);
                 word.extend(c.to_lowercase());
             } else if (c == '\'' || c == '’') && !word.is_empty() {
                 // "don't" -> "dont"; possessive "alice's" -> "alice" (handled on flush)
                 word.push('\'');
             } else {
-                self.flush_word(&mut word, &mut out);
-                flush_cjk(&mut cjk_run, &mut out);
+                self.flush_word(&mut word, out);
+                flush_cjk(&mut cjk_run, out);
             }
         }
-        self.flush_word(&mut word, &mut out);
-        flush_cjk(&mut cjk_run, &mut out);
-        out
+        self.flush_word(&mut word, out);
+        flush_cjk(&mut cjk_run, out);
     }
 
-    /// [`Self::tokens`] for ASCII text, where normalisation, accent folding and CJK cannot apply: the same
+    /// [`Self::terms`] for ASCII text, where normalisation, accent folding and CJK cannot apply: the same
     /// terms, without the Unicode work.
-    fn ascii_tokens(&self, text: &str) -> Vec<String> {
-        let mut out = Vec::with_capacity(text.len() / 6);
+    fn ascii_terms(&self, text: &str, out: &mut Terms) {
         let mut word = String::new();
         for b in text.bytes() {
             if b.is_ascii_alphanumeric() {
@@ -155,35 +160,36 @@ impl Tokenizer {
             } else if b == b'\'' && !word.is_empty() {
                 word.push('\'');
             } else {
-                self.flush_word(&mut word, &mut out);
+                self.flush_word(&mut word, out);
             }
         }
-        self.flush_word(&mut word, &mut out);
-        out
+        self.flush_word(&mut word, out);
     }
 
-    fn flush_word(&self, word: &mut String, out: &mut Vec<String>) {
+    /// Ends the word being read: drops a possessive "'s" and apostrophes, skips stop words, stems.
+    fn flush_word(&self, word: &mut String, out: &mut Terms) {
         if word.is_empty() {
             return;
         }
-        let mut w = std::mem::take(word);
-        if let Some(stripped) = w.strip_suffix("'s") {
-            w = stripped.to_string();
+        if word.ends_with("'s") {
+            word.truncate(word.len() - 2);
         }
-        w.retain(|c| c != '\'');
-        if w.is_empty() || (self.config.stop_words && is_stop_word(&w)) {
+        word.retain(|c| c != '\'');
+        if word.is_empty() || (self.config.stop_words && is_stop_word(word)) {
+            word.clear();
             return;
         }
-        if self.config.stemming && w.chars().all(|c| c.is_ascii_alphabetic()) {
-            out.push(self.stem(&w));
+        if self.config.stemming && word.bytes().all(|c| c.is_ascii_alphabetic()) {
+            self.stem_into(word, out);
         } else {
-            out.push(w);
+            out.push(word);
         }
+        word.clear();
     }
 
-    /// The Snowball stem of an ASCII word, remembered per thread (words repeat: most of a text's words were
-    /// stemmed before).
-    fn stem(&self, w: &str) -> String {
+    /// Appends the Snowball stem of an ASCII word, remembered per thread (words repeat: most of a text's words
+    /// were stemmed before).
+    fn stem_into(&self, w: &str, out: &mut Terms) {
         const MAX_CACHED: usize = 1 << 16;
         thread_local! {
             static STEMS: std::cell::RefCell<crate::FastMap<String, String>> =
@@ -192,14 +198,57 @@ impl Tokenizer {
         STEMS.with(|cell| {
             let mut cache = cell.borrow_mut();
             if let Some(s) = cache.get(w) {
-                return s.clone();
+                out.push(s);
+                return;
             }
             let stem = self.stemmer.stem(w).into_owned();
+            out.push(&stem);
             if cache.len() >= MAX_CACHED {
                 cache.clear();
             }
-            cache.insert(w.to_string(), stem.clone());
-            stem
+            cache.insert(w.to_string(), stem);
+        })
+    }
+}
+
+/// A text's index terms, in order, packed in one string buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Terms {
+    buf: String,
+    /// End offset of each term in `buf`.
+    ends: Vec<u32>,
+}
+
+impl Terms {
+    fn with_capacity(text_len: usize) -> Terms {
+        Terms {
+            buf: String::with_capacity(text_len),
+            ends: Vec::with_capacity(text_len / 6),
+        }
+    }
+
+    fn push(&mut self, term: &str) {
+        self.buf.push_str(term);
+        self.ends.push(self.buf.len() as u32);
+    }
+
+    /// Number of terms (with repeats).
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no terms.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The terms in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let t = &self.buf[start..end as usize];
+            start = end as usize;
+            t
         })
     }
 }
@@ -212,13 +261,19 @@ fn is_stop_word(w: &str) -> bool {
         .contains(w)
 }
 
-fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
+fn flush_cjk(run: &mut Vec<char>, out: &mut Terms) {
+    let mut pair = String::new();
     match run.len() {
         0 => {}
-        1 => out.push(run[0].to_string()),
+        1 => {
+            pair.push(run[0]);
+            out.push(&pair);
+        }
         _ => {
-            for pair in run.windows(2) {
-                out.push(pair.iter().collect());
+            for w in run.windows(2) {
+                pair.clear();
+                pair.extend(w);
+                out.push(&pair);
             }
         }
     }
@@ -285,8 +340,14 @@ mod tests {
         ] {
             let t = Tokenizer::new(cfg);
             for text in texts {
-                assert_eq!(t.ascii_tokens(text), t.unicode_tokens(text), "{text:?}");
-                assert_eq!(t.tokens(text), t.unicode_tokens(text));
+                let (mut ascii, mut unicode) = (Terms::default(), Terms::default());
+                t.ascii_terms(text, &mut ascii);
+                t.unicode_terms(text, &mut unicode);
+                assert_eq!(ascii, unicode, "{text:?}");
+                assert_eq!(t.terms(text), unicode);
+                let v: Vec<&str> = unicode.iter().collect();
+                assert_eq!(t.tokens(text), v);
+                assert_eq!(unicode.len(), v.len());
             }
         }
     }
