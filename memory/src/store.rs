@@ -760,12 +760,13 @@ impl Store {
     /// [`Self::save_batch`] (`all_or_nothing`) and [`Self::save_each`].
     fn save_many(
         &mut self,
-        items: Vec<NewMemory>,
+        mut items: Vec<NewMemory>,
         all_or_nothing: bool,
     ) -> Result<Vec<Result<SaveOutcome>>> {
         self.writer()?;
+        // Moved, not copied: a batch's vectors are most of its bytes.
         let mut embeddings: Vec<Option<Vec<f32>>> =
-            items.iter().map(|m| m.embedding.clone()).collect();
+            items.iter_mut().map(|m| m.embedding.take()).collect();
         if let Some(embedder) = self.opts.embedder.clone() {
             let missing: Vec<usize> = (0..items.len())
                 .filter(|&i| embeddings[i].is_none() && !items[i].text.trim().is_empty())
