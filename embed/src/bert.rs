@@ -225,11 +225,6 @@ impl BertModel {
         })
     }
 
-    /// The model's configuration.
-    pub fn config(&self) -> &BertConfig {
-        &self.cfg
-    }
-
     /// Runs the encoder over `seqs` (token ids, each with its special tokens) and returns, per
     /// sequence, the mean of its final hidden states over all of its tokens, L2-normalised
     /// (sentence-transformers' mean pooling + `Normalize`). An empty sequence gives a zero vector.

