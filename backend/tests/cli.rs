@@ -167,3 +167,50 @@ fn bad_event_time_is_refused() {
     ]);
     assert_one_line_error(&o, "someday");
 }
+
+#[test]
+fn embed_backends_give_the_same_vectors_and_a_bad_name_is_an_error() {
+    let o = clawhdf5(&["embed", "--backend", "bogus", "x"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("unknown embedding backend"),
+        "{}",
+        stderr(&o)
+    );
+    if !clawhdf5(&["model", "path"]).status.success() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the embedding model must be installed under CI (scripts/setup/embed.sh)"
+        );
+        eprintln!("skipped: the embedding model is not installed");
+        return;
+    }
+    let vectors = |backend: &str| -> Vec<Vec<f64>> {
+        let o = clawhdf5(&[
+            "embed",
+            "--json",
+            "--backend",
+            backend,
+            "hello world",
+            "Zürich 2023年5月",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        out.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                e["vector"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    for (a, b) in vectors("native").iter().zip(vectors("candle")) {
+        let cos: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!(cos >= 0.9999, "cosine {cos}");
+    }
+}

