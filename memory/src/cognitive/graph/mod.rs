@@ -361,12 +361,91 @@ impl Graph {
                 self.dirty = true;
             }
         }
+        // A relation the forgotten record evidenced last moves to the newest record still mentioning both
+        // of its entities, one sighting lighter; with no such record left it goes, so a forgotten fact cannot
+        // come back through the graph.
+        let mentions = |id: u32| -> &[u64] {
+            self.state
+                .entities
+                .get(id as usize)
+                .map_or(&[][..], |e| e.mentions.as_slice())
+        };
+        let mut keep = Vec::with_capacity(self.state.relations.len());
+        let mut changed = false;
+        for r in &self.state.relations {
+            if r.record != record_id {
+                keep.push(r.clone());
+                continue;
+            }
+            changed = true;
+            let (a, b) = (mentions(r.from), mentions(r.to));
+            if let Some(&newest) = a.iter().filter(|m| b.contains(m)).max() {
+                let mut r = r.clone();
+                r.record = newest;
+                r.weight = (r.weight - 1.0).max(1.0);
+                keep.push(r);
+            }
+        }
+        if changed {
+            self.state.relations = keep;
+            self.edge_index = self
+                .state
+                .relations
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ((r.from, r.to, r.kind.clone()), i))
+                .collect();
+            self.csr = OnceLock::new();
+            self.dirty = true;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forgetting_a_record_drops_the_relations_only_it_evidenced() {
+        let mut g = Graph::new();
+        g.ingest(1, "Then Alice moved to Berlin.", 10);
+        g.ingest(2, "Later Alice works at Acme Corp.", 20);
+        g.ingest(3, "So Alice works at Acme Corp again.", 30);
+        let alice = g.find("alice").unwrap();
+        let kinds = |g: &Graph| -> Vec<String> {
+            let mut k: Vec<String> = g
+                .relations_of(alice)
+                .into_iter()
+                .map(|r| r.kind.clone())
+                .collect();
+            k.sort();
+            k
+        };
+        assert!(kinds(&g).contains(&"lives_in".to_string()));
+        g.forget_record(1);
+        assert!(
+            !kinds(&g).contains(&"lives_in".to_string()),
+            "{:?}",
+            kinds(&g)
+        );
+        let acme = g.find("acme corp").unwrap();
+        let works = |g: &Graph| {
+            g.relations_of(alice)
+                .into_iter()
+                .find(|r| r.to == acme && r.kind == "works_at")
+                .cloned()
+        };
+        assert_eq!(works(&g).unwrap().record, 3);
+        g.forget_record(3);
+        let w = works(&g).expect("record 2 still evidences it");
+        assert_eq!(w.record, 2);
+        assert_eq!(w.weight, 1.0);
+        g.forget_record(2);
+        assert!(works(&g).is_none());
+        // Survives persistence.
+        let back = Graph::from_bytes(&g.to_bytes()).unwrap();
+        assert!(back.relations_of(alice).is_empty());
+    }
 
     #[test]
     fn ingest_resolves_and_links() {
