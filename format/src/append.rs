@@ -6,7 +6,8 @@
 //! the superblock (one 48-byte write holding the new root address, end of file and checksum)
 //! and fsyncs again. A crash at any point leaves the previous state readable, because no byte
 //! that state uses is ever overwritten before the switch. Space held by superseded versions is
-//! not reclaimed (rewrite the file with [`FileWriter`](crate::FileWriter) to compact it).
+//! not reclaimed (rewrite the file with [`FileWriter`](crate::FileWriter) to compact it);
+//! [`FileAppender::superseded_bytes`] says how much raw data a session left behind.
 
 use crate::array::Array;
 use crate::btree::v1::{write_chunk_tree, ChunkEntry};
@@ -92,6 +93,8 @@ pub struct FileAppender {
     root: GroupState,
     sink: Sink,
     dirty: bool,
+    /// Bytes of raw data (chunks, contiguous data) this session replaced.
+    superseded: u64,
 }
 
 fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
@@ -126,6 +129,7 @@ impl FileAppender {
             root,
             sink: Sink::new(start),
             dirty: false,
+            superseded: 0,
         })
     }
 
@@ -274,6 +278,9 @@ impl FileAppender {
                 return Err(FormatError::TypeMismatch(format!("{path} is a group")));
             }
         }
+        if replace && exists {
+            self.superseded += self.committed_data_bytes(parents, name)?;
+        }
         let g = self.group_mut(parents, true)?;
         g.links.remove(*name);
         g.children.insert(
@@ -286,6 +293,32 @@ impl FileAppender {
         );
         self.dirty = true;
         Ok(())
+    }
+
+    /// Bytes of raw data this session replaced or unlinked (chunks and contiguous data of committed
+    /// datasets); dead space once committed. Object headers and chunk indexes rewritten are not counted.
+    pub fn superseded_bytes(&self) -> u64 {
+        self.superseded
+    }
+
+    /// Raw data bytes of the committed, unchanged dataset `name` under `parents` (0 for anything else).
+    fn committed_data_bytes(&mut self, parents: &[&str], name: &str) -> Result<u64> {
+        let h5 = &self.h5;
+        let g = group_in(h5, &mut self.root, parents, false)?;
+        let addr = match (g.children.get(name), g.links.get(name)) {
+            (Some(Node::Dataset(d)), _) if d.change.is_none() => d.addr,
+            (None, Some(LinkTarget::Hard(a))) => *a,
+            _ => return Ok(0),
+        };
+        if groups::kind(&h5.header_at(addr)?) != ObjectKind::Dataset {
+            return Ok(0);
+        }
+        let d = h5.dataset_at(addr)?;
+        Ok(match d.layout() {
+            Layout::Contiguous { size, .. } => *size,
+            Layout::Chunked { .. } => d.chunk_entries()?.iter().map(|c| c.size).sum(),
+            Layout::Compact(_) => 0,
+        })
     }
 
     /// Sets (or replaces) an attribute on "/" or any group or dataset.
@@ -466,6 +499,9 @@ impl FileAppender {
             let mut all = all;
             let a = start as usize * row_bytes;
             all[a..a + new_raw.len()].copy_from_slice(&new_raw);
+            if let Layout::Contiguous { size, .. } = &layout {
+                self.superseded += size;
+            }
             let new_layout = match layout {
                 Layout::Compact(_) => Layout::Compact(all),
                 _ => {
@@ -512,6 +548,11 @@ impl FileAppender {
             elem,
             &filters,
         )?;
+        self.superseded += entries
+            .iter()
+            .filter(|e| e.offset[0] >= a && e.offset[0] < b)
+            .map(|e| e.size)
+            .sum::<u64>();
         entries.retain(|e| e.offset[0] < a || e.offset[0] >= b);
         entries.extend(fresh);
         entries.sort_by(|x, y| x.offset.cmp(&y.offset));

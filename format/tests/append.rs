@@ -450,3 +450,52 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
     assert_eq!(dump["/t"]["value"], array_to_json(&texts(0, 35)));
     assert_eq!(dump["/"]["links"].as_array().unwrap().len(), 13);
 }
+
+#[test]
+fn superseded_bytes_count_the_data_a_session_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dead.h5");
+    initial(&path);
+    let (first_chunk, big) = {
+        let f = H5File::open(&path).unwrap();
+        let v = f.dataset("/mem/vectors").unwrap().chunk_entries().unwrap();
+        let b = f.dataset("/big").unwrap();
+        let big: u64 = match b.layout() {
+            clawhdf5_format::messages::Layout::Contiguous { size, .. } => *size,
+            _ => b.chunk_entries().unwrap().iter().map(|c| c.size).sum(),
+        };
+        (v[0].size, big)
+    };
+    let mut a = FileAppender::open(&path).unwrap();
+    assert_eq!(a.superseded_bytes(), 0);
+    // Appending to a partial chunk rewrites it: the old copy is dead.
+    a.append_rows("/mem/vectors", vec_rows(5, 3)).unwrap();
+    assert_eq!(a.superseded_bytes(), first_chunk);
+    a.replace_dataset(
+        "/big",
+        Array::vector(Data::U8(vec![1, 2, 3])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(a.superseded_bytes(), first_chunk + big);
+    // A dataset created in this session and replaced again was never committed.
+    a.write_dataset(
+        "/fresh",
+        Array::vector(Data::U8(vec![0; 64])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    a.replace_dataset(
+        "/fresh",
+        Array::vector(Data::U8(vec![1; 8])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(a.superseded_bytes(), first_chunk + big);
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/mem/vectors").unwrap().read().unwrap(),
+        vec_rows(0, 8)
+    );
+}

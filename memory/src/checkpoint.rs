@@ -113,7 +113,7 @@ pub fn append(
             app.replace_dataset(
                 &format!("/extensions/{name}"),
                 Array::vector(Data::U8(bytes.clone())),
-                blob_options(bytes.len(), 4),
+                blob_options(bytes.len(), Some(4)),
             )
             .map_err(fmt)?;
         }
@@ -127,7 +127,7 @@ pub fn append(
             app.replace_dataset(
                 "/index/hnsw",
                 Array::vector(Data::U8(bytes.to_vec())),
-                blob_options(bytes.len(), 1),
+                blob_options(bytes.len(), None),
             )
             .map_err(fmt)?;
             for (name, value) in schema::graph_attrs(inc.meta) {
@@ -137,6 +137,13 @@ pub fn append(
         }
         None => (file.graph_slots, file.graph_epoch),
     };
+    let dead_bytes = file.dead_bytes + app.superseded_bytes();
+    app.set_attr(
+        "/",
+        "dead_bytes",
+        Array::scalar(Data::U64(vec![dead_bytes])),
+    )
+    .map_err(fmt)?;
     app.commit().map_err(fmt)?;
     dicts.mark_persisted();
     Ok(FileState {
@@ -149,6 +156,7 @@ pub fn append(
         signer: inc.manifest.map(|(m, _)| m.public_key),
         chunk_rows: file.chunk_rows,
         keywords_stale: false,
+        dead_bytes,
     })
 }
 
@@ -171,7 +179,7 @@ fn append_keywords(
     let mut next = file.term_ids;
     let mut span = |ids: &[u32], flat: &mut Vec<u32>| {
         let start = next;
-        flat.extend_from_slice(ids);
+        crate::keyword_table::push_gaps(ids, flat);
         next += ids.len() as u64;
         (start, ids.len() as u32)
     };

@@ -97,7 +97,7 @@ pub fn build(
             "id" => (Data::U64(rs.iter().map(|r| r.id).collect()), true),
             "text" => (
                 Data::VarStr(rs.iter().map(|r| r.text.clone()).collect()),
-                false,
+                true,
             ),
             "origin_start_line" => (
                 Data::U32(

@@ -8,13 +8,19 @@ use crate::bm25::{Bm25Index, Bm25Params};
 /// persisted term ids from an older build are rebuilt rather than trusted.
 pub const TOKENIZER_OUTPUT_VERSION: u32 = 1;
 
+/// Value of `/index/bm25`'s `doc_terms_encoding` attribute when each row's ids are stored as gaps.
+pub const GAPS_ENCODING: &str = "gaps";
+
 /// The persisted keyword index: vocabulary plus a flat list of term ids with each row's span in it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeywordTable {
     /// Terms by id.
     pub terms: Vec<String>,
-    /// Term ids of all rows, concatenated (a row's ids ascending, one per token).
+    /// Term ids of all rows, concatenated (a row's ids ascending, one per token); as gaps when `gaps`.
     pub doc_terms: Vec<u32>,
+    /// Each row's span holds its first id, then the difference from the previous id (the stored form:
+    /// small numbers that shuffle + deflate pack to about a byte a token).
+    pub gaps: bool,
     /// Per row: where its ids start in `doc_terms`.
     pub doc_start: Vec<u64>,
     /// Per row: how many ids it has.
@@ -41,11 +47,47 @@ impl KeywordTable {
         self.doc_terms.extend_from_slice(ids);
     }
 
-    /// Term ids of `row`; `None` when its span lies outside the flat list.
-    fn row_ids(&self, row: usize) -> Option<&[u32]> {
+    /// The stored ids of `row` (gaps when `gaps`); `None` when its span lies outside the flat list.
+    fn row_span(&self, row: usize) -> Option<&[u32]> {
         let start = usize::try_from(*self.doc_start.get(row)?).ok()?;
         let len = *self.doc_len.get(row)? as usize;
         self.doc_terms.get(start..start.checked_add(len)?)
+    }
+
+    /// Term ids of `row`, decoded into `buf`; `None` when the span is outside the list or the gaps overflow.
+    fn row_ids<'b>(&self, row: usize, buf: &'b mut Vec<u32>) -> Option<&'b [u32]> {
+        let span = self.row_span(row)?;
+        buf.clear();
+        if self.gaps {
+            let mut id = 0u32;
+            for &g in span {
+                id = id.checked_add(g)?;
+                buf.push(id);
+            }
+        } else {
+            buf.extend_from_slice(span);
+        }
+        Some(buf)
+    }
+
+    /// The table in its stored form: every row's span rewritten as gaps, rows laid out in order.
+    pub fn to_gaps(&self) -> KeywordTable {
+        if self.gaps {
+            return self.clone();
+        }
+        let mut out = KeywordTable {
+            terms: self.terms.clone(),
+            gaps: true,
+            ..Default::default()
+        };
+        out.doc_terms.reserve(self.doc_terms.len());
+        for row in 0..self.doc_start.len() {
+            let ids = self.row_span(row).unwrap_or(&[]);
+            out.doc_start.push(out.doc_terms.len() as u64);
+            out.doc_len.push(ids.len() as u32);
+            push_gaps(ids, &mut out.doc_terms);
+        }
+        out
     }
 
     /// Rebuild the BM25 index, adding the rows `live` accepts. `None` when the table is inconsistent (the
@@ -57,9 +99,10 @@ impl KeywordTable {
         let rows = || (0..self.doc_start.len()).filter(|&row| live(row));
         // Exact posting-list capacities first (no growth slack in memory): documents per term.
         let mut df = vec![0u32; self.terms.len()];
+        let mut buf = Vec::new();
         for row in rows() {
             let mut prev = None;
-            for &t in self.row_ids(row)? {
+            for &t in self.row_ids(row, &mut buf)? {
                 if prev != Some(t) {
                     *df.get_mut(t as usize)? += 1;
                     prev = Some(t);
@@ -69,11 +112,20 @@ impl KeywordTable {
         let mut ix = Bm25Index::with_terms(params, self.terms.clone());
         ix.reserve_postings(&df);
         for row in rows() {
-            if !ix.add_ids(u32::try_from(row).ok()?, self.row_ids(row)?) {
+            if !ix.add_ids(u32::try_from(row).ok()?, self.row_ids(row, &mut buf)?) {
                 return None;
             }
         }
         Some(ix)
+    }
+}
+
+/// Appends `ids` (ascending) as gaps: the first id, then each id's difference from the one before.
+pub fn push_gaps(ids: &[u32], out: &mut Vec<u32>) {
+    let mut prev = 0u32;
+    for &id in ids {
+        out.push(id.wrapping_sub(prev));
+        prev = id;
     }
 }
 
@@ -106,7 +158,22 @@ mod tests {
         let mut bad = t.clone();
         bad.doc_start[2] = 1_000;
         assert!(bad.to_index(Bm25Params::default(), &|_| true).is_none());
-        let mut bad = t;
+        let mut bad = t.clone();
+        bad.doc_terms[0] = 77;
+        assert!(bad.to_index(Bm25Params::default(), &|_| true).is_none());
+        // The stored (gap) form rebuilds the same index, and damage to it is caught too.
+        let g = t.to_gaps();
+        assert!(g.gaps && g.doc_len == t.doc_len);
+        assert!(g.doc_terms.iter().max() <= t.doc_terms.iter().max());
+        let back = g.to_index(Bm25Params::default(), &|_| true).unwrap();
+        assert_eq!(
+            back.search(&toks("gamma beta"), 5, &|_| true),
+            ix.search(&toks("gamma beta"), 5, &|_| true)
+        );
+        let mut bad = g.clone();
+        bad.doc_terms[1] = u32::MAX;
+        assert!(bad.to_index(Bm25Params::default(), &|_| true).is_none());
+        let mut bad = g;
         bad.doc_terms[0] = 77;
         assert!(bad.to_index(Bm25Params::default(), &|_| true).is_none());
     }

@@ -24,6 +24,8 @@ pub struct FileState {
     pub chunk_rows: u64,
     /// The file's keyword index is missing or stale: the next checkpoint rewrites the file.
     pub keywords_stale: bool,
+    /// Bytes of superseded data left in the file by incremental checkpoints since the last full write.
+    pub dead_bytes: u64,
 }
 
 /// Changes since the last checkpoint.

@@ -25,8 +25,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const FORMAT_MARK: &str = "clawhdf5 agent memory store";
 /// Most rows per chunk of the record columns (small stores use smaller chunks, see [`chunk_rows`]).
 pub const CHUNK_ROWS: u64 = 1024;
-/// Largest chunk of a 2-D column in bytes (so appending a row rewrites at most this much).
-pub const MAX_CHUNK_BYTES: u64 = 128 << 10;
+/// Largest chunk of a 2-D column in bytes (so appending a row rewrites at most this much, and each
+/// checkpoint's append leaves at most this much of a superseded partial chunk behind).
+pub const MAX_CHUNK_BYTES: u64 = 64 << 10;
 /// Term ids per chunk of `/index/bm25/doc_terms`.
 pub const TERM_CHUNK: u64 = 8192;
 pub use crate::dictionary::DICTIONARY_COLUMNS;
@@ -126,6 +127,11 @@ pub struct Snapshot {
     pub dictionaries: Dictionaries,
     /// Rows per chunk of the record columns in this file.
     pub chunk_rows: u64,
+    /// The file's `doc_terms` hold gaps (older files hold absolute ids and get rewritten at the next
+    /// checkpoint, so that appended rows never mix the two).
+    pub keyword_gaps: bool,
+    /// Bytes of superseded data incremental checkpoints left in the file (root attribute `dead_bytes`).
+    pub dead_bytes: u64,
 }
 
 /// What a full write needs, borrowed from the open store.
@@ -152,7 +158,9 @@ pub fn chunked(shape: &[u64], elem_bytes: u64, deflate: bool) -> DatasetOptions 
     let (chunk, max_shape) = match shape {
         [_, cols] => {
             let row = ((*cols).max(1) * elem_bytes).max(1);
-            let cap = (MAX_CHUNK_BYTES / row).max(16).next_power_of_two();
+            // The largest power of two of rows that fits MAX_CHUNK_BYTES (at least 16 rows).
+            let fit = (MAX_CHUNK_BYTES / row).max(16);
+            let cap = 1u64 << (63 - fit.leading_zeros());
             (
                 vec![chunk_rows(n).min(cap), (*cols).max(1)],
                 vec![None, Some(*cols)],
@@ -169,11 +177,14 @@ pub fn chunked(shape: &[u64], elem_bytes: u64, deflate: bool) -> DatasetOptions 
     }
 }
 
-/// Options of a growable byte blob (extensions, graph).
-pub fn blob_options(len: usize, level: u32) -> DatasetOptions {
+/// Options of a growable byte blob (extensions, graph), deflated at `level` when given.
+pub fn blob_options(len: usize, level: Option<u32>) -> DatasetOptions {
+    // Chunks of at most 1 MiB and of equal size, so the last (stored whole) wastes at most a few bytes.
+    let len = (len as u64).max(1);
+    let chunk = len.div_ceil(len.div_ceil(1 << 20));
     DatasetOptions {
-        chunk: Some(vec![(len as u64).clamp(1, 1 << 20)]),
-        deflate: Some(level),
+        chunk: Some(vec![chunk]),
+        deflate: level,
         max_shape: Some(vec![None]),
         ..Default::default()
     }
@@ -259,6 +270,8 @@ pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries>
     for (name, value) in root_attrs(m) {
         w.set_attr("/", name, value).map_err(fmt)?;
     }
+    w.set_attr("/", "dead_bytes", Array::scalar(Data::U64(vec![0])))
+        .map_err(fmt)?;
     w.create_group("/config").map_err(fmt)?;
     for (name, value) in config_attrs(&m.config) {
         w.set_attr("/config", name, value).map_err(fmt)?;
@@ -304,7 +317,7 @@ pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries>
         w.write_dataset(
             &format!("/extensions/{name}"),
             Array::vector(Data::U8(bytes.clone())),
-            blob_options(bytes.len(), 4),
+            blob_options(bytes.len(), Some(4)),
         )
         .map_err(fmt)?;
     }
@@ -315,7 +328,7 @@ pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries>
         w.write_dataset(
             "/index/hnsw",
             Array::vector(Data::U8(g.to_vec())),
-            blob_options(g.len(), 1),
+            blob_options(g.len(), None),
         )
         .map_err(fmt)?;
         for (name, value) in graph_attrs(m) {
@@ -336,10 +349,16 @@ fn write_keywords(
     let terms = Array::vector(Data::VarStr(k.terms.clone()));
     let opts = chunked(&terms.shape, 8, false);
     w.write_dataset("/index/bm25/terms", terms, opts)?;
+    let stored = k.to_gaps();
     w.write_dataset(
         "/index/bm25/doc_terms",
-        Array::vector(Data::U32(k.doc_terms.clone())),
+        Array::vector(Data::U32(stored.doc_terms)),
         term_options(),
+    )?;
+    w.set_attr(
+        "/index/bm25",
+        "doc_terms_encoding",
+        str_attr(crate::keyword_table::GAPS_ENCODING),
     )?;
     let n = k.doc_start.len() as u64;
     w.write_dataset(
@@ -618,7 +637,11 @@ impl SnapshotReader<'_> {
             .ok()
             .and_then(|d| d.chunk().and_then(|c| c.first().copied()))
             .unwrap_or(0);
+        let dead_bytes = self.attr_u64("/", "dead_bytes").unwrap_or(0);
+        let keyword_gaps = self.keyword_gaps();
         Ok(Snapshot {
+            keyword_gaps,
+            dead_bytes,
             vector_index,
             keyword_index,
             row_maps,
@@ -649,6 +672,12 @@ impl SnapshotReader<'_> {
                 .unwrap_or(meta.generation),
             vector_epoch: self.attr_u64("/index/hnsw", "vector_epoch").unwrap_or(0),
         })
+    }
+
+    /// Whether `/index/bm25/doc_terms` stores each row's ids as gaps.
+    fn keyword_gaps(&self) -> bool {
+        self.attr_str("/index/bm25", "doc_terms_encoding")
+            .is_ok_and(|e| e == crate::keyword_table::GAPS_ENCODING)
     }
 
     /// The persisted keyword index; absent, damaged or from another tokenizer means `None` (the texts are
@@ -683,6 +712,7 @@ impl SnapshotReader<'_> {
                 Data::U32(v) => v,
                 _ => return None,
             },
+            gaps: self.keyword_gaps(),
         };
         (t.doc_start.len() == rows && t.doc_len.len() == rows).then_some(t)
     }

@@ -314,7 +314,8 @@ impl Store {
             has_embedding: snap.meta.config.embedding_dim.is_some(),
             signer: snap.manifest.as_ref().map(|m| m.public_key),
             chunk_rows: snap.chunk_rows,
-            keywords_stale: bm25.is_none(),
+            keywords_stale: bm25.is_none() || !snap.keyword_gaps,
+            dead_bytes: snap.dead_bytes,
         };
         let mut store = Store {
             path: path.to_path_buf(),
@@ -1343,7 +1344,8 @@ impl Store {
             .map(|k| k.verifying_key().to_bytes());
         let must_sign = key.is_some() && self.file.signer != key;
         let graph_due = self.graph_due(closing);
-        if lsn <= self.meta.checkpoint_lsn && !must_sign && !(closing && graph_due) {
+        let compact = closing && self.worth_compacting();
+        if lsn <= self.meta.checkpoint_lsn && !must_sign && !(closing && graph_due) && !compact {
             return Ok(());
         }
         let mut meta = self.meta.clone();
@@ -1365,9 +1367,9 @@ impl Store {
             None => None,
         };
         let mut done = false;
-        if !self.needs_full_rewrite() {
+        if !compact && !self.needs_full_rewrite() {
             let graph = if graph_due {
-                self.index.persist(meta.generation, &self.vectors)?
+                self.index.persist(meta.generation)
             } else {
                 None
             };
@@ -1411,7 +1413,7 @@ impl Store {
     ) -> Result<()> {
         let n = self.records.len();
         let keywords = KeywordTable::from_index(&self.bm25, n);
-        let hnsw = self.index.persist(meta.generation, &self.vectors)?;
+        let hnsw = self.index.persist(meta.generation);
         let view = StoreView {
             meta,
             records: &self.records,
@@ -1435,6 +1437,7 @@ impl Store {
             signer: manifest.map(|m| m.public_key),
             chunk_rows: schema::chunk_rows(n as u64),
             keywords_stale: false,
+            dead_bytes: 0,
         };
         Ok(())
     }
@@ -1493,6 +1496,9 @@ impl Store {
             return true;
         }
         let file_len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if f.dead_bytes > file_len / 2 {
+            return true;
+        }
         let elem = match self.meta.config.vector_precision {
             crate::config::VectorPrecision::F16 => 2,
             crate::config::VectorPrecision::F32 => 4,
@@ -1505,8 +1511,17 @@ impl Store {
         file_len > 2 * live + (256 << 10)
     }
 
+    /// Whether closing should rewrite the file compactly: data superseded by incremental checkpoints
+    /// (partial chunks rewritten on append, replaced graphs and rows) exceeds 1/32 of a file of 1 MiB or
+    /// more. Each such rewrite follows checkpoints that wrote at least that much, so its cost is amortised
+    /// over what changed.
+    fn worth_compacting(&self) -> bool {
+        let file_len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        file_len >= 1 << 20 && self.file.dead_bytes > file_len / 32
+    }
+
     /// Checkpoint (when writable) and close; the vector graph is brought up to date in the file, so the next
-    /// open does not rebuild any of it.
+    /// open does not rebuild any of it. A file with more than 1/32 superseded data is rewritten compactly.
     pub fn close(mut self) -> Result<()> {
         if self.wal.is_some() {
             self.refresh_index()?;

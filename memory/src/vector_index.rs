@@ -129,19 +129,11 @@ impl VectorIndex {
 
     /// Serialise the graph (without the int8 copy, which is rebuilt on load) for a checkpoint; `None` when
     /// there is none or changed rows still wait to be re-inserted.
-    pub fn persist(&mut self, generation: u64, table: &VectorTable) -> Result<Option<Vec<u8>>> {
+    pub fn persist(&self, generation: u64) -> Option<Vec<u8>> {
         if !self.dirty.is_empty() {
-            return Ok(None);
+            return None;
         }
-        let Some(arc) = self.hnsw.as_mut() else {
-            return Ok(None);
-        };
-        // Copies the graph only while a background job still shares it.
-        let h = Arc::make_mut(arc);
-        h.set_quantized(table, false).map_err(ann_err)?;
-        let bytes = h.to_bytes(generation);
-        h.set_quantized(table, true).map_err(ann_err)?;
-        Ok(Some(bytes))
+        Some(self.hnsw.as_deref()?.graph_bytes(generation))
     }
 
     /// A row was forgotten.

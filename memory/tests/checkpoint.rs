@@ -312,3 +312,119 @@ fn a_file_without_a_keyword_index_is_rebuilt_and_migrated() {
     assert!(s.stats().keywords_from_file);
     assert_eq!(answers(&s).len(), before.len());
 }
+
+fn root_u64(p: &Path, name: &str) -> Option<u64> {
+    let f = clawhdf5_memory::format::H5File::open(p).unwrap();
+    f.attr("/", name)
+        .ok()
+        .and_then(|a| a.as_u64().and_then(|v| v.first().copied()))
+}
+
+#[test]
+fn keyword_ids_stored_whole_are_read_and_rewritten_as_gaps() {
+    use clawhdf5_memory::format::{Array, Data, DatasetOptions, FileAppender, H5File};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    for i in 0..40 {
+        s.save(memory(i)).unwrap();
+    }
+    s.close().unwrap();
+    let gaps_attr = |p: &Path| {
+        H5File::open(p)
+            .unwrap()
+            .attr("/index/bm25", "doc_terms_encoding")
+            .ok()
+            .and_then(|a| a.as_strings().map(|v| v[0].clone()))
+    };
+    assert_eq!(gaps_attr(&p).as_deref(), Some("gaps"));
+    // Write the ids whole, as files from before the gap encoding hold them.
+    {
+        let f = H5File::open(&p).unwrap();
+        let read = |n: &str| {
+            f.dataset(&format!("/index/bm25/{n}"))
+                .unwrap()
+                .read()
+                .unwrap()
+        };
+        let gaps = read("doc_terms").as_u32().unwrap().to_vec();
+        let starts = read("doc_start").as_u64().unwrap().to_vec();
+        let lens = read("doc_len").as_u32().unwrap().to_vec();
+        let mut whole = gaps.clone();
+        for (&st, &l) in starts.iter().zip(&lens) {
+            let span = &mut whole[st as usize..st as usize + l as usize];
+            for k in 1..span.len() {
+                span[k] += span[k - 1];
+            }
+        }
+        assert_ne!(whole, gaps);
+        drop(f);
+        let mut app = FileAppender::open(&p).unwrap();
+        app.replace_dataset(
+            "/index/bm25/doc_terms",
+            Array::vector(Data::U32(whole)),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        app.set_attr(
+            "/index/bm25",
+            "doc_terms_encoding",
+            Array::scalar(Data::VarStr(vec!["ids".into()])),
+        )
+        .unwrap();
+        app.commit().unwrap();
+    }
+    let mut s = Store::open(&p).unwrap();
+    assert!(s.stats().keywords_from_file);
+    let before = answers(&s);
+    assert!(before.iter().all(|a| !a.is_empty()));
+    // The next checkpoint rewrites the file in the gap form; answers stay the same.
+    s.save(memory(41)).unwrap();
+    s.checkpoint().unwrap();
+    assert_eq!(s.stats().full_checkpoints, 1);
+    drop(s);
+    assert_eq!(gaps_attr(&p).as_deref(), Some("gaps"));
+    let s = Store::open(&p).unwrap();
+    assert!(s.stats().keywords_from_file);
+    assert_eq!(answers(&s).len(), before.len());
+}
+
+#[test]
+fn superseded_data_is_counted_and_close_compacts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let big = |i: usize| NewMemory {
+        embedding: Some((0..384).map(|j| ((i * 7 + j) % 13) as f32 - 6.0).collect()),
+        ..memory(i)
+    };
+    let mut s = Store::open(&p).unwrap();
+    s.save_batch((0..1500).map(big).collect()).unwrap();
+    s.checkpoint().unwrap();
+    assert_eq!(root_u64(&p, "dead_bytes"), Some(0));
+    // Small appends rewrite the partial last chunks: the old copies are counted as dead.
+    let mut last = 0;
+    for k in 0..6 {
+        s.save(big(2000 + k)).unwrap();
+        s.checkpoint().unwrap();
+        let dead = root_u64(&p, "dead_bytes").unwrap();
+        assert!(dead > last, "checkpoint {k}: {dead} after {last}");
+        last = dead;
+    }
+    assert!(s.stats().incremental_checkpoints >= 6);
+    let before = file_len(&p);
+    assert!(
+        last * 32 > before && before >= 1 << 20,
+        "{last} of {before}"
+    );
+    let n = s.len();
+    s.close().unwrap();
+    // More than 1/32 of the file was dead: close wrote it anew.
+    assert_eq!(root_u64(&p, "dead_bytes"), Some(0));
+    assert!(
+        file_len(&p) + last / 2 < before,
+        "{} vs {before}",
+        file_len(&p)
+    );
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), n);
+}

@@ -4,9 +4,15 @@
 //! Layout (little endian): magic `CLAWHNSW`, u32 version, u64 generation, u8 metric, u8 flags
 //! (bit 0 quantize, bit 1 keep_pruned), u16 zero, u32 dim, u32 m, u32 ef_construction, u64 seed,
 //! u32 slots, u32 entry (u32::MAX = none), u32 max_level, u64 live, `slots` level bytes (255 = absent),
-//! `ceil(slots/64)` u64 tombstone words, `slots * (1 + 2m)` u32 level-0 links, per row with level L > 0
-//! `L * (1 + m)` u32 upper links; if quantized: `slots * dim` i8 codes, `slots` f32 scales and
-//! `slots` f32 squared norms; finally a CRC-32 of everything before it.
+//! `ceil(slots/64)` u64 tombstone words, then the links:
+//! - version 2 (written now): u64 byte length, then for every present row and each of its levels from 0 up,
+//!   a LEB128 count followed by the neighbour ids in ascending order, the first as a LEB128 value and each
+//!   next one as the LEB128 gap from the previous (about 2 bytes a link at 100K rows instead of 4);
+//! - version 1 (still read): `slots * (1 + 2m)` u32 level-0 links, then per row with level L > 0
+//!   `L * (1 + m)` u32 upper links.
+//!
+//! If quantized: `slots * dim` i8 codes, `slots` f32 scales and `slots` f32 squared norms; finally a CRC-32
+//! of everything before it. Neighbour order inside a list is not kept (search does not depend on it).
 
 use super::{Hnsw, HnswParams, ABSENT, MAX_LEVEL};
 use crate::error::AnnError;
@@ -15,7 +21,9 @@ use crate::metric::Metric;
 use crate::quant::Int8Vectors;
 
 const MAGIC: &[u8; 8] = b"CLAWHNSW";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The fixed-width layout of earlier files, still read.
+const VERSION_FIXED: u32 = 1;
 
 struct Reader<'a> {
     buf: &'a [u8],
@@ -67,12 +75,49 @@ impl<'a> Reader<'a> {
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
+    /// A LEB128-encoded u32.
+    fn varint(&mut self, what: &str) -> Result<u32, AnnError> {
+        let mut value = 0u32;
+        for shift in (0..35).step_by(7) {
+            let b = self.u8(what)?;
+            let bits = u32::from(b & 0x7f);
+            if shift == 28 && bits > 0x0f {
+                return Err(AnnError::Corrupt(format!("{what}: value exceeds 32 bits")));
+            }
+            value |= bits << shift;
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(AnnError::Corrupt(format!("{what}: over-long varint")))
+    }
     fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, AnnError> {
         Ok(self
             .u32s(n, what)?
             .into_iter()
             .map(f32::from_bits)
             .collect())
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends one neighbour list: its length, then its ids ascending as gaps.
+fn put_list(out: &mut Vec<u8>, ids: &[u32], scratch: &mut Vec<u32>) {
+    scratch.clear();
+    scratch.extend_from_slice(ids);
+    scratch.sort_unstable();
+    put_varint(out, scratch.len() as u32);
+    let mut prev = 0u32;
+    for &id in scratch.iter() {
+        put_varint(out, id - prev);
+        prev = id;
     }
 }
 
@@ -86,16 +131,31 @@ fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
 impl Hnsw {
     /// Serialises the graph (not the f32 vectors) stamped with the store's `generation`.
     pub fn to_bytes(&self, generation: u64) -> Vec<u8> {
+        self.encode(generation, true)
+    }
+
+    /// Serialises the graph and tombstones only: the int8 copy is left out (and the flag saying it
+    /// exists cleared), for owners that quantise again from their own vectors after loading.
+    pub fn graph_bytes(&self, generation: u64) -> Vec<u8> {
+        self.encode(generation, false)
+    }
+
+    fn encode(&self, generation: u64, include_int8: bool) -> Vec<u8> {
+        let include_int8 = include_int8 && self.quant.is_some();
         let slots = self.levels.len();
         let mut out = Vec::with_capacity(
-            64 + slots * (1 + (1 + self.m0()) * 4)
-                + self.quant.as_ref().map_or(0, |q| q.memory_bytes()),
+            64 + slots * (3 + self.m0() * 2)
+                + if include_int8 {
+                    self.quant.as_ref().map_or(0, |q| q.memory_bytes())
+                } else {
+                    0
+                },
         );
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&generation.to_le_bytes());
         out.push(self.params.metric.code());
-        out.push(u8::from(self.quant.is_some()) | (u8::from(self.params.keep_pruned) << 1));
+        out.push(u8::from(include_int8) | (u8::from(self.params.keep_pruned) << 1));
         out.extend_from_slice(&0u16.to_le_bytes());
         for v in [
             self.dim as u32,
@@ -115,12 +175,50 @@ impl Hnsw {
             let w = self.deleted.words().get(i).copied().unwrap_or(0);
             out.extend_from_slice(&w.to_le_bytes());
         }
+        let len_at = out.len();
+        out.extend_from_slice(&0u64.to_le_bytes());
+        let mut scratch = Vec::with_capacity(self.m0());
+        for (id, &l) in self.levels.iter().enumerate() {
+            if l == ABSENT {
+                continue;
+            }
+            for lv in 0..=l as usize {
+                put_list(&mut out, self.links(id as u32, lv), &mut scratch);
+            }
+        }
+        let links_len = (out.len() - len_at - 8) as u64;
+        out[len_at..len_at + 8].copy_from_slice(&links_len.to_le_bytes());
+        if include_int8 {
+            self.put_int8(&mut out, slots);
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// The version-1 (fixed-width) encoding, to test that such files still load.
+    #[cfg(test)]
+    pub(crate) fn to_bytes_fixed_width(&self, generation: u64) -> Vec<u8> {
+        let mut out = self.encode(generation, true);
+        out.truncate(out.len() - 4);
+        out[8..12].copy_from_slice(&VERSION_FIXED.to_le_bytes());
+        let header = 8 + 4 + 8 + 4 + 12 + 8 + 4 + 4 + 4 + 8;
+        let links_at = header + self.levels.len() + self.levels.len().div_ceil(64) * 8;
+        let mut tail = out.split_off(links_at);
+        let packed_len = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default()) as usize;
         put_u32s(&mut out, &self.links0);
         for (i, &l) in self.levels.iter().enumerate() {
             if l != ABSENT && l > 0 {
                 put_u32s(&mut out, &self.upper[i]);
             }
         }
+        out.extend_from_slice(&tail.split_off(8 + packed_len));
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    fn put_int8(&self, out: &mut Vec<u8>, slots: usize) {
         if let Some(q) = &self.quant {
             // Rows past the copy's length (never the case after inserts) are written as zeros.
             let rows = q.len().min(slots);
@@ -134,12 +232,9 @@ impl Hnsw {
                 b.resize(slots, 0);
                 b
             };
-            put_u32s(&mut out, &pad(scales));
-            put_u32s(&mut out, &pad(norms));
+            put_u32s(out, &pad(scales));
+            put_u32s(out, &pad(norms));
         }
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
     }
 
     /// Loads an index saved by [`Hnsw::to_bytes`]. Fails with [`AnnError::StaleIndex`] if it was saved
@@ -159,7 +254,7 @@ impl Hnsw {
         let (body, crc) = bytes.split_at(bytes.len() - 4);
         let mut r = Reader { buf: body, pos: 8 };
         let version = r.u32("version")?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_FIXED {
             return Err(AnnError::Corrupt(format!(
                 "unsupported version {version} (this build reads {VERSION})"
             )));
@@ -201,23 +296,18 @@ impl Hnsw {
         let words: Vec<u64> = (0..slots.div_ceil(64))
             .map(|_| r.u64("tombstones"))
             .collect::<Result<_, _>>()?;
-        let links0 = r.u32s(
-            slots
-                .checked_mul(1 + 2 * m)
-                .ok_or_else(|| AnnError::Corrupt("size overflow".into()))?,
-            "level-0 links",
-        )?;
-        let mut upper = vec![Vec::new(); slots];
         for (i, &l) in levels.iter().enumerate() {
-            if l != ABSENT && l > 0 {
-                if l as usize > MAX_LEVEL || l as usize > max_level {
-                    return Err(AnnError::Corrupt(format!(
-                        "row {i} has level {l} above the graph's {max_level}"
-                    )));
-                }
-                upper[i] = r.u32s(l as usize * (1 + m), "upper links")?;
+            if l != ABSENT && (l as usize > MAX_LEVEL || l as usize > max_level) {
+                return Err(AnnError::Corrupt(format!(
+                    "row {i} has level {l} above the graph's {max_level}"
+                )));
             }
         }
+        let (links0, upper) = if version == VERSION_FIXED {
+            read_fixed_links(&mut r, &levels, m)?
+        } else {
+            read_packed_links(&mut r, &levels, m)?
+        };
         if flags & 1 != 0 {
             let ncodes = slots
                 .checked_mul(dim)
@@ -333,4 +423,94 @@ impl Hnsw {
         }
         Ok(())
     }
+}
+
+/// Reads version-1 links: fixed-width lists, level 0 for every slot, then upper levels per row.
+fn read_fixed_links(
+    r: &mut Reader<'_>,
+    levels: &[u8],
+    m: usize,
+) -> Result<(Vec<u32>, Vec<Vec<u32>>), AnnError> {
+    let links0 = r.u32s(
+        levels
+            .len()
+            .checked_mul(1 + 2 * m)
+            .ok_or_else(|| AnnError::Corrupt("size overflow".into()))?,
+        "level-0 links",
+    )?;
+    let mut upper = vec![Vec::new(); levels.len()];
+    for (i, &l) in levels.iter().enumerate() {
+        if l != ABSENT && l > 0 {
+            upper[i] = r.u32s(l as usize * (1 + m), "upper links")?;
+        }
+    }
+    Ok((links0, upper))
+}
+
+/// Reads version-2 links (counts and ascending ids as LEB128 gaps) into the fixed-width in-memory lists.
+fn read_packed_links(
+    r: &mut Reader<'_>,
+    levels: &[u8],
+    m: usize,
+) -> Result<(Vec<u32>, Vec<Vec<u32>>), AnnError> {
+    let len = usize::try_from(r.u64("links length")?)
+        .map_err(|_| AnnError::Corrupt("links length too large".into()))?;
+    let mut links = Reader {
+        buf: r.take(len, "links")?,
+        pos: 0,
+    };
+    let slots = levels.len();
+    let stride0 = 1 + 2 * m;
+    let mut links0 = vec![
+        0u32;
+        slots
+            .checked_mul(stride0)
+            .ok_or_else(|| AnnError::Corrupt("size overflow".into()))?
+    ];
+    let mut upper = vec![Vec::new(); slots];
+    for (id, &l) in levels.iter().enumerate() {
+        if l == ABSENT {
+            continue;
+        }
+        let mut up = vec![0u32; l as usize * (1 + m)];
+        for lv in 0..=l as usize {
+            let (cap, list) = if lv == 0 {
+                (2 * m, &mut links0[id * stride0..(id + 1) * stride0])
+            } else {
+                let base = (lv - 1) * (1 + m);
+                (m, &mut up[base..base + 1 + m])
+            };
+            let count = links.varint("link count")? as usize;
+            if count > cap {
+                return Err(AnnError::Corrupt(format!(
+                    "row {id} has {count} links at level {lv}"
+                )));
+            }
+            list[0] = count as u32;
+            let mut prev = 0u32;
+            for (k, slot) in list[1..=count].iter_mut().enumerate() {
+                let gap = links.varint("link")?;
+                if k > 0 && gap == 0 {
+                    return Err(AnnError::Corrupt(format!(
+                        "row {id} lists a neighbour twice at level {lv}"
+                    )));
+                }
+                prev = prev
+                    .checked_add(gap)
+                    .filter(|&n| (n as usize) < slots)
+                    .ok_or_else(|| {
+                        AnnError::Corrupt(format!("row {id} links past the graph's {slots} rows"))
+                    })?;
+                *slot = prev;
+            }
+        }
+        upper[id] = up;
+    }
+    if links.pos != links.buf.len() {
+        return Err(AnnError::Corrupt(format!(
+            "{} unexpected bytes after the links",
+            links.buf.len() - links.pos
+        )));
+    }
+    Ok((links0, upper))
 }

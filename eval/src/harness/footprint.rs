@@ -118,6 +118,8 @@ pub struct FootprintResult {
     pub ingest: Ingested,
     /// Bytes of the HDF5 file after checkpoint and close.
     pub file_bytes: u64,
+    /// Superseded data incremental checkpoints left in the file (the store's `dead_bytes` attribute).
+    pub dead_bytes: u64,
     /// f16 vectors + UTF-8 text bytes.
     pub payload_bytes: u64,
     /// Raw f32 vectors (records × dim × 4).
@@ -162,9 +164,14 @@ pub fn measure_size(corpus: &Corpus, size: usize, dir: &Path) -> Result<Footprin
     let payload_bytes = n * dim * 2 + ing.text_bytes;
     let raw_f32_bytes = n * dim * 4;
     eprintln!("footprint: {size} records: per-dataset breakdown");
-    let datasets = {
+    let (datasets, dead_bytes) = {
         let f = H5File::open(&path)?;
-        dataset_bytes(&f, "/")?
+        let dead = f
+            .attr("/", "dead_bytes")
+            .ok()
+            .and_then(|a| a.as_u64().and_then(|v| v.first().copied()))
+            .unwrap_or(0);
+        (dataset_bytes(&f, "/")?, dead)
     };
     let mut rng = SplitMix64::new(11);
     let qs: Vec<ProbeQuery> = (0..20)
@@ -183,6 +190,7 @@ pub fn measure_size(corpus: &Corpus, size: usize, dir: &Path) -> Result<Footprin
         size,
         ingest: ing,
         file_bytes,
+        dead_bytes,
         payload_bytes,
         raw_f32_bytes,
         datasets,
@@ -293,12 +301,26 @@ fn breakdown_table(r: &FootprintResult) -> Table {
             format!("{:.1}%", 100.0 * total as f64 / r.file_bytes.max(1) as f64),
         ]);
     }
-    let rest = r.file_bytes.saturating_sub(accounted);
+    t.row(vec![
+        "superseded data".into(),
+        "".into(),
+        "".into(),
+        "partial chunks rewritten by later appends (root attribute `dead_bytes`)".into(),
+        thousands(r.dead_bytes),
+        "".into(),
+        fig(r.dead_bytes as f64 / n),
+        format!(
+            "{:.1}%",
+            100.0 * r.dead_bytes as f64 / r.file_bytes.max(1) as f64
+        ),
+    ]);
+    let rest = r.file_bytes.saturating_sub(accounted + r.dead_bytes);
     t.row(vec![
         "everything else".into(),
         "".into(),
         "".into(),
-        "object headers, chunk indexes, heap collection headers and slack, free space".into(),
+        "object headers, chunk indexes, heap collection headers and slack, rewritten headers"
+            .into(),
         thousands(rest),
         "".into(),
         fig(rest as f64 / n),
