@@ -16,6 +16,7 @@ impl Eq for Neighbor {}
 
 impl Ord for Neighbor {
     /// Total order by distance, ties broken by id, so results are deterministic.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.distance
             .total_cmp(&other.distance)
@@ -24,6 +25,7 @@ impl Ord for Neighbor {
 }
 
 impl PartialOrd for Neighbor {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }

@@ -69,12 +69,16 @@ def main():
         out.append("| " + " | ".join(row) + " |")
     if filt:
         out.append("")
-        out.append("| index | ef | filter | recall@10 (vs exact filtered) | QPS 1 thread (CPU) | vs unfiltered |")
-        out.append("|---|---|---|---|---|---|")
+        # Newer logs also say which share of the queries the exact scan answered.
+        plans = any("exact_scan_share" in kv for _, kv in filt)
+        out.append("| index | ef | filter | recall@10 (vs exact filtered) | QPS 1 thread (CPU) | vs unfiltered |"
+                   + (" answered by exact scan |" if plans else ""))
+        out.append("|---|---|---|---|---|---|" + ("---|" if plans else ""))
         for parts, kv in filt:
             what = parts[3] if not parts[3].startswith("selectivity") else parts[3].replace("selectivity=", "ids ")
             out.append(
                 f"| {parts[1]} | {kv['ef']} | {what} | {kv.get('recall', '-')} | {kv.get('qps_1t_cpu', '-')} | {kv.get('vs_unfiltered', '1.00')} |"
+                + (f" {kv.get('exact_scan_share', '-')} |" if plans else "")
             )
     print("\n".join(out))
 

@@ -5,6 +5,7 @@
 //! ann-bench prepare --out DIR --base FILE --queries FILE [--dim 384]   (raw little-endian f32 rows)
 //! ann-bench run     --dir DIR [--m 16] [--efc 200] [--ef 10,20,...] [--threads N] [--filtered-ef 64]
 //!                   [--graph FILE] [--modes f32,int8] [--filtered true|false] [--repeat 1]
+//!                   [--filters 50,10,1,exclude]
 //! ```
 //! `--graph FILE` loads the graph saved there (no build is timed) or, when the file is missing, builds
 //! it and saves it there, so repeated search experiments on one data set skip the build.
@@ -14,7 +15,8 @@
 use anyhow::{bail, Context, Result};
 use clawhdf5_ann::synth::Clustered;
 use clawhdf5_ann::{
-    exact_top_k, kernels, Filter, FlatVectors, Hnsw, HnswParams, IdSet, Metric, VectorStore,
+    exact_top_k, kernels, Filter, FlatVectors, Hnsw, HnswParams, IdSet, Metric, SearchPlan,
+    VectorStore,
 };
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -278,6 +280,15 @@ fn time_queries_1t(
     Ok((res, nq / wall, nq / cpu.max(1e-9)))
 }
 
+/// Share of the queries that `plan` answers with an exact scan instead of a graph walk.
+fn scanned_share(d: &Data, plan: &dyn Fn(u32) -> Result<SearchPlan>) -> Result<f64> {
+    let mut scans = 0usize;
+    for i in 0..d.queries.len() as u32 {
+        scans += usize::from(plan(i)? == SearchPlan::ExactScan);
+    }
+    Ok(scans as f64 / d.queries.len().max(1) as f64)
+}
+
 /// Median of a non-empty list (upper median for even lengths).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -496,6 +507,21 @@ fn search_sweeps(
     if !filtered {
         return Ok(());
     }
+    // `--filters 50,10,1,exclude` (the default) picks the filtered cases to run.
+    let cases: Vec<String> = o
+        .get("filters")
+        .map_or("50,10,1,exclude", |s| s.as_str())
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .collect();
+    let pcts: Vec<u64> = cases
+        .iter()
+        .filter(|c| c.as_str() != "exclude")
+        .map(|c| {
+            c.parse()
+                .with_context(|| format!("--filters takes percentages and `exclude`, got {c:?}"))
+        })
+        .collect::<Result<_>>()?;
     for &quant in modes {
         h.set_quantized(&d.base, quant)?;
         let name = if quant { "ours-int8" } else { "ours-f32" };
@@ -514,7 +540,7 @@ fn search_sweeps(
                 .collect::<Result<Vec<_>>>()?,
         );
         println!("filtered\t{name}\tef={fef}\tunfiltered\trecall=-\tqps_1t_cpu={unf_qps:.0}\treps={repeat}");
-        for pct in [50u64, 10, 1] {
+        for &pct in &pcts {
             let set: IdSet = (0..n as u32)
                 .filter(|&i| clawhdf5_ann::rng::mix64(i as u64 ^ 0xF1F1) % 100 < pct)
                 .collect();
@@ -534,12 +560,21 @@ fn search_sweeps(
                 ratios.push(qps / base_qps);
                 res = r;
             }
+            let scans = scanned_share(d, &|i| {
+                Ok(
+                    h.search_with_plan(&d.base, d.queries.vector(i), K, fef, Some(filter))?
+                        .1,
+                )
+            })?;
             println!(
-                "filtered\t{name}\tef={fef}\tselectivity={pct}%\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}",
+                "filtered\t{name}\tef={fef}\tselectivity={pct}%\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}\texact_scan_share={scans:.2}",
                 recall(&truth, &res),
                 median(qs),
                 median(ratios)
             );
+        }
+        if !cases.iter().any(|c| c == "exclude") {
+            continue;
         }
         // Filters that exclude each query's own 100 nearest rows (an IdSet per query, complemented
         // through a predicate). Sets and ground truth are prepared first; searches are timed in one
@@ -593,8 +628,20 @@ fn search_sweeps(
             qs.push(qps);
             ratios.push(qps / base_qps);
         }
+        let scans = scanned_share(d, &|i| {
+            let near = &excluded[i as usize];
+            let pred = |id: u32| !near.contains(id);
+            Ok(h.search_with_plan(
+                &d.base,
+                d.queries.vector(i),
+                K,
+                fef,
+                Some(Filter::Predicate(&pred)),
+            )?
+            .1)
+        })?;
         println!(
-            "filtered\t{name}\tef={fef}\texclude-own-top100\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}",
+            "filtered\t{name}\tef={fef}\texclude-own-top100\trecall={:.4}\tqps_1t_cpu={:.0}\tvs_unfiltered={:.2}\texact_scan_share={scans:.2}",
             recall(&truths, &got),
             median(qs),
             median(ratios)

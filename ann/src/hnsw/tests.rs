@@ -567,3 +567,132 @@ fn scans_that_miss_the_cache_cost_twice_as_much() {
     assert_eq!(h.scan_rows_cost(10_000), 20_000);
     assert_eq!(h.scan_rows_cost(usize::MAX), usize::MAX);
 }
+
+/// Ids of the exact filtered top-`k` of every query (the reference the tests below compare to).
+fn exact_ids(s: &FlatVectors, q: &[f32], k: usize, filter: Filter<'_>) -> Vec<u32> {
+    exact_top_k(s, q, k, Metric::Cosine, Some(filter))
+        .unwrap()
+        .iter()
+        .map(|n| n.id)
+        .collect()
+}
+
+#[test]
+fn int8_exact_scan_returns_the_exact_filtered_top_k() {
+    // A 10 % filter on an int8 index is answered by the int8 scan of the allowed rows (then an f32
+    // re-score of the best int8 candidates): ids and distances equal the exact filtered top-10.
+    let (s, qs) = data(5000, 64);
+    let mut h = Hnsw::build(
+        &s,
+        HnswParams {
+            quantize: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let set: IdSet = (0..5000u32).filter(|i| i % 10 == 7).collect();
+    assert!(h.int8_scan_cost(set.len(), 10, 32).unwrap() < h.scan_rows_cost(set.len()));
+    let odd = |id: u32| id % 2 == 1;
+    for i in 0..qs.len() as u32 {
+        let q = qs.vector(i);
+        let (got, plan) = h
+            .search_with_plan(&s, q, 10, 32, Some(Filter::Ids(&set)))
+            .unwrap();
+        assert_eq!(plan, SearchPlan::ExactScan);
+        let truth = exact_top_k(&s, q, 10, Metric::Cosine, Some(Filter::Ids(&set))).unwrap();
+        assert_eq!(got, truth, "query {i}");
+        // Every path of the scan (id sets, predicates over all slots) gives the exact answer.
+        let scanned = h.exact_allowed(&s, &Metric::Cosine.prepare_query(q), 10, 32, 5000, None);
+        assert_eq!(
+            scanned,
+            exact_top_k(&s, q, 10, Metric::Cosine, None).unwrap()
+        );
+        let scanned = h.exact_allowed(
+            &s,
+            &Metric::Cosine.prepare_query(q),
+            10,
+            32,
+            2500,
+            Some(Filter::Predicate(&odd)),
+        );
+        assert_eq!(
+            scanned.iter().map(|n| n.id).collect::<Vec<_>>(),
+            exact_ids(&s, q, 10, Filter::Predicate(&odd))
+        );
+    }
+    // Deleted rows never come back from the scan.
+    let gone: Vec<u32> = set.iter().step_by(2).collect();
+    for &id in &gone {
+        assert!(h.delete(id));
+    }
+    let q = qs.vector(0);
+    let got = h.search(&s, q, 10, 32, Some(Filter::Ids(&set))).unwrap();
+    let alive = |id: u32| set.contains(id) && !gone.contains(&id);
+    assert_eq!(
+        got.iter().map(|n| n.id).collect::<Vec<_>>(),
+        exact_ids(&s, q, 10, Filter::Predicate(&alive))
+    );
+    // Fewer allowed rows than k: all of them, exactly.
+    let few: IdSet = [3u32, 4000].into_iter().collect();
+    let got = h.search(&s, q, 10, 32, Some(Filter::Ids(&few))).unwrap();
+    assert_eq!(
+        got,
+        exact_top_k(&s, q, 10, Metric::Cosine, Some(Filter::Ids(&few))).unwrap()
+    );
+}
+
+#[test]
+fn int8_scans_are_costed_in_int8_walk_evaluations() {
+    let f32_index = Hnsw::new(384, HnswParams::default()).unwrap();
+    let mut int8_index = f32_index.clone();
+    let store = FlatVectors::from_vec(384, vec![0.5; 384]).unwrap();
+    int8_index.set_quantized(&store, true).unwrap();
+    // f32: one evaluation a row (two beyond the cache). int8: a fraction of an int8 evaluation
+    // a row plus the f32 re-score of the pool, so 1,000 allowed rows cost far less than 1,000.
+    assert_eq!(f32_index.scan_cost(1000, 10, 24), 1000);
+    let small = int8_index.scan_cost(1000, 10, 24);
+    assert!((100..1000).contains(&small), "{small}");
+    // Beyond the cache a row costs twice as much; huge counts saturate instead of overflowing.
+    let big = int8_index.scan_cost(100_000, 10, 24);
+    assert!(big > 100 * (small - 60), "{big} vs {small}");
+    assert!(int8_index.scan_cost(usize::MAX, 10, 24) >= usize::MAX / 100);
+    // A handful of rows is cheaper to score in f32 directly (no quantised query, no re-score).
+    assert_eq!(int8_index.scan_cost(100, 10, 24), 100);
+    assert!(int8_index.int8_scan_cost(100, 10, 24).unwrap() > 100);
+    assert_eq!(f32_index.int8_scan_cost(100, 10, 24), None);
+}
+
+#[test]
+fn excluding_the_query_neighbourhood_returns_the_exact_filtered_top_k() {
+    // Each query's 100 nearest rows are rejected: the walk routes through them (they are scored
+    // but never returned) and returns the next ten, which equal the exact filtered top-10 for
+    // f32 and int8 traversal alike (ef 96: the walk, not the exact scan, answers).
+    let (s, qs) = data(6000, 32);
+    for quantize in [false, true] {
+        let h = Hnsw::build(
+            &s,
+            HnswParams {
+                quantize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for i in 0..qs.len() as u32 {
+            let q = qs.vector(i);
+            let near: IdSet = exact_top_k(&s, q, 100, Metric::Cosine, None)
+                .unwrap()
+                .iter()
+                .map(|n| n.id)
+                .collect();
+            let pred = |id: u32| !near.contains(id);
+            let filter = Filter::Predicate(&pred);
+            let (got, plan) = h.search_with_plan(&s, q, 10, 96, Some(filter)).unwrap();
+            assert_eq!(plan, SearchPlan::Graph, "the walk answers, not the scan");
+            assert_eq!(
+                got,
+                exact_top_k(&s, q, 10, Metric::Cosine, Some(filter)).unwrap(),
+                "quantize={quantize} query {i}"
+            );
+        }
+    }
+}
