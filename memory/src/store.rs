@@ -1345,7 +1345,8 @@ impl Store {
         let must_sign = key.is_some() && self.file.signer != key;
         let graph_due = self.graph_due(closing);
         let compact = closing && self.worth_compacting();
-        if lsn <= self.meta.checkpoint_lsn && !must_sign && !(closing && graph_due) && !compact {
+        let work = lsn > self.meta.checkpoint_lsn || must_sign || compact || (closing && graph_due);
+        if !work {
             return Ok(());
         }
         let mut meta = self.meta.clone();
