@@ -52,8 +52,12 @@ pub struct LocomoOptions {
     pub sweep: bool,
     /// Documents retrieved per question (rankings are cut here before scoring and roll-up).
     pub depth: usize,
-    /// Turn granularity: how the turn ranking is aggregated into the session ranking.
+    /// Turn granularity: how the hybrid-rerank turn ranking is aggregated into the session ranking (the other
+    /// modes' session figures are plain roll-ups of their turn rankings).
     pub session_agg: SessionAgg,
+    /// Write every question's rankings (stemmed BM25, vector, hybrid, hybrid-rerank turns and the session
+    /// documents' hybrid scores) here as JSON lines, for per-question analysis of misses.
+    pub dump: Option<std::path::PathBuf>,
 }
 
 impl Default for LocomoOptions {
@@ -80,6 +84,7 @@ impl Default for LocomoOptions {
             sweep: false,
             depth: 100,
             session_agg: SessionAgg::default(),
+            dump: None,
         }
     }
 }
@@ -135,14 +140,18 @@ impl ModeAcc {
 }
 
 /// How a turn ranking becomes a session ranking: a session scores its best turn's score, plus `share` times
-/// the sum of its next `top - 1` best turns' scores, plus `docs` times the hybrid score of the whole session
-/// as a document of its own (all share and docs 0 = plain roll-up to distinct sessions, first wins).
+/// the sum of its next `top - 1` best turns' scores, plus `vector` times the best cosine between the question
+/// and any of its turns, plus `docs` times the hybrid score of the whole session as a document of its own
+/// (share, vector and docs all 0 = plain roll-up to distinct sessions, first wins).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SessionAgg {
     /// Weight of the session's other strong turns.
     pub share: f32,
     /// Turns per session counted (the best one included).
     pub top: usize,
+    /// Weight of the session's best question–turn cosine, over all its turns (the dense evidence of the
+    /// session, whichever turn won the fused ranking).
+    pub vector: f32,
     /// Weight of the session document's own hybrid score (keyword: all its turns; vector: the mean of its
     /// turns' embeddings).
     pub docs: f32,
@@ -150,24 +159,62 @@ pub struct SessionAgg {
 
 impl Default for SessionAgg {
     fn default() -> Self {
-        // LoCoMo sweep (--sweep, hybrid-rerank at the default weights): no share of the other turns (top 2-10,
-        // share 0.1-1.0) nor session-document weight (0.1-2.0) moves session R_any@5 by more than 0.002 from
-        // the plain roll-up (0.949; best cells 0.951 at share 0.1 or 0.75, top 3, neighbours of cells that
-        // give 0.949-0.950), and many lower it; the plain roll-up stays. See BENCHMARKS.md.
+        // LoCoMo sweep (--sweep, hybrid-rerank at the default weights), categories 1-4 (BENCHMARKS.md):
+        // vector: session R_any@5 0.949 at 0 (plain roll-up), 0.952-0.953 at every weight from 0.3 to 0.75,
+        // 0.950 at 1.0, falling beyond; 0.5 is the middle of that plateau. Alone it costs session R_any@1
+        // (0.755 -> 0.751) and MRR (0.840 -> 0.837);
+        // docs: 0.2 beside it wins them back (R_any@1 / R_any@5 / MRR 0.756 / 0.953 / 0.841), and every cell
+        // around (cosine 0.4-0.75, docs 0.1-0.3) stays at session R_any@5 0.952-0.955. Alone (no cosine) docs
+        // moved R_any@5 by at most 0.001.
+        // share / top: no share of the other turns (top 2-10, share 0.1-1.0) moved session R_any@5 by more
+        // than 0.002 from the plain roll-up, and many lowered it; share stays 0.
         SessionAgg {
             share: 0.0,
             top: 3,
-            docs: 0.0,
+            vector: 0.5,
+            docs: 0.2,
         }
     }
 }
 
-/// Rank sessions from a scored turn ranking (best first) and the session documents' own scores with `agg`;
-/// ties keep first appearance order.
+/// Per-session evidence beside the turn ranking: the session documents' own hybrid scores and each session's
+/// best question–turn cosine.
+#[derive(Clone, Debug, Default)]
+pub struct SessionEvidence {
+    /// Hybrid score of each session as a whole document.
+    pub docs: std::collections::HashMap<String, f32>,
+    /// Best cosine between the question and any turn of each session.
+    pub vectors: std::collections::HashMap<String, f32>,
+}
+
+/// Best cosine between `query` and the turns of each session (`turns[i]` is embedded as `vecs[i]`).
+pub fn session_best_cosine(
+    query: &[f32],
+    turns: &[Doc],
+    vecs: &[Vec<f32>],
+) -> std::collections::HashMap<String, f32> {
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let qn = norm(query);
+    let mut best: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
+    for (d, v) in turns.iter().zip(vecs) {
+        let dn = norm(v);
+        let cos = if qn > 0.0 && dn > 0.0 {
+            query.iter().zip(v).map(|(a, b)| a * b).sum::<f32>() / (qn * dn)
+        } else {
+            0.0
+        };
+        let e = best.entry(d.session.clone()).or_insert(f32::NEG_INFINITY);
+        *e = e.max(cos);
+    }
+    best
+}
+
+/// Rank sessions from a scored turn ranking (best first) and per-session `evidence` with `agg`; ties keep first
+/// appearance order. Sessions with evidence but no ranked turn join with a turn score of 0.
 pub fn aggregate_sessions(
     ranked: &[(String, f32)],
     session_of: impl Fn(&str) -> Option<String>,
-    session_docs: &[(String, f32)],
+    evidence: &SessionEvidence,
     agg: SessionAgg,
 ) -> Vec<String> {
     let mut order: Vec<String> = Vec::new();
@@ -181,21 +228,26 @@ pub fn aggregate_sessions(
             e.push(*s);
         }
     }
-    let use_docs = agg.docs > 0.0 && !session_docs.is_empty();
-    if (agg.share <= 0.0 || agg.top <= 1) && !use_docs {
+    let use_docs = agg.docs > 0.0 && !evidence.docs.is_empty();
+    let use_vectors = agg.vector > 0.0 && !evidence.vectors.is_empty();
+    if (agg.share <= 0.0 || agg.top <= 1) && !use_docs && !use_vectors {
         return order;
     }
-    let doc_score: std::collections::HashMap<&str, f32> = if use_docs {
-        for (sess, _) in session_docs {
-            if !per.contains_key(sess) {
-                per.insert(sess.clone(), Vec::new());
-                order.push(sess.clone());
-            }
+    let mut extra: Vec<&String> = Vec::new();
+    if use_docs {
+        extra.extend(evidence.docs.keys());
+    }
+    if use_vectors {
+        extra.extend(evidence.vectors.keys());
+    }
+    // Sorted so sessions without a ranked turn join in the same order on every run.
+    extra.sort();
+    for sess in extra {
+        if !per.contains_key(sess) {
+            per.insert(sess.clone(), Vec::new());
+            order.push(sess.clone());
         }
-        session_docs.iter().map(|(k, s)| (k.as_str(), *s)).collect()
-    } else {
-        Default::default()
-    };
+    }
     let mut scored: Vec<(usize, f32)> = order
         .iter()
         .enumerate()
@@ -204,8 +256,14 @@ pub fn aggregate_sessions(
             v.sort_by(|a, b| b.total_cmp(a));
             let best = v.first().copied().unwrap_or(0.0);
             let rest: f32 = v.iter().skip(1).take(agg.top.saturating_sub(1)).sum();
-            let doc = doc_score.get(sess.as_str()).copied().unwrap_or(0.0);
-            (i, best + agg.share * rest + agg.docs * doc)
+            let mut total = best + agg.share * rest;
+            if use_docs {
+                total += agg.docs * evidence.docs.get(sess).copied().unwrap_or(0.0);
+            }
+            if use_vectors {
+                total += agg.vector * evidence.vectors.get(sess).copied().unwrap_or(0.0);
+            }
+            (i, total)
         })
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -253,6 +311,10 @@ const SWEEP_SHARE: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0];
 const SWEEP_TOP: [usize; 4] = [2, 3, 5, 10];
 /// Session aggregation: weights of the session documents' own scores (at the default share and top).
 const SWEEP_DOCS: [f32; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0];
+/// Session aggregation: weights of each session's best question-turn cosine.
+const SWEEP_SESSION_VECTOR: [f32; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.5, 2.0];
+/// Session aggregation: session-document weights crossed with the cosine weights.
+const SWEEP_DOCS_BY_VECTOR: [f32; 5] = [0.0, 0.1, 0.2, 0.3, 0.5];
 /// Keyword calibration relative to the query's attainable BM25 (the score worth 0.5 = share x ceiling).
 pub const SWEEP_CEILING: [f32; 7] = [0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75];
 /// Re-rank bonus for turns of a day the question names.
@@ -279,6 +341,8 @@ struct Sweeps {
     calibration: Vec<ModeAcc>,
     aggregation: Vec<ModeAcc>,
     docs: Vec<ModeAcc>,
+    session_vector: Vec<ModeAcc>,
+    vector_docs: Vec<ModeAcc>,
     speaker: Vec<ModeAcc>,
     recency: Vec<ModeAcc>,
     dated: Vec<ModeAcc>,
@@ -299,6 +363,8 @@ impl Sweeps {
             calibration: accs(SWEEP_HALF.len() * SWEEP_CAL_W.len()),
             aggregation: accs(SWEEP_SHARE.len() * SWEEP_TOP.len()),
             docs: accs(SWEEP_DOCS.len()),
+            session_vector: accs(SWEEP_SESSION_VECTOR.len()),
+            vector_docs: accs(SWEEP_SESSION_VECTOR.len() * SWEEP_DOCS_BY_VECTOR.len()),
             speaker: accs(SWEEP_SPEAKER.len()),
             recency: accs(SWEEP_RECENCY.len()),
             dated: accs(SWEEP_DATED.len()),
@@ -340,6 +406,12 @@ pub fn run(
     let mut accs: Vec<ModeAcc> = modes.iter().map(|_| ModeAcc::new()).collect();
     let mut sweeps = Sweeps::new();
     let mut asked = 0usize;
+    let mut dump = match &opts.dump {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+            |e| EvalError::InvalidInput(format!("cannot write {}: {e}", p.display())),
+        )?)),
+        None => None,
+    };
     for (ci, conv) in convs.iter().enumerate() {
         let qs: Vec<usize> = (0..conv.questions.len())
             .filter(|q| picked.contains(&(ci, *q)))
@@ -372,7 +444,8 @@ pub fn run(
         };
         let plain_index = Index::build(&docs, doc_vecs.as_deref(), false, opts.params)?;
         let turn_level = opts.granularity == Granularity::Turn;
-        let session_index = if turn_level && (opts.session_agg.docs > 0.0 || opts.sweep) {
+        let docs_used = opts.session_agg.docs > 0.0 && modes.contains(&Mode::HybridRerank);
+        let session_index = if turn_level && (docs_used || opts.sweep || opts.dump.is_some()) {
             let sdocs = locomo::session_docs(conv);
             let centroids = doc_vecs
                 .as_deref()
@@ -418,6 +491,13 @@ pub fn run(
                 }
                 None => Vec::new(),
             };
+            let evidence = SessionEvidence {
+                docs: session_scores.iter().cloned().collect(),
+                vectors: match (&query.embedding, &doc_vecs) {
+                    (Some(q), Some(dv)) if turn_level => session_best_cosine(q, &docs, dv),
+                    _ => Default::default(),
+                },
+            };
             let score_agg = |acc: &mut ModeAcc, idx: &Index, ranked: &[Ranked], agg: SessionAgg| {
                 let scored: Vec<(String, f32)> = ranked
                     .iter()
@@ -428,7 +508,7 @@ pub fn run(
                         let keys: Vec<String> = scored.iter().map(|x| x.0.clone()).collect();
                         acc.turn
                             .add(&groups, &score_ranking(&keys, &gold_turns, LOCOMO_KS));
-                        let rolled = aggregate_sessions(&scored, session_of, &session_scores, agg);
+                        let rolled = aggregate_sessions(&scored, session_of, &evidence, agg);
                         acc.session
                             .add(&groups, &score_ranking(&rolled, &gold_sessions, LOCOMO_KS));
                     }
@@ -442,6 +522,19 @@ pub fn run(
             let score = |acc: &mut ModeAcc, idx: &Index, ranked: &[Ranked]| {
                 score_agg(acc, idx, ranked, opts.session_agg)
             };
+            // The other modes' session figures stay plain roll-ups of their own rankings (BM25 mixes no cosine in).
+            let plain_agg = SessionAgg {
+                share: 0.0,
+                vector: 0.0,
+                docs: 0.0,
+                ..opts.session_agg
+            };
+            if let Some(w) = dump.as_mut() {
+                let idx = stem_index.as_ref().unwrap_or(&plain_index);
+                let line = dump_line(conv, question, idx, &query, opts.depth, &session_scores)?;
+                use std::io::Write;
+                writeln!(w, "{line}").map_err(|e| EvalError::InvalidInput(format!("dump: {e}")))?;
+            }
             for (mi, &mode) in modes.iter().enumerate() {
                 let idx = if mode.stemming() {
                     stem_index.as_ref().unwrap_or(&plain_index)
@@ -452,30 +545,42 @@ pub fn run(
                 let ranked = idx.rank(&query, mode, opts.depth)?;
                 accs[mi].seconds += t0.elapsed().as_secs_f64();
                 accs[mi].queries += 1;
-                score(&mut accs[mi], idx, &ranked);
+                let agg = if mode == Mode::HybridRerank {
+                    opts.session_agg
+                } else {
+                    plain_agg
+                };
+                score_agg(&mut accs[mi], idx, &ranked, agg);
             }
             if opts.sweep {
                 let idx = stem_index.as_ref().unwrap_or(&plain_index);
                 let lists = idx.stage_lists(&query, opts.depth)?;
                 for (wi, &w) in SWEEP_WEIGHTS.iter().enumerate() {
-                    score(&mut sweeps.weight[wi], idx, &idx.fuse_at(&lists, w));
+                    score_agg(
+                        &mut sweeps.weight[wi],
+                        idx,
+                        &idx.fuse_at(&lists, w),
+                        plain_agg,
+                    );
                 }
                 for (hi, &h) in SWEEP_HALF.iter().enumerate() {
                     for (wi, &w) in SWEEP_CAL_W.iter().enumerate() {
                         let r = idx.fuse_calibrated_at(&lists, w, h);
-                        score(
+                        score_agg(
                             &mut sweeps.calibration[hi * SWEEP_CAL_W.len() + wi],
                             idx,
                             &r,
+                            plain_agg,
                         );
                     }
                 }
                 let w = opts.params.vector_weight;
                 for (ci, &c) in SWEEP_CEILING.iter().enumerate() {
-                    score(
+                    score_agg(
                         &mut sweeps.ceiling[ci],
                         idx,
                         &idx.fuse_ceiling_at(&lists, w, c),
+                        plain_agg,
                     );
                 }
                 let deep = idx.stage_lists(&query, opts.params.rerank.depth.max(opts.depth))?;
@@ -484,7 +589,7 @@ pub fn run(
                 for (i, f) in [&old, &fused].into_iter().enumerate() {
                     let mut plain = f.clone();
                     plain.truncate(opts.depth);
-                    score(&mut sweeps.fusion[2 * i], idx, &plain);
+                    score_agg(&mut sweeps.fusion[2 * i], idx, &plain, plain_agg);
                     let mut r = idx.rerank_with_feedback(&query, f, &opts.params.rerank)?;
                     r.truncate(opts.depth);
                     score(&mut sweeps.fusion[2 * i + 1], idx, &r);
@@ -576,6 +681,22 @@ pub fn run(
                         };
                         score_agg(&mut sweeps.docs[di], idx, &r, agg);
                     }
+                    for (vi, &vector) in SWEEP_SESSION_VECTOR.iter().enumerate() {
+                        let agg = SessionAgg {
+                            vector,
+                            ..opts.session_agg
+                        };
+                        score_agg(&mut sweeps.session_vector[vi], idx, &r, agg);
+                        for (di, &docs) in SWEEP_DOCS_BY_VECTOR.iter().enumerate() {
+                            let agg = SessionAgg {
+                                vector,
+                                docs,
+                                ..opts.session_agg
+                            };
+                            let acc = &mut sweeps.vector_docs[vi * SWEEP_DOCS_BY_VECTOR.len() + di];
+                            score_agg(acc, idx, &r, agg);
+                        }
+                    }
                     for (si, &share) in SWEEP_SHARE.iter().enumerate() {
                         for (ti, &top) in SWEEP_TOP.iter().enumerate() {
                             let agg = SessionAgg {
@@ -592,6 +713,36 @@ pub fn run(
         }
     }
     build_report(convs, opts, &modes, &accs, &sweeps, asked)
+}
+
+/// One question's rankings as a JSON line (see [`LocomoOptions::dump`]).
+fn dump_line(
+    conv: &Conversation,
+    question: &locomo::Question,
+    idx: &Index,
+    query: &Query,
+    depth: usize,
+    session_scores: &[(String, f32)],
+) -> Result<String> {
+    let list = |r: Vec<Ranked>| -> Vec<(String, f32)> {
+        r.into_iter()
+            .map(|(d, s)| (idx.key(d).to_string(), s))
+            .collect()
+    };
+    let mut v = serde_json::json!({
+        "conversation": conv.id,
+        "category": question.category,
+        "question": question.question,
+        "evidence": question.evidence,
+        "bm25": list(idx.rank(query, Mode::Bm25Stem, depth)?),
+    });
+    if query.embedding.is_some() {
+        v["vector"] = serde_json::json!(list(idx.rank(query, Mode::Vector, depth)?));
+        v["hybrid"] = serde_json::json!(list(idx.rank(query, Mode::Hybrid, depth)?));
+        v["rerank"] = serde_json::json!(list(idx.rank(query, Mode::HybridRerank, depth)?));
+        v["sessions"] = serde_json::json!(session_scores);
+    }
+    Ok(v.to_string())
 }
 
 fn headline_cells(acc: &ModeAcc, turn: bool) -> Vec<String> {
@@ -888,9 +1039,12 @@ fn build_report(
         r.grids.push(g);
         if turn {
             let mut g = Grid {
-                title: "Sweep: session aggregation of the hybrid-rerank turn ranking (session score = best turn + \
-                        share x sum of its next top-1 turns), categories 1-4; cells: session R_any@5 / session MRR"
-                    .into(),
+                title: format!(
+                    "Sweep: session aggregation of the hybrid-rerank turn ranking (session score = best turn + \
+                     share x sum of its next top-1 turns, session cosine weight {}, session-doc weight {}), \
+                     categories 1-4; cells: session R_any@5 / session MRR",
+                    opts.session_agg.vector, opts.session_agg.docs
+                ),
                 header: std::iter::once("share \\ top".to_string())
                     .chain(SWEEP_TOP.iter().map(|t| format!("top = {t}")))
                     .collect(),
@@ -910,8 +1064,9 @@ fn build_report(
             r.grids.push(g);
             let mut g = Grid {
                 title: format!(
-                    "Sweep: weight of the session documents' own hybrid score (share {}, top {}), categories 1-4",
-                    opts.session_agg.share, opts.session_agg.top
+                    "Sweep: weight of the session documents' own hybrid score (share {}, top {}, session cosine \
+                     weight {}), categories 1-4",
+                    opts.session_agg.share, opts.session_agg.top, opts.session_agg.vector
                 ),
                 header: headline_header("session-doc weight", turn),
                 rows: Vec::new(),
@@ -919,6 +1074,47 @@ fn build_report(
             for (d, a) in SWEEP_DOCS.iter().zip(&sweeps.docs) {
                 let mut row = vec![format!("{d:.2}")];
                 row.extend(headline_cells(a, turn));
+                g.rows.push(row);
+            }
+            r.grids.push(g);
+            let mut g = Grid {
+                title: format!(
+                    "Sweep: weight of each session's best question-turn cosine (over all its turns) added to its \
+                     best hybrid-rerank turn score (share {}, top {}, session-doc weight {}), categories 1-4",
+                    opts.session_agg.share, opts.session_agg.top, opts.session_agg.docs
+                ),
+                header: headline_header("session cosine weight", turn),
+                rows: Vec::new(),
+            };
+            for (v, a) in SWEEP_SESSION_VECTOR.iter().zip(&sweeps.session_vector) {
+                let mut row = vec![format!("{v:.2}")];
+                row.extend(headline_cells(a, turn));
+                g.rows.push(row);
+            }
+            r.grids.push(g);
+            let mut g = Grid {
+                title: "Sweep: session cosine weight x session-document weight, categories 1-4; cells: session \
+                        R_any@1 / session R_any@5 / session MRR"
+                    .into(),
+                header: std::iter::once("cosine \\ session doc".to_string())
+                    .chain(SWEEP_DOCS_BY_VECTOR.iter().map(|d| format!("doc = {d:.2}")))
+                    .collect(),
+                rows: Vec::new(),
+            };
+            for (vi, v) in SWEEP_SESSION_VECTOR.iter().enumerate() {
+                let mut row = vec![format!("{v:.2}")];
+                for di in 0..SWEEP_DOCS_BY_VECTOR.len() {
+                    let a = &sweeps.vector_docs[vi * SWEEP_DOCS_BY_VECTOR.len() + di];
+                    row.push(match a.session.summary(HEADLINE).filter(|s| s.n > 0) {
+                        Some(s) => format!(
+                            "{} / {} / {}",
+                            f3(s.recall_any[&1]),
+                            f3(s.recall_any[&5]),
+                            f3(s.mrr)
+                        ),
+                        None => "-".into(),
+                    });
+                }
                 g.rows.push(row);
             }
             r.grids.push(g);
@@ -971,29 +1167,92 @@ mod tests {
                 .map(|(k, s)| (k.to_string(), *s))
                 .collect();
         let of = |t: &str| t.split_once(':').map(|(s, _)| s.to_string());
+        let none = SessionEvidence::default();
         let plain = SessionAgg {
             share: 0.0,
             top: 3,
+            vector: 0.0,
             docs: 0.0,
         };
         assert_eq!(
-            aggregate_sessions(&ranked, of, &[], plain),
+            aggregate_sessions(&ranked, of, &none, plain),
             vec!["D1", "D2"]
         );
         // D2: 0.9 + 0.2 * (0.8 + 0.7) = 1.2 > 1.0
         let agg = SessionAgg {
             share: 0.2,
             top: 3,
+            vector: 0.0,
             docs: 0.0,
         };
-        assert_eq!(aggregate_sessions(&ranked, of, &[], agg), vec!["D2", "D1"]);
+        assert_eq!(
+            aggregate_sessions(&ranked, of, &none, agg),
+            vec!["D2", "D1"]
+        );
         // Only the next best turn counts: 0.9 + 0.1 * 0.8 < 1.0
         let agg = SessionAgg {
             share: 0.1,
             top: 2,
+            vector: 0.0,
             docs: 0.0,
         };
-        assert_eq!(aggregate_sessions(&ranked, of, &[], agg), vec!["D1", "D2"]);
+        assert_eq!(
+            aggregate_sessions(&ranked, of, &none, agg),
+            vec!["D1", "D2"]
+        );
+    }
+
+    #[test]
+    fn session_cosine_evidence_lifts_a_session() {
+        let ranked: Vec<(String, f32)> = [("D1:1", 1.0), ("D2:1", 0.9), ("D1:2", 0.5)]
+            .iter()
+            .map(|(k, s)| (k.to_string(), *s))
+            .collect();
+        let of = |t: &str| t.split_once(':').map(|(s, _)| s.to_string());
+        let ev = SessionEvidence {
+            docs: Default::default(),
+            vectors: [("D1", 0.1), ("D2", 0.5), ("D3", 0.9)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+        };
+        let off = SessionAgg {
+            vector: 0.0,
+            ..SessionAgg::default()
+        };
+        assert_eq!(aggregate_sessions(&ranked, of, &ev, off), vec!["D1", "D2"]);
+        // D2: 0.9 + 0.5 * 0.5 = 1.15 > D1: 1.0 + 0.5 * 0.1 = 1.05; D3 has no ranked turn: 0 + 0.45.
+        let on = SessionAgg {
+            vector: 0.5,
+            ..SessionAgg::default()
+        };
+        assert_eq!(
+            aggregate_sessions(&ranked, of, &ev, on),
+            vec!["D2", "D1", "D3"]
+        );
+    }
+
+    #[test]
+    fn best_cosine_per_session() {
+        let doc = |key: &str, session: &str| Doc {
+            key: key.into(),
+            session: session.into(),
+            text: String::new(),
+            embed_text: String::new(),
+            event_time: None,
+            speaker: None,
+            dated: false,
+            told: None,
+        };
+        let turns = vec![doc("D1:1", "D1"), doc("D1:2", "D1"), doc("D2:1", "D2")];
+        let vecs = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 2.0]];
+        let best = session_best_cosine(&[0.0, 1.0], &turns, &vecs);
+        assert!((best["D1"] - 0.8).abs() < 1e-6);
+        // Not normalised on input: the cosine is still 1.
+        assert!((best["D2"] - 1.0).abs() < 1e-6);
+        // A zero vector matches nothing rather than dividing by zero.
+        let zero = session_best_cosine(&[0.0, 0.0], &turns, &vecs);
+        assert_eq!(zero["D1"], 0.0);
     }
 
     #[test]

@@ -193,9 +193,16 @@ struct LocomoArgs {
     /// Session level: turns per session counted by the aggregation (the best one included).
     #[arg(long, default_value_t = LocomoOptions::default().session_agg.top)]
     session_top: usize,
+    /// Session level (hybrid-rerank): weight of each session's best question-turn cosine, over all its turns.
+    #[arg(long, default_value_t = LocomoOptions::default().session_agg.vector)]
+    session_vector: f32,
     /// Session level: weight of each session's own hybrid score as a whole-session document.
     #[arg(long, default_value_t = LocomoOptions::default().session_agg.docs)]
     session_docs: f32,
+    /// Write every question's rankings (BM25, vector, hybrid, hybrid-rerank, session documents) here as JSON
+    /// lines, for per-question analysis of misses.
+    #[arg(long)]
+    dump: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -266,8 +273,10 @@ fn run_locomo(a: &LocomoArgs) -> Result<()> {
         session_agg: locomo_eval::SessionAgg {
             share: a.session_share,
             top: a.session_top,
+            vector: a.session_vector,
             docs: a.session_docs,
         },
+        dump: a.dump.clone(),
     };
     let mut emb = a
         .common

@@ -140,6 +140,8 @@ fn every_mode_with_the_model_on_a_fixture() {
         "a month the question names",
         "pseudo-relevance feedback",
         "scaled to the query",
+        "best question-turn cosine",
+        "session cosine weight x session-document weight",
     ] {
         assert!(
             titles.iter().any(|t| t.contains(part)),
@@ -178,4 +180,48 @@ fn every_mode_with_the_model_on_a_fixture() {
     run(&fb);
     let v = headline(&read_json(&json), "hybrid-rerank", "session R_any@5");
     assert!((0.0..=1.0).contains(&v), "{v}");
+    // The per-question dump: one JSON line per question, every ranking named, evidence beside it.
+    let dump = dir.path().join("dump.jsonl");
+    run(&[
+        "locomo",
+        data.to_str().unwrap(),
+        "--mode",
+        "hybrid-rerank",
+        "--dump",
+        dump.to_str().unwrap(),
+        "--embedding-cache",
+        cache.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let asked = locomo_fixture()["qa"].as_array().unwrap().len();
+    assert_eq!(lines.len(), asked);
+    for l in &lines {
+        for key in ["bm25", "vector", "hybrid", "rerank", "sessions"] {
+            assert!(l[key].is_array(), "{key} missing in {l}");
+        }
+        assert!(l["evidence"].is_array() && l["question"].is_string());
+    }
+    // With the session cosine and session documents off, the session level is the plain roll-up of the turns.
+    run(&[
+        "locomo",
+        data.to_str().unwrap(),
+        "--mode",
+        "hybrid-rerank",
+        "--session-vector",
+        "0",
+        "--session-docs",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+        "--embedding-cache",
+        cache.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let plain = headline(&read_json(&json), "hybrid-rerank", "session R_any@5");
+    assert!((0.0..=1.0).contains(&plain), "{plain}");
 }

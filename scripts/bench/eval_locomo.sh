@@ -2,7 +2,8 @@
 # LoCoMo evidence-retrieval figures of BENCHMARKS.md, ours and the Python peers' from one run:
 #   1. the indexing-style sweep (BM25, seconds each);
 #   2. every mode with every sweep (hybrid weight, keyword calibration, re-rank weights, session aggregation,
-#      min-max vs calibrated fusion); embeds ~7,900 texts once, later runs read the cache
+#      min-max vs calibrated fusion, session cosine x session documents); embeds ~7,900 texts once, later
+#      runs read the cache
 #      (~/.cache/clawhdf5/eval-embeddings.bin);
 #      plus the date, pseudo-relevance-feedback and query-scaled keyword calibration sweeps;
 #   3. the peers: rank_bm25, sentence-transformers MiniLM and a min-max 0.5/0.5 hybrid
@@ -38,6 +39,13 @@ echo "== embedding context (hybrid-rerank; --embed-neighbours 0 and 2 vs the def
 for en in 0 2; do
   echo "-- --embed-neighbours $en"
   "$bin" locomo "$data" --mode hybrid-rerank --embed-neighbours "$en" --quiet | grep -E '^\| (mode|bm25|hybrid)'
+done
+echo "== session ranking of hybrid-rerank: plain roll-up (before) and each added signal alone"
+for agg in "--session-vector 0 --session-docs 0" "--session-vector 0.5 --session-docs 0" \
+           "--session-vector 0 --session-docs 0.2"; do
+  echo "-- $agg"
+  # shellcheck disable=SC2086
+  "$bin" locomo "$data" --mode hybrid-rerank $agg --quiet | grep -E '^\| (mode|hybrid)'
 done
 echo "== every mode, with sweeps"
 "$bin" locomo "$data" --sweep --quiet --json "$out/locomo.json" --markdown "$out/locomo.md"
