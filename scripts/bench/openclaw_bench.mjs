@@ -212,19 +212,85 @@ async function memoryCoreEnv(agents) {
 }
 
 /** The clawhdf5 plugin in the memory slot, memory-core off. */
-async function clawhdf5Env(agents, { storeDir, pluginConfig = {} } = {}) {
+async function clawhdf5Env(agents, { storeDir, pluginConfig = {}, extraPlugins = {} } = {}) {
   return new OpenClawEnv("clawhdf5", {
     gateway: gatewayConfig(await freePort(), token()),
     agents: agentsConfig(agents),
     plugins: {
-      load: { paths: [need("PLUGIN_DIR")] },
+      load: { paths: [need("PLUGIN_DIR"), ...Object.values(extraPlugins)] },
       slots: { memory: "clawhdf5" },
       entries: {
         "memory-core": { enabled: false },
         clawhdf5: { enabled: true, config: { binaryPath: need("CLAWHDF5_BIN"), storeDir, timeoutMs: 14000, ...pluginConfig } },
+        ...Object.fromEntries(Object.keys(extraPlugins).map((id) => [id, { enabled: true }])),
       },
     },
   });
+}
+
+/** A gateway with memory-core off and no memory plugin, only the given plugins (e.g. the floor plugin). */
+async function bareEnv(agents, plugins) {
+  return new OpenClawEnv("bare", {
+    gateway: gatewayConfig(await freePort(), token()),
+    agents: agentsConfig(agents),
+    plugins: {
+      load: { paths: Object.values(plugins) },
+      entries: { "memory-core": { enabled: false }, ...Object.fromEntries(Object.keys(plugins).map((id) => [id, { enabled: true }])) },
+    },
+  });
+}
+
+/** Id of the minimal plugin whose one tool measures OpenClaw's own cost of a plugin tool call. */
+const FLOOR_PLUGIN = "clawhdf5-bench-floor";
+
+/**
+ * Writes a minimal OpenClaw plugin with one trivial tool, `bench_echo` (answers its argument, touches nothing):
+ * what any plugin tool costs through POST /tools/invoke. Returns its folder.
+ */
+function writeFloorPlugin() {
+  const dir = path.join(need("BENCH_ROOT"), "floor-plugin");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, "package.json"),
+    JSON.stringify({ name: FLOOR_PLUGIN, version: "0.0.0", type: "module", private: true, main: "./index.js", openclaw: { extensions: ["./index.js"] } }, null, 2),
+  );
+  fs.writeFileSync(
+    path.join(dir, "openclaw.plugin.json"),
+    JSON.stringify(
+      {
+        id: FLOOR_PLUGIN,
+        name: "clawhdf5 bench floor",
+        description: "One trivial tool, for measuring the gateway's own cost of a plugin tool call.",
+        contracts: { tools: ["bench_echo"] },
+        configSchema: { type: "object", additionalProperties: false, properties: {} },
+      },
+      null,
+      2,
+    ),
+  );
+  fs.writeFileSync(
+    path.join(dir, "index.js"),
+    `const tool = {
+  name: "bench_echo",
+  label: "Bench Echo",
+  description: "Answers its argument (benchmark floor).",
+  parameters: { type: "object", properties: { text: { type: "string" } }, additionalProperties: false },
+  async execute(_id, params) {
+    const details = { echo: String(params?.text ?? "") };
+    return { content: [{ type: "text", text: JSON.stringify(details) }], details };
+  },
+};
+export default {
+  id: ${JSON.stringify(FLOOR_PLUGIN)},
+  name: "clawhdf5 bench floor",
+  description: "One trivial tool, for measuring the gateway's own cost of a plugin tool call.",
+  register(api) {
+    api.registerTool(() => tool, { name: "bench_echo" });
+  },
+};
+`,
+  );
+  return dir;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -568,8 +634,8 @@ function tenkLines(n) {
   return { lines, distinct: Math.min(n, texts.length), queries };
 }
 
-/** The same queries straight to `clawhdf5 serve` over stdio (no OpenClaw): the server's own share. */
-async function directServe(storeDir, queries, k) {
+/** `clawhdf5 serve` over stdio from this process (no OpenClaw, no plugin): the server's own share. */
+async function openDirectServe(storeDir, k) {
   const child = spawn(need("CLAWHDF5_BIN"), ["serve", "--dir", storeDir], { stdio: ["pipe", "pipe", "inherit"] });
   const rl = readline.createInterface({ input: child.stdout });
   const waiting = new Map();
@@ -582,48 +648,126 @@ async function directServe(storeDir, queries, k) {
     }
   });
   let id = 0;
-  const call = (method, params) =>
+  const rpc = (method, params) =>
     new Promise((resolve) => {
       const my = ++id;
       waiting.set(my, resolve);
       child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: my, method, params })}\n`);
     });
-  try {
-    await call("search", { agent: "tenk", query: "warm up", k });
-    const ms = [];
-    let modes = new Set();
-    for (const q of queries) {
+  return {
+    async call(query) {
       const t0 = performance.now();
-      const r = await call("search", { agent: "tenk", query: q, k });
-      ms.push(performance.now() - t0);
-      if (r.error) throw new Error(`direct search failed: ${JSON.stringify(r.error)}`);
-      modes.add(r.result.mode);
+      const r = await rpc("search", { agent: "tenk", query, k });
+      const ms = performance.now() - t0;
+      if (r.error) return { ms, error: JSON.stringify(r.error) };
+      return { ms, mode: r.result.mode, hits: r.result.results.length };
+    },
+    async close() {
+      try {
+        await rpc("shutdown", {});
+      } finally {
+        child.kill("SIGTERM");
+      }
+    },
+  };
+}
+
+/**
+ * The plugin's memory_search tool in this Node process, without OpenClaw: its execute() over the plugin's runtime,
+ * manager and RPC client, which spawns its own `clawhdf5 serve` (the plugin's share, beside openDirectServe).
+ */
+async function openPluginDirect(storeDir, workspace, k) {
+  const lib = (f) => path.join(need("PLUGIN_DIR"), "lib", f);
+  const { resolvePluginConfig } = await import(lib("config.js"));
+  const { createMemoryRuntime } = await import(lib("runtime.js"));
+  const { createMemoryTools } = await import(lib("tools.js"));
+  const stateDir = path.join(need("BENCH_ROOT"), "plugin-direct-state");
+  const settings = resolvePluginConfig({ binaryPath: need("CLAWHDF5_BIN"), storeDir, workspace, timeoutMs: 14000 }, { stateDir });
+  const runtime = createMemoryRuntime({ settings, logger: {}, stateDir });
+  const search = createMemoryTools({ getManager: () => runtime.acquire({ cfg: {}, agentId: "tenk" }), ctx: { agentId: "tenk" } }).find(
+    (t) => t.name === "memory_search",
+  );
+  return {
+    async call(query) {
+      const t0 = performance.now();
+      const r = await search.execute("bench", { query, maxResults: k });
+      const ms = performance.now() - t0;
+      if (r.details?.unavailable) return { ms, error: r.details.error };
+      return { ms, mode: r.details.mode, hits: r.details.results.length };
+    },
+    close: () => runtime.closeAllMemorySearchManagers(),
+  };
+}
+
+/** A copy of a store folder (its files but the writer lock), so that another process can open it. */
+function copyStore(from, to) {
+  fs.mkdirSync(to, { recursive: true });
+  for (const f of fs.readdirSync(from)) if (!f.endsWith(".lock")) fs.copyFileSync(path.join(from, f), path.join(to, f));
+  return to;
+}
+
+/** clawhdf5-search-hops (built next to CLAWHDF5_BIN): the server's search request piece by piece. */
+async function searchHops(storeDir, queriesFile, k) {
+  const bin = path.join(path.dirname(need("CLAWHDF5_BIN")), "clawhdf5-search-hops");
+  if (!fs.existsSync(bin)) return { missing: `${bin} not found (cargo build --release -p clawhdf5-backend builds it)` };
+  const { stdout } = await run(bin, ["--dir", storeDir, "--agent", "tenk", "--queries", queriesFile, "--k", String(k), "--json"], { timeout: 1800000 });
+  return JSON.parse(stdout.trim().split("\n").pop());
+}
+
+/** Calls each route in turn for every query (the order rotating), so that all routes see the same load. */
+async function interleaved(routes, queries) {
+  const names = Object.keys(routes);
+  const out = Object.fromEntries(names.map((n) => [n, { ms: [], errors: 0, modes: new Set(), hits: 0, firstError: undefined }]));
+  for (let i = 0; i < queries.length; i++) {
+    const order = names.map((_, j) => names[(i + j) % names.length]);
+    for (const name of order) {
+      const r = await routes[name](queries[i]);
+      const o = out[name];
+      if (r.error) {
+        o.errors += 1;
+        o.firstError ??= r.error;
+        continue;
+      }
+      o.ms.push(r.ms);
+      if (r.mode) o.modes.add(r.mode);
+      o.hits += r.hits ?? 0;
     }
-    await call("shutdown", {});
-    return { ...latencyStats(ms), modes: [...modes] };
-  } finally {
-    child.kill("SIGTERM");
   }
+  return Object.fromEntries(
+    names.map((n) => {
+      const o = out[n];
+      return [n, { ...latencyStats(o.ms), errors: o.errors, firstError: o.firstError, modes: [...o.modes], meanHits: o.hits / Math.max(1, o.ms.length) }];
+    }),
+  );
 }
 
 async function tenk(args) {
   const n = intArg(args, "n", 10000);
   const nq = intArg(args, "queries", 300);
   const k = intArg(args, "k", 5);
+  const bare = args["no-bare-gateway"] !== true;
   const started = new Date().toISOString();
-  const storeDir = path.join(need("BENCH_ROOT"), "tenk-store");
+  // --store DIR keeps the store in DIR and reuses it when it is already there (no import).
+  const storeDir = args.store ? path.resolve(String(args.store)) : path.join(need("BENCH_ROOT"), "tenk-store");
   fs.mkdirSync(storeDir, { recursive: true });
+  const reuse = fs.existsSync(path.join(storeDir, "tenk.h5"));
   const { lines, distinct, queries } = tenkLines(n);
   const jsonl = path.join(need("BENCH_ROOT"), "tenk.jsonl");
   fs.writeFileSync(jsonl, `${lines.join("\n")}\n`);
   const step = Math.max(1, Math.floor(queries.length / nq));
   const qs = queries.filter((_, i) => i % step === 0).slice(0, nq);
-  log(`tenk: importing ${n} memories (${distinct} distinct texts) with clawhdf5 import`);
-  const t0 = performance.now();
-  await run(need("CLAWHDF5_BIN"), ["import", "--quiet", "--store", path.join(storeDir, "tenk.h5"), jsonl], { timeout: 3600000 });
-  const importMs = performance.now() - t0;
+  const queriesFile = path.join(need("BENCH_ROOT"), "tenk-queries.txt");
+  fs.writeFileSync(queriesFile, `${qs.map((q) => q.replace(/\s+/g, " ").trim()).join("\n")}\n`);
+  let importMs = NaN;
+  if (reuse) log(`tenk: reusing the store in ${storeDir} (no import)`);
+  else {
+    log(`tenk: importing ${n} memories (${distinct} distinct texts) with clawhdf5 import`);
+    const t0 = performance.now();
+    await run(need("CLAWHDF5_BIN"), ["import", "--quiet", "--store", path.join(storeDir, "tenk.h5"), jsonl], { timeout: 3600000 });
+    importMs = performance.now() - t0;
+  }
   const { stdout: stats } = await run(need("CLAWHDF5_BIN"), ["stats", "--json", "--store", path.join(storeDir, "tenk.h5")]).catch(() => ({ stdout: "" }));
-  log(`tenk: imported in ${fmt(importMs / 1000)} s; ${qs.length} queries`);
+  log(`tenk: ${reuse ? "store reused" : `imported in ${fmt(importMs / 1000)} s`}; ${qs.length} queries`);
 
   const report = {
     started,
@@ -632,58 +776,117 @@ async function tenk(args) {
     importMs,
     stats: stats.trim(),
   };
-  report.direct = await directServe(storeDir, qs, k);
-  log(`tenk: direct serve p50 ${fmt(report.direct.p50)} ms p95 ${fmt(report.direct.p95)} ms (${report.direct.modes})`);
-
+  report.loadBeforeHops = loadAvg();
+  report.hops = await searchHops(storeDir, queriesFile, k);
+  log(`tenk: server pieces measured${report.hops.missing ? ` (skipped: ${report.hops.missing})` : ""}`);
+  // Each route that runs its own server gets its own copy of the store (one writer per store file).
   const ws = path.join(need("BENCH_ROOT"), "tenk-workspace");
   fs.mkdirSync(ws, { recursive: true });
-  const oc = await clawhdf5Env([{ id: "tenk", workspace: ws }], { storeDir });
+  const direct = await openDirectServe(copyStore(storeDir, path.join(need("BENCH_ROOT"), "store-direct")), k);
+  const plugin = await openPluginDirect(copyStore(storeDir, path.join(need("BENCH_ROOT"), "store-plugin")), ws, k);
+  const floorPlugin = writeFloorPlugin();
+  const agents = [{ id: "tenk", workspace: ws }];
+  const oc = await clawhdf5Env(agents, { storeDir, extraPlugins: { [FLOOR_PLUGIN]: floorPlugin } });
+  const bareOc = bare ? await bareEnv(agents, { [FLOOR_PLUGIN]: floorPlugin }) : null;
   try {
     report.gatewayReadyMs = await oc.startGateway();
-    const warm = await oc.invoke("memory_search", { query: "warm up", maxResults: k }, "tenk");
-    if (warm.error) throw new Error(`warm-up failed: ${warm.error}`);
-    const ms = [];
-    const modes = new Set();
-    let errors = 0;
-    let hits = 0;
-    for (const q of qs) {
+    if (bareOc) report.bareGatewayReadyMs = await bareOc.startGateway();
+    const search = async (q) => {
       const r = await oc.invoke("memory_search", { query: q, maxResults: k }, "tenk");
-      if (r.error) {
-        errors += 1;
-        continue;
-      }
-      ms.push(r.ms);
-      modes.add(r.details.mode);
-      hits += r.details.results.length;
-    }
-    report.gateway = { ...latencyStats(ms), errors, modes: [...modes], meanHits: hits / Math.max(1, ms.length) };
-    // The gateway's own floor: memory_get of a path outside the workspace, which the plugin refuses in
-    // JavaScript without calling the server (HTTP, auth, tool policy, plugin dispatch and nothing else).
-    const floor = [];
-    for (let i = 0; i < qs.length; i++) {
+      return r.error ? r : { ms: r.ms, mode: r.details.mode, hits: r.details.results.length };
+    };
+    // The floors: memory_get of a path outside the workspace, which the plugin refuses in JavaScript without
+    // calling the server; and a trivial tool of a minimal plugin, in the same gateway and (unless
+    // --no-bare-gateway) in a gateway without clawhdf5.
+    const refusedGet = async () => {
       const r = await oc.invoke("memory_get", { path: "../outside.md" }, "tenk");
-      if (r.error || r.details?.code !== "PATH_OUTSIDE_WORKSPACE") throw new Error(`gateway floor probe: ${r.error ?? JSON.stringify(r.details)}`);
-      floor.push(r.ms);
+      if (r.error || r.details?.code !== "PATH_OUTSIDE_WORKSPACE") return { ms: r.ms, error: r.error ?? JSON.stringify(r.details) };
+      return { ms: r.ms };
+    };
+    const echo = (env) => async (q) => {
+      const r = await env.invoke("bench_echo", { text: q }, "tenk");
+      if (r.error || r.details?.echo !== q) return { ms: r.ms, error: r.error ?? JSON.stringify(r.details) };
+      return { ms: r.ms };
+    };
+    const routes = {
+      search,
+      refusedGet,
+      echo: echo(oc),
+      ...(bareOc ? { bareEcho: echo(bareOc) } : {}),
+      plugin: plugin.call,
+      direct: direct.call,
+    };
+    // Warm-up (not timed): opens the store in every server, runs the plugin's first workspace sync.
+    for (const [name, route] of Object.entries(routes)) {
+      const w = await route("warm up");
+      if (w.error) throw new Error(`warm-up of ${name} failed: ${w.error}`);
     }
-    report.gatewayFloor = latencyStats(floor);
+    report.loadBeforeRoutes = loadAvg();
+    const r = await interleaved(routes, qs);
+    report.gateway = r.search;
+    report.gatewayFloor = r.refusedGet;
+    report.gatewayEcho = r.echo;
+    if (r.bareEcho) report.bareGatewayEcho = r.bareEcho;
+    report.pluginDirect = r.plugin;
+    report.direct = r.direct;
   } finally {
     await oc.stopGateway();
+    if (bareOc) await bareOc.stopGateway();
+    await plugin.close().catch(() => {});
+    await direct.close().catch(() => {});
   }
   report.loadAfter = loadAvg();
   report.finished = new Date().toISOString();
   log(`tenk: gateway p50 ${fmt(report.gateway.p50)} ms p95 ${fmt(report.gateway.p95)} ms (${report.gateway.modes})`);
   writeOut(args, "openclaw_10k.json", report);
+  console.log(tenkMarkdown(report));
+}
+
+function tenkMarkdown(report) {
+  const { n, k } = report.settings;
+  const row = (route, s, mode = "-") => `| ${route} | ${mode} | ${fmt(s.p50)} | ${fmt(s.p95)} | ${fmt(s.mean)} | ${s.errors ?? 0} |`;
   const L = [];
-  L.push(`memory_search at ${n} memories (${report.started}; ${report.machine.nproc} CPUs, ${report.machine.cpu}; load ${report.machine.loadBefore} before, ${report.loadAfter} after)`);
+  L.push(`memory_search at ${n} memories (${report.started}; ${report.machine.nproc} CPUs, ${report.machine.cpu}; load ${report.machine.loadBefore} at the start, ${report.loadBeforeRoutes} before the routes, ${report.loadAfter} after)`);
   L.push("");
-  L.push(`Store built with \`clawhdf5 import\` in ${fmt(importMs / 1000)} s (MiniLM embeddings computed on import). ${qs.length} LoCoMo questions, maxResults ${k}, one at a time.`);
+  L.push(`${Number.isFinite(report.importMs) ? `Store built with \`clawhdf5 import\` in ${fmt(report.importMs / 1000)} s (MiniLM embeddings computed on import).` : "Store reused from an earlier run (--store)."} ${report.settings.queries} LoCoMo questions, maxResults ${k}, one at a time; the routes take turns query by query (the first route rotating), so that they share the load.`);
   L.push("");
   L.push("| route | mode | p50 ms | p95 ms | mean ms | errors |");
   L.push("| --- | --- | ---: | ---: | ---: | ---: |");
-  L.push(`| POST /tools/invoke memory_search (gateway -> plugin -> clawhdf5 serve) | ${report.gateway.modes.join(",")} | ${fmt(report.gateway.p50)} | ${fmt(report.gateway.p95)} | ${fmt(report.gateway.mean)} | ${report.gateway.errors} |`);
-  L.push(`| gateway floor: POST /tools/invoke memory_get refused by the plugin (no server call) | - | ${fmt(report.gatewayFloor.p50)} | ${fmt(report.gatewayFloor.p95)} | ${fmt(report.gatewayFloor.mean)} | 0 |`);
-  L.push(`| clawhdf5 serve over stdio (no OpenClaw) | ${report.direct.modes.join(",")} | ${fmt(report.direct.p50)} | ${fmt(report.direct.p95)} | ${fmt(report.direct.mean)} | 0 |`);
-  console.log(L.join("\n"));
+  L.push(row("POST /tools/invoke memory_search (gateway -> plugin -> clawhdf5 serve)", report.gateway, report.gateway.modes.join(",")));
+  L.push(row("gateway floor: POST /tools/invoke memory_get refused by the plugin (no server call)", report.gatewayFloor));
+  L.push(row("gateway floor: POST /tools/invoke bench_echo, a minimal plugin's trivial tool, same gateway", report.gatewayEcho));
+  if (report.bareGatewayEcho) L.push(row("gateway floor: bench_echo in a gateway without clawhdf5", report.bareGatewayEcho));
+  L.push(row("plugin's memory_search tool in Node without OpenClaw (plugin -> clawhdf5 serve)", report.pluginDirect, report.pluginDirect.modes.join(",")));
+  L.push(row("clawhdf5 serve over stdio from Node (no OpenClaw, no plugin)", report.direct, report.direct.modes.join(",")));
+  const h = report.hops;
+  if (h && !h.missing) {
+    L.push("");
+    L.push(`Inside the server (clawhdf5-search-hops, in process; load ${report.loadBeforeHops} before): ${h.records} records, embedder threads ${h.threads}, forward passes per search ${fmt(h.forward_passes_per_search, 2)}.`);
+    L.push("");
+    L.push("| piece | p50 ms | p95 ms | mean ms | min ms |");
+    L.push("| --- | ---: | ---: | ---: | ---: |");
+    const order = [
+      ["tokenize", "tokenizer alone"],
+      ["embed", "query embedding (server's embedder: tokenize + forward pass)"],
+      ["embed_1_thread", "query embedding, one thread"],
+      ["search_texts_one_by_one", "the texts a search embeds (query, graph-expanded query), one pass each"],
+      ["search_texts_one_batch", "the same texts in one embed_batch call"],
+      ["search_texts_one_batch_1_thread", "the same texts in one embed_batch call, one thread"],
+      ["store_search_given_vector", "store search, query vector given (no forward pass)"],
+      ["store_search_full", "store search as the server runs it (embedding included)"],
+      ["record_access", "access statistics logged for the returned records"],
+      ["answer_json", "answer to JSON text"],
+      ["serve_in_process", "whole request through the JSON-RPC server loop, in process"],
+    ];
+    for (const [name, what] of order) {
+      const s = h.ms[name];
+      if (s) L.push(`| ${what} (\`${name}\`) | ${fmt(s.p50, 2)} | ${fmt(s.p95, 2)} | ${fmt(s.mean, 2)} | ${fmt(s.min, 2)} |`);
+    }
+  } else if (h?.missing) {
+    L.push("");
+    L.push(`Server pieces not measured: ${h.missing}.`);
+  }
+  return L.join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------------------
