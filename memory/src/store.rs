@@ -1232,6 +1232,23 @@ impl Store {
         self.index.search(&self.vectors, &q, pool, ef, allow)
     }
 
+    /// Query vectors for `texts` from one forward pass of the store's embedder, when a search in `mode` would
+    /// embed its query itself (the store holds vectors, has an embedder, and the mode is not keyword-only);
+    /// `None` otherwise.
+    pub fn embed_queries(&self, texts: &[&str], mode: SearchMode) -> Result<Option<Vec<Vec<f32>>>> {
+        let Some(embedder) = &self.opts.embedder else {
+            return Ok(None);
+        };
+        if mode == SearchMode::Keyword || self.vectors.dim() == 0 {
+            return Ok(None);
+        }
+        self.check_model(embedder.as_ref())?;
+        embedder
+            .embed_batch(texts)
+            .map(Some)
+            .map_err(|e| MemoryError::Embedding(e.to_string()))
+    }
+
     /// Refuse an embedder whose model differs from the one the store's vectors came from.
     fn check_model(&self, embedder: &dyn Embedder) -> Result<()> {
         match &self.meta.config.embedding_model {

@@ -476,6 +476,7 @@ impl AgentMemory {
         text: &str,
         pool: usize,
         filter: &crate::filter::Filter,
+        embedding: Option<Vec<f32>>,
     ) -> Result<Vec<SearchHit>> {
         let mut inner = filter.clone();
         inner.include_superseded = true;
@@ -485,7 +486,7 @@ impl AgentMemory {
             mode: q.mode,
             filter: inner,
             min_score: None,
-            embedding: q.embedding.clone(),
+            embedding,
         };
         let raw = self.store.search_candidates(&base)?;
         let mut seen = std::collections::HashSet::new();
@@ -550,6 +551,26 @@ impl AgentMemory {
         None
     }
 
+    /// Entities related to those named in `text` (graph spreading activation), which the search adds to the
+    /// query; empty when expansion is off or finds nothing new.
+    fn expansion_of(&self, text: &str) -> Vec<String> {
+        if !self.cfg.expansion.enabled || self.graph.entities().is_empty() {
+            return Vec::new();
+        }
+        let e = &self.cfg.expansion;
+        let seeds = self.graph.entities_in(text);
+        if seeds.is_empty() {
+            return Vec::new();
+        }
+        self.graph
+            .spread(&seeds, e.steps, e.decay, e.threshold)
+            .into_iter()
+            .filter_map(|(id, _)| self.graph.entity(id).map(|x| x.name.clone()))
+            .filter(|n| !text.to_lowercase().contains(&n.to_lowercase()))
+            .take(e.max_entities)
+            .collect()
+    }
+
     /// Search with temporal hints, graph expansion, re-ranking and confidence rejection. `reference_time` is
     /// "now" for relative hints and recency (ms).
     pub fn search(&self, q: &SearchQuery, reference_time: i64) -> Result<Recall> {
@@ -583,38 +604,44 @@ impl AgentMemory {
             }
             recall.time_filter_applied = true;
         }
-        let mut hits = self.candidates(q, &text, pool, &filter)?;
+        // The graph expansion depends only on the text and the graph, so it is known before searching: the text
+        // and its expansion are embedded together, in one forward pass, and the text's vector also serves the
+        // relaxed retry below.
+        let related = self.expansion_of(&text);
+        let expanded = (!related.is_empty()).then(|| format!("{text} {}", related.join(" ")));
+        let (text_vec, expanded_vec) = match (&q.embedding, &expanded) {
+            (Some(e), _) => (Some(e.clone()), Some(e.clone())),
+            (None, Some(x)) => match self.store.embed_queries(&[&text, x], q.mode)? {
+                Some(mut v) if v.len() == 2 => {
+                    let b = v.pop();
+                    (v.pop(), b)
+                }
+                _ => (None, None),
+            },
+            (None, None) => (
+                self.store
+                    .embed_queries(&[&text], q.mode)?
+                    .and_then(|mut v| v.pop()),
+                None,
+            ),
+        };
+        let mut hits = self.candidates(q, &text, pool, &filter, text_vec.clone())?;
         if hits.is_empty() && recall.time_filter_applied {
             // The time range matched nothing relevant: relax it rather than answer nothing.
             filter = q.filter.clone();
             recall.time_filter_applied = false;
-            hits = self.candidates(q, &text, pool, &filter)?;
+            hits = self.candidates(q, &text, pool, &filter, text_vec)?;
         }
-        if self.cfg.expansion.enabled && !self.graph.entities().is_empty() {
-            let e = &self.cfg.expansion;
-            let seeds = self.graph.entities_in(&text);
-            if !seeds.is_empty() {
-                let related: Vec<String> = self
-                    .graph
-                    .spread(&seeds, e.steps, e.decay, e.threshold)
-                    .into_iter()
-                    .filter_map(|(id, _)| self.graph.entity(id).map(|x| x.name.clone()))
-                    .filter(|n| !text.to_lowercase().contains(&n.to_lowercase()))
-                    .take(e.max_entities)
-                    .collect();
-                if !related.is_empty() {
-                    let expanded = format!("{text} {}", related.join(" "));
-                    let seen: std::collections::HashSet<u64> =
-                        hits.iter().map(|h| h.record.id).collect();
-                    for mut h in self.candidates(q, &expanded, pool, &filter)? {
-                        if !seen.contains(&h.record.id) {
-                            h.score *= e.weight;
-                            hits.push(h);
-                        }
-                    }
-                    recall.expanded_with = related;
+        if let Some(expanded) = expanded {
+            let weight = self.cfg.expansion.weight;
+            let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.record.id).collect();
+            for mut h in self.candidates(q, &expanded, pool, &filter, expanded_vec)? {
+                if !seen.contains(&h.record.id) {
+                    h.score *= weight;
+                    hits.push(h);
                 }
             }
+            recall.expanded_with = related;
         }
         let ranked = rerank::rerank(hits, &self.cfg.rerank, reference_time, recall.hint.order);
         let (mut kept, rejected) = confidence::reject(ranked, &self.cfg.confidence);
