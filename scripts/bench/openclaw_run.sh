@@ -13,7 +13,7 @@ CLAWHDF5_BIN="$(cd "$(dirname "$CLAWHDF5_BIN")" && pwd)/$(basename "$CLAWHDF5_BI
 LOCOMO_DIR="${LOCOMO_DIR:-$ROOT/../shared/datasets/locomo}"
 [[ -d "$LOCOMO_DIR" ]] || { echo "openclaw bench: LoCoMo not found at $LOCOMO_DIR" >&2; exit 2; }
 NODE26="$(timeout 1200 bash "$ROOT/scripts/setup/openclaw.sh" | tail -n 1)"
-OC_DIR="${CLAWHDF5_OPENCLAW_DIR:-$ROOT/.openclaw-test}/openclaw/node_modules/openclaw"
+OC_DIR="$(realpath -m "${CLAWHDF5_OPENCLAW_DIR:-$ROOT/.openclaw-test}/openclaw/node_modules/openclaw")"
 [[ -x "$NODE26" && -f "$OC_DIR/package.json" ]] || { echo "openclaw bench: OpenClaw install incomplete" >&2; exit 1; }
 
 # OpenClaw runs under a throwaway HOME, so the plugin's server would not find the per-user model cache: point it
