@@ -5,6 +5,18 @@ use crate::store::FlatVectors;
 use crate::synth::Clustered;
 use crate::topk::Neighbor;
 
+/// An index over `s` with default parameters, with or without the int8 copy.
+fn built(s: &FlatVectors, quantize: bool) -> Hnsw {
+    Hnsw::build(
+        s,
+        HnswParams {
+            quantize,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 fn data(n: usize, dim: usize) -> (FlatVectors, FlatVectors) {
     let g = Clustered::new(dim, 20, 1.0, 11);
     (g.sample(n, 1), g.sample(50, 2))
@@ -103,14 +115,7 @@ fn build_is_deterministic_for_any_thread_count() {
 fn quantized_traversal_rescores_to_full_recall() {
     let (s, qs) = data(3000, 32);
     let f = Hnsw::build(&s, HnswParams::default()).unwrap();
-    let q = Hnsw::build(
-        &s,
-        HnswParams {
-            quantize: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let q = built(&s, true);
     let (rf, rq) = (recall(&f, &s, &qs, 64, None), recall(&q, &s, &qs, 64, None));
     assert!(rq >= rf - 0.02, "int8 {rq} vs f32 {rf}");
     // Distances returned are exact f32 ones.
@@ -228,14 +233,7 @@ fn delete_hides_rows_and_compact_repairs() {
 fn persistence_round_trips_and_rejects_bad_bytes() {
     let (s, qs) = data(1500, 16);
     for quantize in [false, true] {
-        let mut h = Hnsw::build(
-            &s,
-            HnswParams {
-                quantize,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut h = built(&s, quantize);
         h.delete(7);
         let bytes = h.to_bytes(42);
         let back = Hnsw::from_bytes(&bytes, 42).unwrap();
@@ -311,14 +309,7 @@ fn sorted_lists(h: &Hnsw) -> Hnsw {
 fn version_one_files_still_load() {
     let (s, qs) = data(800, 16);
     for quantize in [false, true] {
-        let mut h = Hnsw::build(
-            &s,
-            HnswParams {
-                quantize,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut h = built(&s, quantize);
         h.delete(11);
         let old = h.to_bytes_fixed_width(5);
         let back = Hnsw::from_bytes(&old, 5).unwrap();
@@ -337,14 +328,7 @@ fn version_one_files_still_load() {
 #[test]
 fn graph_bytes_leave_the_int8_copy_out() {
     let (s, _) = data(500, 16);
-    let h = Hnsw::build(
-        &s,
-        HnswParams {
-            quantize: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let h = built(&s, true);
     let full = h.to_bytes(3);
     let graph = h.graph_bytes(3);
     assert!(graph.len() + 500 * 16 <= full.len());
@@ -414,14 +398,7 @@ fn mutated_bytes_with_valid_checksum_never_panic() {
     let (s, qs) = data(300, 8);
     let mut rng = crate::rng::SplitMix64::new(77);
     for quantize in [false, true] {
-        let mut h = Hnsw::build(
-            &s,
-            HnswParams {
-                quantize,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut h = built(&s, quantize);
         h.delete(3);
         let good = h.to_bytes(9);
         let body_len = good.len() - 4;
@@ -503,14 +480,7 @@ fn filters_rejecting_the_nearest_rows_return_the_filtered_top_k() {
     // still be the exact filtered top-10 for f32 and int8 traversal alike.
     let (s, qs) = data(5000, 24);
     for quantize in [false, true] {
-        let h = Hnsw::build(
-            &s,
-            HnswParams {
-                quantize,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let h = built(&s, quantize);
         let unfiltered = recall(&h, &s, &qs, 64, None);
         for excluded in [10usize, 50, 100] {
             let near_of = |i: u32| -> IdSet {
@@ -535,14 +505,7 @@ fn filters_rejecting_the_nearest_rows_return_the_filtered_top_k() {
 #[test]
 fn int8_filtered_search_is_exact_at_every_selectivity() {
     let (s, qs) = data(6000, 24);
-    let h = Hnsw::build(
-        &s,
-        HnswParams {
-            quantize: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let h = built(&s, true);
     // 50 % (plain walk), 20 % and 5 % (two-hop walk), 0.5 % (exact scan).
     for modulo in [2u32, 5, 20, 200] {
         let set: IdSet = (0..6000u32).filter(|i| i % modulo == 1).collect();
@@ -582,14 +545,7 @@ fn int8_exact_scan_returns_the_exact_filtered_top_k() {
     // A 10 % filter on an int8 index is answered by the int8 scan of the allowed rows (then an f32
     // re-score of the best int8 candidates): ids and distances equal the exact filtered top-10.
     let (s, qs) = data(5000, 64);
-    let mut h = Hnsw::build(
-        &s,
-        HnswParams {
-            quantize: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut h = built(&s, true);
     let set: IdSet = (0..5000u32).filter(|i| i % 10 == 7).collect();
     assert!(h.int8_scan_cost(set.len(), 10, 32).unwrap() < h.scan_rows_cost(set.len()));
     let odd = |id: u32| id % 2 == 1;
@@ -669,14 +625,7 @@ fn excluding_the_query_neighbourhood_returns_the_exact_filtered_top_k() {
     // f32 and int8 traversal alike (ef 96: the walk, not the exact scan, answers).
     let (s, qs) = data(6000, 32);
     for quantize in [false, true] {
-        let h = Hnsw::build(
-            &s,
-            HnswParams {
-                quantize,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let h = built(&s, quantize);
         for i in 0..qs.len() as u32 {
             let q = qs.vector(i);
             let near: IdSet = exact_top_k(&s, q, 100, Metric::Cosine, None)
