@@ -40,12 +40,7 @@ fn an_empty_query_file_is_a_clear_error() {
 
 #[test]
 fn every_piece_of_a_search_is_timed() {
-    if !clawhdf5(&["model", "path"]).status.success() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the embedding model must be installed under CI (scripts/setup/embed.sh)"
-        );
-        eprintln!("skipped: the embedding model is not installed");
+    if !common::model_installed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -38,6 +38,19 @@ pub fn python_has(module: &str) -> bool {
     ok
 }
 
+/// True when `clawhdf5 model path` finds the embedding model. Under CI=true a missing model is a test failure.
+pub fn model_installed() -> bool {
+    if clawhdf5(&["model", "path"]).status.success() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the embedding model must be installed under CI (scripts/setup/embed.sh)"
+    );
+    eprintln!("skipped: the embedding model is not installed");
+    false
+}
+
 /// Run a python3 script with arguments and return its stdout; panics with stderr on failure.
 pub fn python(script: &str, args: &[&Path]) -> String {
     let o = Command::new("python3")
