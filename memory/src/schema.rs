@@ -346,10 +346,12 @@ fn write_keywords(
     config: &StoreConfig,
 ) -> std::result::Result<(), FormatError> {
     w.create_group("/index/bm25")?;
-    let terms = Array::vector(Data::VarStr(k.terms.clone()));
+    // The stored form: spans laid out row by row, each holding gaps.
+    let stored = k.to_gaps();
+    let n = stored.doc_start.len() as u64;
+    let terms = Array::vector(Data::VarStr(stored.terms));
     let opts = chunked(&terms.shape, 8, false);
     w.write_dataset("/index/bm25/terms", terms, opts)?;
-    let stored = k.to_gaps();
     w.write_dataset(
         "/index/bm25/doc_terms",
         Array::vector(Data::U32(stored.doc_terms)),
@@ -360,15 +362,14 @@ fn write_keywords(
         "doc_terms_encoding",
         str_attr(crate::keyword_table::GAPS_ENCODING),
     )?;
-    let n = k.doc_start.len() as u64;
     w.write_dataset(
         "/index/bm25/doc_start",
-        Array::vector(Data::U64(k.doc_start.clone())),
+        Array::vector(Data::U64(stored.doc_start)),
         chunked(&[n], 8, true),
     )?;
     w.write_dataset(
         "/index/bm25/doc_len",
-        Array::vector(Data::U32(k.doc_len.clone())),
+        Array::vector(Data::U32(stored.doc_len)),
         chunked(&[n], 4, true),
     )?;
     w.set_attr(
