@@ -350,7 +350,8 @@ fn write_keywords(
     let stored = k.to_gaps();
     let n = stored.doc_start.len() as u64;
     let terms = Array::vector(Data::VarStr(stored.terms));
-    let opts = chunked(&terms.shape, 8, false);
+    // The 16-byte string references compress like the text column's.
+    let opts = chunked(&terms.shape, 8, true);
     w.write_dataset("/index/bm25/terms", terms, opts)?;
     w.write_dataset(
         "/index/bm25/doc_terms",

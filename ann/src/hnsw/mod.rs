@@ -5,6 +5,7 @@
 
 mod build;
 mod delete;
+mod link_codec;
 mod persist;
 mod search;
 

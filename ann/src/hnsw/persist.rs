@@ -5,9 +5,11 @@
 //! (bit 0 quantize, bit 1 keep_pruned), u16 zero, u32 dim, u32 m, u32 ef_construction, u64 seed,
 //! u32 slots, u32 entry (u32::MAX = none), u32 max_level, u64 live, `slots` level bytes (255 = absent),
 //! `ceil(slots/64)` u64 tombstone words, then the links:
-//! - version 2 (written now): u64 byte length, then for every present row and each of its levels from 0 up,
+//! - version 3 (written now): u64 byte length, then the lists as [`super::link_codec`] packs them (mutual
+//!   links written once, Rice-coded gaps: about 1.2 bytes a link at 100K rows);
+//! - version 2 (still read): u64 byte length, then for every present row and each of its levels from 0 up,
 //!   a LEB128 count followed by the neighbour ids in ascending order, the first as a LEB128 value and each
-//!   next one as the LEB128 gap from the previous (about 2 bytes a link at 100K rows instead of 4);
+//!   next one as the LEB128 gap from the previous (about 2 bytes a link at 100K rows);
 //! - version 1 (still read): `slots * (1 + 2m)` u32 level-0 links, then per row with level L > 0
 //!   `L * (1 + m)` u32 upper links.
 //!
@@ -21,7 +23,9 @@ use crate::metric::Metric;
 use crate::quant::Int8Vectors;
 
 const MAGIC: &[u8; 8] = b"CLAWHNSW";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// The LEB128-gap layout of earlier files, still read.
+const VERSION_LEB128: u32 = 2;
 /// The fixed-width layout of earlier files, still read.
 const VERSION_FIXED: u32 = 1;
 
@@ -100,6 +104,7 @@ impl<'a> Reader<'a> {
     }
 }
 
+#[cfg(test)]
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8 & 0x7f) | 0x80);
@@ -108,7 +113,8 @@ fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
-/// Appends one neighbour list: its length, then its ids ascending as gaps.
+/// Appends one neighbour list: its length, then its ids ascending as gaps (version 2).
+#[cfg(test)]
 fn put_list(out: &mut Vec<u8>, ids: &[u32], scratch: &mut Vec<u32>) {
     scratch.clear();
     scratch.extend_from_slice(ids);
@@ -175,22 +181,39 @@ impl Hnsw {
             let w = self.deleted.words().get(i).copied().unwrap_or(0);
             out.extend_from_slice(&w.to_le_bytes());
         }
-        let len_at = out.len();
-        out.extend_from_slice(&0u64.to_le_bytes());
-        let mut scratch = Vec::with_capacity(self.m0());
-        for (id, &l) in self.levels.iter().enumerate() {
-            if l == ABSENT {
-                continue;
-            }
-            for lv in 0..=l as usize {
-                put_list(&mut out, self.links(id as u32, lv), &mut scratch);
-            }
-        }
-        let links_len = (out.len() - len_at - 8) as u64;
-        out[len_at..len_at + 8].copy_from_slice(&links_len.to_le_bytes());
+        let links = super::link_codec::encode(self);
+        out.extend_from_slice(&(links.len() as u64).to_le_bytes());
+        out.extend_from_slice(&links);
         if include_int8 {
             self.put_int8(&mut out, slots);
         }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// The version-2 (LEB128 gaps) encoding, to test that such files still load.
+    #[cfg(test)]
+    pub(crate) fn to_bytes_leb128(&self, generation: u64) -> Vec<u8> {
+        let mut out = self.encode(generation, true);
+        out.truncate(out.len() - 4);
+        out[8..12].copy_from_slice(&VERSION_LEB128.to_le_bytes());
+        let header = 8 + 4 + 8 + 4 + 12 + 8 + 4 + 4 + 4 + 8;
+        let links_at = header + self.levels.len() + self.levels.len().div_ceil(64) * 8;
+        let mut tail = out.split_off(links_at);
+        let packed_len = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default()) as usize;
+        let mut links = Vec::new();
+        let mut scratch = Vec::new();
+        for (id, &l) in self.levels.iter().enumerate() {
+            if l != ABSENT {
+                for lv in 0..=l as usize {
+                    put_list(&mut links, self.links(id as u32, lv), &mut scratch);
+                }
+            }
+        }
+        out.extend_from_slice(&(links.len() as u64).to_le_bytes());
+        out.extend_from_slice(&links);
+        out.extend_from_slice(&tail.split_off(8 + packed_len));
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
@@ -254,7 +277,7 @@ impl Hnsw {
         let (body, crc) = bytes.split_at(bytes.len() - 4);
         let mut r = Reader { buf: body, pos: 8 };
         let version = r.u32("version")?;
-        if version != VERSION && version != VERSION_FIXED {
+        if ![VERSION, VERSION_LEB128, VERSION_FIXED].contains(&version) {
             return Err(AnnError::Corrupt(format!(
                 "unsupported version {version} (this build reads {VERSION})"
             )));
@@ -303,10 +326,14 @@ impl Hnsw {
                 )));
             }
         }
-        let (links0, upper) = if version == VERSION_FIXED {
-            read_fixed_links(&mut r, &levels, m)?
-        } else {
-            read_packed_links(&mut r, &levels, m)?
+        let (links0, upper) = match version {
+            VERSION_FIXED => read_fixed_links(&mut r, &levels, m)?,
+            VERSION_LEB128 => read_packed_links(&mut r, &levels, m)?,
+            _ => {
+                let len = usize::try_from(r.u64("links length")?)
+                    .map_err(|_| AnnError::Corrupt("links length too large".into()))?;
+                super::link_codec::decode(r.take(len, "links")?, &levels, max_level, m)?
+            }
         };
         if flags & 1 != 0 {
             let ncodes = slots

@@ -306,7 +306,7 @@ fn sorted_lists(h: &Hnsw) -> Hnsw {
 }
 
 #[test]
-fn version_one_files_still_load() {
+fn version_one_and_two_files_still_load() {
     let (s, qs) = data(800, 16);
     for quantize in [false, true] {
         let mut h = built(&s, quantize);
@@ -314,8 +314,13 @@ fn version_one_files_still_load() {
         let old = h.to_bytes_fixed_width(5);
         let back = Hnsw::from_bytes(&old, 5).unwrap();
         assert!(back == h, "version 1 bytes load unchanged");
+        let leb = h.to_bytes_leb128(5);
+        assert!(
+            Hnsw::from_bytes(&leb, 5).unwrap() == sorted_lists(&h),
+            "version 2 bytes load unchanged"
+        );
         let packed = h.to_bytes(5);
-        assert!(packed.len() < old.len());
+        assert!(packed.len() < leb.len() && leb.len() < old.len());
         assert_eq!(
             Hnsw::from_bytes(&packed, 5)
                 .unwrap()

@@ -90,6 +90,10 @@ pub struct FootprintArgs {
     /// Store sizes, comma separated.
     #[arg(long, value_delimiter = ',')]
     pub sizes: Option<Vec<usize>>,
+    /// Leave the stores in `--work-dir` (as `footprint-N.h5`, with the probe's queries beside them) for
+    /// inspection instead of removing them.
+    #[arg(long, requires = "work_dir")]
+    pub keep_stores: bool,
 }
 
 /// `consolidation` options.
@@ -209,6 +213,7 @@ pub fn run(cmd: &HarnessCmd) -> Result<()> {
                 smoke: c.smoke,
                 locomo: c.locomo.clone(),
                 work_dir: c.work_dir.clone(),
+                keep_stores: a.keep_stores,
             };
             footprint::run(&o, &c.out)
         }

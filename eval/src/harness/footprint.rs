@@ -29,6 +29,8 @@ pub struct FootprintOptions {
     pub locomo: PathBuf,
     /// Folder for the stores (a temporary folder when absent).
     pub work_dir: Option<PathBuf>,
+    /// Leave the stores in `work_dir` instead of removing them.
+    pub keep_stores: bool,
 }
 
 /// Storage of one dataset.
@@ -150,7 +152,12 @@ impl FootprintResult {
 }
 
 /// Measure one size in `dir`.
-pub fn measure_size(corpus: &Corpus, size: usize, dir: &Path) -> Result<FootprintResult> {
+pub fn measure_size(
+    corpus: &Corpus,
+    size: usize,
+    dir: &Path,
+    keep: bool,
+) -> Result<FootprintResult> {
     let recs = corpus.records(size)?;
     let vecs = vectors::base(size);
     let path = dir.join(format!("footprint-{size}.h5"));
@@ -184,8 +191,10 @@ pub fn measure_size(corpus: &Corpus, size: usize, dir: &Path) -> Result<Footprin
     write_queries(&qpath, &qs)?;
     eprintln!("footprint: {size} records: reopen in a fresh process");
     let probe = run_probe(&path, &qpath, 10, 10)?;
-    ingest::remove_store(&path);
-    let _ = std::fs::remove_file(qpath);
+    if !keep {
+        ingest::remove_store(&path);
+        let _ = std::fs::remove_file(qpath);
+    }
     Ok(FootprintResult {
         size,
         ingest: ing,
@@ -347,7 +356,7 @@ pub fn run(o: &FootprintOptions, out: &Path) -> Result<()> {
     let (dir, _tmp) = super::measure::work_dir(&o.work_dir)?;
     let mut results = Vec::new();
     for &n in &o.sizes {
-        results.push(measure_size(&corpus, n, &dir)?);
+        results.push(measure_size(&corpus, n, &dir, o.keep_stores)?);
     }
     let mut rep = HarnessReport::new("footprint", o.smoke);
     rep.notes.push(format!(
