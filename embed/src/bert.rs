@@ -10,6 +10,7 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use crate::kernels::{add_rows, attention, fill_rows, gelu_inplace, layer_norm_rows, matmul_acc};
+use crate::small_gemm::{matmul_acc_packed, PackedF16};
 use crate::EmbedError;
 
 /// The fields of a Hugging Face `config.json` that a BERT forward pass needs.
@@ -80,6 +81,29 @@ struct Layer {
     b_out: Vec<f32>,
     ln2_gamma: Vec<f32>,
     ln2_beta: Vec<f32>,
+    /// The four weight matrices again, packed as f16 for calls with few rows (a query).
+    small: SmallWeights,
+}
+
+/// A layer's weights packed for [`matmul_acc_packed`].
+struct SmallWeights {
+    qkv: PackedF16,
+    attn_out: PackedF16,
+    inter: PackedF16,
+    out: PackedF16,
+}
+
+/// Calls with at most this many token rows in all (one or a few short texts) use the f16-packed weights;
+/// larger ones the f32 GEMM, which amortises its packing over many rows.
+const SMALL_ROWS: usize = 64;
+
+/// `out += a · w` through whichever path suits `rows`.
+fn linear(a: &[f32], w: &[f32], packed: &PackedF16, out: &mut [f32], rows: usize, parallel: usize) {
+    if rows <= SMALL_ROWS {
+        matmul_acc_packed(a, packed, out, rows, parallel);
+    } else {
+        matmul_acc(a, w, out, rows, packed.k(), packed.n(), parallel);
+    }
 }
 
 /// BERT weights in memory plus the forward pass.
@@ -199,19 +223,29 @@ impl BertModel {
             let mut b_qkv = ld.tensor(&format!("{p}attention.self.query.bias"), &[h])?;
             b_qkv.extend(ld.tensor(&format!("{p}attention.self.key.bias"), &[h])?);
             b_qkv.extend(ld.tensor(&format!("{p}attention.self.value.bias"), &[h])?);
+            let w_attn_out = ld.linear_t(&format!("{p}attention.output.dense.weight"), h, h)?;
+            let w_inter = ld.linear_t(&format!("{p}intermediate.dense.weight"), inter, h)?;
+            let w_out = ld.linear_t(&format!("{p}output.dense.weight"), h, inter)?;
+            let small = SmallWeights {
+                qkv: PackedF16::pack(&w_qkv, h, 3 * h),
+                attn_out: PackedF16::pack(&w_attn_out, h, h),
+                inter: PackedF16::pack(&w_inter, h, inter),
+                out: PackedF16::pack(&w_out, inter, h),
+            };
             layers.push(Layer {
                 w_qkv,
                 b_qkv,
-                w_attn_out: ld.linear_t(&format!("{p}attention.output.dense.weight"), h, h)?,
+                w_attn_out,
                 b_attn_out: ld.tensor(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1_gamma: ld.tensor(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
                 ln1_beta: ld.tensor(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
-                w_inter: ld.linear_t(&format!("{p}intermediate.dense.weight"), inter, h)?,
+                w_inter,
                 b_inter: ld.tensor(&format!("{p}intermediate.dense.bias"), &[inter])?,
-                w_out: ld.linear_t(&format!("{p}output.dense.weight"), h, inter)?,
+                w_out,
                 b_out: ld.tensor(&format!("{p}output.dense.bias"), &[h])?,
                 ln2_gamma: ld.tensor(&format!("{p}output.LayerNorm.weight"), &[h])?,
                 ln2_beta: ld.tensor(&format!("{p}output.LayerNorm.bias"), &[h])?,
+                small,
             });
         }
         Ok(BertModel {
@@ -278,18 +312,26 @@ impl BertModel {
         let heads = self.cfg.num_attention_heads;
         for layer in &self.layers {
             fill_rows(&mut qkv, &layer.b_qkv);
-            matmul_acc(&hidden, &layer.w_qkv, &mut qkv, total, h, 3 * h, parallel);
+            let sw = &layer.small;
+            linear(&hidden, &layer.w_qkv, &sw.qkv, &mut qkv, total, parallel);
             attention(&qkv, &mut ctx, &seq_lens, h, heads, &mut scores);
             // hidden = LN(hidden + ctx·Wo + bo)
             add_rows(&mut hidden, &layer.b_attn_out);
-            matmul_acc(&ctx, &layer.w_attn_out, &mut hidden, total, h, h, parallel);
+            linear(
+                &ctx,
+                &layer.w_attn_out,
+                &sw.attn_out,
+                &mut hidden,
+                total,
+                parallel,
+            );
             layer_norm_rows(&mut hidden, &layer.ln1_gamma, &layer.ln1_beta, eps);
             // hidden = LN(hidden + gelu(hidden·Wi + bi)·Wo2 + bo2)
             fill_rows(&mut ff, &layer.b_inter);
-            matmul_acc(&hidden, &layer.w_inter, &mut ff, total, h, inter, parallel);
+            linear(&hidden, &layer.w_inter, &sw.inter, &mut ff, total, parallel);
             gelu_inplace(&mut ff);
             add_rows(&mut hidden, &layer.b_out);
-            matmul_acc(&ff, &layer.w_out, &mut hidden, total, inter, h, parallel);
+            linear(&ff, &layer.w_out, &sw.out, &mut hidden, total, parallel);
             layer_norm_rows(&mut hidden, &layer.ln2_gamma, &layer.ln2_beta, eps);
         }
         Ok(pool_and_normalise(seqs, &hidden, h))

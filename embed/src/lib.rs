@@ -27,6 +27,7 @@ mod kernels;
 mod local;
 mod model_dir;
 mod remote;
+mod small_gemm;
 
 pub use cache::EmbeddingCache;
 pub use error::EmbedError;
