@@ -3,7 +3,7 @@
 
 use crate::kernels;
 use crate::metric::Metric;
-use crate::store::VectorStore;
+use crate::store::{Row, VectorStore};
 use rayon::prelude::*;
 
 /// Rows start on this byte boundary (a cache line), so a row's codes load without line splits.
@@ -131,8 +131,39 @@ pub fn quantize_into(v: &[f32], out: &mut [i8]) -> f32 {
 }
 
 /// Quantises `v` into a stored row (codes + 128) and returns the scale.
+/// [`quantize_row`] compiled for AVX2 when the CPU has it (the same code, vectorised 8 wide): it runs over
+/// every stored vector when a graph is loaded.
+fn quantize_row_fast(v: &[f32], out: &mut [u8]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(v: &[f32], out: &mut [u8]) -> f32 {
+            quantize_row(v, out)
+        }
+        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
+            // SAFETY: `avx2` is `quantize_row` compiled for AVX2, and the CPU was checked to have it.
+            return unsafe { avx2(v, out) };
+        }
+    }
+    quantize_row(v, out)
+}
+
+#[inline(always)]
 fn quantize_row(v: &[f32], out: &mut [u8]) -> f32 {
-    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    // Eight running maxima, so the reduction vectorises.
+    let mut lanes = [0.0f32; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for (m, x) in lanes.iter_mut().zip(c) {
+            *m = m.max(x.abs());
+        }
+    }
+    let max = chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(0.0f32, |m, x| m.max(x.abs()));
     if max == 0.0 || !max.is_finite() {
         out.iter_mut().for_each(|c| *c = OFFSET as u8);
         return 0.0;
@@ -194,17 +225,34 @@ impl Int8Vectors {
         let n = rows.min(store.len());
         let mut q = Int8Vectors::zeroed(dim, n);
         if dim > 0 {
+            // Blocks of rows per task, each with one conversion buffer (not an allocation per row).
+            const BLOCK: usize = 256;
             let stride = q.stride;
             q.codes
                 .bytes_mut()
-                .par_chunks_mut(stride)
-                .zip(q.scales.par_iter_mut())
-                .zip(q.norms2.par_iter_mut())
+                .par_chunks_mut(stride * BLOCK)
+                .zip(q.scales.par_chunks_mut(BLOCK))
+                .zip(q.norms2.par_chunks_mut(BLOCK))
                 .enumerate()
-                .for_each(|(i, ((c, s), nn))| {
-                    let v = store.row(i as u32).to_f32();
-                    *s = quantize_row(&v, &mut c[..dim]);
-                    *nn = kernels::dot_f32(&v, &v);
+                .for_each(|(b, ((codes, scales), norms))| {
+                    let mut buf = vec![0.0f32; dim];
+                    for (j, ((c, s), nn)) in codes
+                        .chunks_mut(stride)
+                        .zip(scales.iter_mut())
+                        .zip(norms.iter_mut())
+                        .enumerate()
+                    {
+                        let v: &[f32] = match store.row((b * BLOCK + j) as u32) {
+                            Row::F32(v) => v,
+                            Row::F16(h) => {
+                                use half::slice::HalfFloatSliceExt;
+                                h.convert_to_f32_slice(&mut buf);
+                                &buf
+                            }
+                        };
+                        *s = quantize_row_fast(v, &mut c[..dim]);
+                        *nn = kernels::dot_f32(v, v);
+                    }
                 });
         }
         q

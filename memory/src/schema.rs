@@ -596,18 +596,25 @@ impl SnapshotReader<'_> {
         // keys; the keyword index (rebuilt from its persisted term ids) with the small remaining parts.
         let (vectors, rest) = rayon::join(
             || -> Result<_> {
-                let vectors = match meta.config.embedding_dim {
-                    Some(dim) => {
-                        self.read_embeddings(n, dim as usize, meta.config.vector_precision)?
-                    }
-                    None => VectorTable::with_precision(0, meta.config.vector_precision),
-                };
-                let index = match self.read_graph(&meta) {
-                    Some(g) if g.vector_epoch == meta.vector_epoch => {
-                        VectorIndex::load(Some(&g.bytes), g.generation, &vectors)
-                    }
-                    _ => VectorIndex::default(),
-                };
+                // The graph is decoded while the embeddings are read, then checked against them.
+                let (vectors, graph) = rayon::join(
+                    || -> Result<_> {
+                        Ok(match meta.config.embedding_dim {
+                            Some(dim) => {
+                                self.read_embeddings(n, dim as usize, meta.config.vector_precision)?
+                            }
+                            None => VectorTable::with_precision(0, meta.config.vector_precision),
+                        })
+                    },
+                    || match self.read_graph(&meta) {
+                        Some(g) if g.vector_epoch == meta.vector_epoch => {
+                            VectorIndex::decode(&g.bytes, g.generation)
+                        }
+                        _ => None,
+                    },
+                );
+                let vectors = vectors?;
+                let index = VectorIndex::attach(graph, &vectors);
                 let covered = index.graph().map_or(0, |h| h.slots());
                 let extensions = self.read_extensions()?;
                 let manifest = self.read_manifest()?;

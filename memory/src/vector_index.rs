@@ -96,16 +96,26 @@ fn job_threads() -> usize {
 impl VectorIndex {
     /// Restore a persisted graph; `None` (rebuilt on demand) when it is missing, stale or unreadable.
     pub fn load(bytes: Option<&[u8]>, generation: u64, table: &VectorTable) -> VectorIndex {
-        let hnsw = bytes
-            .and_then(|b| Hnsw::from_bytes(b, generation).ok())
-            .and_then(|mut h| {
-                if h.dim() != table.dim() || h.slots() > table.rows() {
-                    return None;
-                }
-                // The persisted graph omits the int8 copy; quantise again from the store's vectors.
-                h.set_quantized(table, true).ok()?;
-                Some(Arc::new(h))
-            });
+        Self::attach(bytes.and_then(|b| Self::decode(b, generation)), table)
+    }
+
+    /// The first half of [`Self::load`], which needs no vectors (so it can run while they are read): the
+    /// graph, or `None` when it is stale or unreadable.
+    pub fn decode(bytes: &[u8], generation: u64) -> Option<Hnsw> {
+        Hnsw::from_bytes(bytes, generation).ok()
+    }
+
+    /// The second half of [`Self::load`]: a decoded graph checked against the store's vectors and given its
+    /// int8 copy; a graph that does not fit them is dropped (rebuilt on demand).
+    pub fn attach(graph: Option<Hnsw>, table: &VectorTable) -> VectorIndex {
+        let hnsw = graph.and_then(|mut h| {
+            if h.dim() != table.dim() || h.slots() > table.rows() {
+                return None;
+            }
+            // The persisted graph omits the int8 copy; quantise again from the store's vectors.
+            h.set_quantized(table, true).ok()?;
+            Some(Arc::new(h))
+        });
         VectorIndex {
             hnsw,
             ..VectorIndex::default()

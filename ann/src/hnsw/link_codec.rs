@@ -89,7 +89,7 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn refill(&mut self) {
         if self.n > 56 {
             return;
@@ -113,7 +113,7 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn bits(&mut self, k: u32) -> Result<u32, AnnError> {
         if k == 0 {
             return Ok(0);
@@ -129,7 +129,7 @@ impl<'a> BitReader<'a> {
     }
 
     /// A unary value, refused above `max` (so damaged bytes cannot run on).
-    #[inline]
+    #[inline(always)]
     fn unary(&mut self, max: u32) -> Result<u32, AnnError> {
         let mut q = 0u32;
         loop {
@@ -159,7 +159,7 @@ impl<'a> BitReader<'a> {
         Ok(q)
     }
 
-    #[inline]
+    #[inline(always)]
     fn rice(&mut self, k: u32, max: u32) -> Result<u32, AnnError> {
         let q = self.unary(max >> k)?;
         let v = (u64::from(q) << k) | u64::from(self.bits(k)?);
@@ -169,7 +169,7 @@ impl<'a> BitReader<'a> {
             .ok_or_else(|| AnnError::Corrupt(format!("graph links: gap {v} exceeds {max}")))
     }
 
-    #[inline]
+    #[inline(always)]
     fn gamma(&mut self, max_bits: u32) -> Result<u32, AnnError> {
         let b = self.unary(max_bits)?;
         Ok((1u32 << b) | self.bits(b)?)
@@ -271,6 +271,46 @@ pub(super) fn encode(h: &Hnsw) -> Vec<u8> {
     out
 }
 
+/// Merges the ascending `a` with the ascending `b` into `out`; `None` if an id is in both (or `b` is not
+/// strictly ascending, which only damaged bytes give), else the merged length.
+fn merge_ascending<'b>(
+    a: &[u32],
+    b: impl Iterator<Item = &'b u32>,
+    out: &mut [u32],
+) -> Option<usize> {
+    let mut b = b.peekable();
+    let (mut i, mut n) = (0, 0);
+    let mut last: Option<u32> = None;
+    loop {
+        let next = match (a.get(i), b.peek()) {
+            (Some(&x), Some(&&y)) if x < y => {
+                i += 1;
+                x
+            }
+            (Some(&x), Some(&&y)) if x == y => return None,
+            (_, Some(&&y)) => {
+                b.next();
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => return Some(n),
+        };
+        if last.is_some_and(|l| l >= next) {
+            return None;
+        }
+        *out.get_mut(n)? = next;
+        last = Some(next);
+        n += 1;
+    }
+}
+
+fn twice(id: usize, lv: usize) -> AnnError {
+    AnnError::Corrupt(format!("row {id} lists a neighbour twice at level {lv}"))
+}
+
 /// Decodes [`encode`]'s bytes into fixed-width lists (`1 + 2m` u32 per row at level 0, `level * (1 + m)`
 /// per row above), each list ascending. Anything inconsistent is [`AnnError::Corrupt`].
 pub(super) fn decode(
@@ -311,7 +351,7 @@ pub(super) fn decode(
         })
         .collect();
     // Appends `v` to the list of `id` at `lv` inside links0/upper.
-    #[inline]
+    #[inline(always)]
     fn push(
         links0: &mut [u32],
         upper: &mut [Vec<u32>],
@@ -409,49 +449,59 @@ pub(super) fn decode(
         *slot += 1;
     }
     drop((back_to, back_from, next));
-    for v in 0..slots {
-        let (a, b) = (back_count[v] as usize, back_count[v + 1] as usize);
-        if a == b {
-            continue;
-        }
-        let list = &mut links0[v * stride0..(v + 1) * stride0];
-        let n = list[0] as usize;
-        if n + (b - a) > 2 * m {
-            return Err(AnnError::Corrupt(format!(
-                "row {v} has more than {} links at level 0",
-                2 * m
-            )));
-        }
-        list[n + 1..n + 1 + (b - a)].copy_from_slice(&from[a..b]);
-        list[0] += (b - a) as u32;
-    }
     if r.bytes_left() != 0 {
         return Err(AnnError::Corrupt(format!(
             "{} unexpected bytes after the graph links",
             r.bytes_left()
         )));
     }
-    // Ascending lists, each id at most once.
-    let check = |list: &mut [u32], id: usize, lv: usize| -> Result<(), AnnError> {
-        let n = list[0] as usize;
-        let ids = &mut list[1..=n];
-        ids.sort_unstable();
-        if ids.windows(2).any(|w| w[0] == w[1]) {
-            return Err(AnnError::Corrupt(format!(
-                "row {id} lists a neighbour twice at level {lv}"
-            )));
-        }
-        Ok(())
-    };
+    // Put every list in ascending order without sorting: each is made of ascending and descending runs. At
+    // level 0 a row's list holds [forward ↑][backward-only ↓] and its links back (↑, all below the row)
+    // are in `from`; above level 0 they were pushed first: [links back ↑][forward ↑][backward-only ↓].
+    let mut merged = [0u32; 2 * super::MAX_M];
+    let mut low = [0u32; 2 * super::MAX_M];
+    let mut high = [0u32; 2 * super::MAX_M];
     for id in 0..slots {
         if levels[id] == ABSENT {
             continue;
         }
-        check(&mut links0[id * stride0..(id + 1) * stride0], id, 0)?;
+        let (a, b) = (back_count[id] as usize, back_count[id + 1] as usize);
+        let list = &mut links0[id * stride0..(id + 1) * stride0];
+        let n = list[0] as usize;
+        if n + (b - a) > 2 * m {
+            return Err(AnnError::Corrupt(format!(
+                "row {id} has more than {} links at level 0",
+                2 * m
+            )));
+        }
+        let fw = list[1..=n].iter().take_while(|&&v| v as usize > id).count();
+        high[..fw].copy_from_slice(&list[1..=fw]);
+        let below = merge_ascending(&from[a..b], list[1 + fw..=n].iter().rev(), &mut merged)
+            .ok_or_else(|| twice(id, 0))?;
+        list[1..=below].copy_from_slice(&merged[..below]);
+        list[1 + below..=below + fw].copy_from_slice(&high[..fw]);
+        list[0] = (below + fw) as u32;
         let up = &mut upper[id];
         for lv in 1..=levels[id] as usize {
-            let base = (lv - 1) * stride;
-            check(&mut up[base..base + stride], id, lv)?;
+            let list = &mut up[(lv - 1) * stride..lv * stride];
+            let n = list[0] as usize;
+            let (mut nl, mut nh) = (0, 0);
+            for &v in &list[1..=n] {
+                if (v as usize) < id {
+                    low[nl] = v;
+                    nl += 1;
+                } else {
+                    high[nh] = v;
+                    nh += 1;
+                }
+            }
+            // `low` is an ascending run (links back, perhaps one backward-only) then a descending one.
+            let rise = 1 + low[..nl].windows(2).take_while(|w| w[0] < w[1]).count();
+            let rise = rise.min(nl);
+            let below = merge_ascending(&low[..rise], low[rise..nl].iter().rev(), &mut merged)
+                .ok_or_else(|| twice(id, lv))?;
+            list[1..=below].copy_from_slice(&merged[..below]);
+            list[1 + below..=below + nh].copy_from_slice(&high[..nh]);
         }
     }
     Ok((links0, upper))
