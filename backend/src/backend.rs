@@ -169,7 +169,10 @@ impl MemoryBackend for HdfBackend {
             if let Some(t) = ticket {
                 t.wait()?;
             }
-            store.write().unwrap_or_else(poisoned).checkpoint_if_due()?;
+            // The write lock again only when a checkpoint is due, so concurrent saves do not queue for it.
+            if store.read().unwrap_or_else(poisoned).checkpoint_due() {
+                store.write().unwrap_or_else(poisoned).checkpoint_if_due()?;
+            }
             Ok(outcome)
         })
         .await

@@ -1326,12 +1326,16 @@ impl Store {
         self.maybe_checkpoint()
     }
 
-    fn maybe_checkpoint(&mut self) -> Result<()> {
-        let big = self
-            .wal
+    /// Whether [`Self::checkpoint_if_due`] would checkpoint now: callers sharing the store behind a lock ask
+    /// under a read lock and take the write lock only then.
+    pub fn checkpoint_due(&self) -> bool {
+        self.wal
             .as_ref()
-            .is_some_and(|w| w.len_bytes() > self.opts.auto_checkpoint_bytes);
-        if big {
+            .is_some_and(|w| w.len_bytes() > self.opts.auto_checkpoint_bytes)
+    }
+
+    fn maybe_checkpoint(&mut self) -> Result<()> {
+        if self.checkpoint_due() {
             self.checkpoint()?;
         }
         Ok(())

@@ -340,19 +340,21 @@ impl Shared {
                 *syncing = true;
                 drop(syncing);
                 // Everything appended so far (at least `lsn`, appended before this call), written first.
-                let res = self
+                // The appender is unlocked before the fsync, so saves keep appending meanwhile and the next
+                // fsync covers them all (holding it through the fsync gave one fsync per save or two).
+                let written = self
                     .appender
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .write_queued(&self.path, &self.written_lsn)
-                    .and_then(|target| {
-                        self.sync_file
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .sync_data()
-                            .map_err(io_err(&self.path))?;
-                        Ok(target)
-                    });
+                    .write_queued(&self.path, &self.written_lsn);
+                let res = written.and_then(|target| {
+                    self.sync_file
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .sync_data()
+                        .map_err(io_err(&self.path))?;
+                    Ok(target)
+                });
                 let mut done = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
                 *done = false;
                 if let Ok(target) = res {

@@ -391,6 +391,11 @@ impl AgentMemory {
         Ok((outcome, ticket))
     }
 
+    /// Whether [`Self::checkpoint_if_due`] would checkpoint now (see [`Store::checkpoint_due`]).
+    pub fn checkpoint_due(&self) -> bool {
+        self.store.checkpoint_due()
+    }
+
     /// Checkpoint the store when its log has outgrown `auto_checkpoint_bytes`.
     pub fn checkpoint_if_due(&mut self) -> Result<()> {
         self.store.checkpoint_if_due()
