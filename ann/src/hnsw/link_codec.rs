@@ -307,6 +307,17 @@ fn merge_ascending<'b>(
     }
 }
 
+/// The row `gap + 1` above (`up`) or below `prev`, if it is one of the graph's `max_id` rows.
+#[inline(always)]
+fn step(prev: u32, gap: u32, up: bool, max_id: u32) -> Option<u32> {
+    let v = if up {
+        prev.checked_add(gap)?.checked_add(1)?
+    } else {
+        prev.checked_sub(gap)?.checked_sub(1)?
+    };
+    (v < max_id).then_some(v)
+}
+
 fn twice(id: usize, lv: usize) -> AnnError {
     AnnError::Corrupt(format!("row {id} lists a neighbour twice at level {lv}"))
 }
@@ -398,42 +409,32 @@ pub(super) fn decode(
         for (lv, &k) in ks.iter().enumerate().take(l as usize + 1) {
             let nf = r.gamma(max_count_bits)? - 1;
             let nb = r.gamma(max_count_bits)? - 1;
-            let mut prev = id32;
-            for _ in 0..nf {
-                let gap = r.rice(k, max_id)?;
-                let v = prev
-                    .checked_add(gap)
-                    .and_then(|v| v.checked_add(1))
-                    .filter(|&v| v < max_id)
-                    .ok_or_else(|| {
-                        AnnError::Corrupt(format!("row {id} links past the graph's {slots} rows"))
+            // Forward links (ascending, each with its links-back bit), then backward-only ones (descending).
+            for (count, up) in [(nf, true), (nb, false)] {
+                let mut prev = id32;
+                for _ in 0..count {
+                    let v = step(prev, r.rice(k, max_id)?, up, max_id).ok_or_else(|| {
+                        AnnError::Corrupt(format!(
+                            "row {id} links outside the graph's {slots} rows"
+                        ))
                     })?;
-                push(&mut links0, &mut upper, shape, id, lv, v)?;
-                if r.bits(1)? == 1 {
-                    if levels[v as usize] == ABSENT || (levels[v as usize] as usize) < lv {
-                        return Err(AnnError::Corrupt(format!(
-                            "row {id} links to {v}, which is not at level {lv}"
-                        )));
+                    push(&mut links0, &mut upper, shape, id, lv, v)?;
+                    if up && r.bits(1)? == 1 {
+                        if levels[v as usize] == ABSENT || (levels[v as usize] as usize) < lv {
+                            return Err(AnnError::Corrupt(format!(
+                                "row {id} links to {v}, which is not at level {lv}"
+                            )));
+                        }
+                        if lv == 0 {
+                            back_to.push(v);
+                            back_from.push(id32);
+                            back_count[v as usize + 1] += 1;
+                        } else {
+                            push(&mut links0, &mut upper, shape, v as usize, lv, id32)?;
+                        }
                     }
-                    if lv == 0 {
-                        back_to.push(v);
-                        back_from.push(id32);
-                        back_count[v as usize + 1] += 1;
-                    } else {
-                        push(&mut links0, &mut upper, shape, v as usize, lv, id32)?;
-                    }
+                    prev = v;
                 }
-                prev = v;
-            }
-            let mut prev = id32;
-            for _ in 0..nb {
-                let gap = r.rice(k, max_id)?;
-                let v = prev
-                    .checked_sub(gap)
-                    .and_then(|v| v.checked_sub(1))
-                    .ok_or_else(|| AnnError::Corrupt(format!("row {id} links below row 0")))?;
-                push(&mut links0, &mut upper, shape, id, lv, v)?;
-                prev = v;
             }
         }
     }

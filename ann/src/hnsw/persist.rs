@@ -192,53 +192,58 @@ impl Hnsw {
         out
     }
 
-    /// The version-2 (LEB128 gaps) encoding, to test that such files still load.
+    /// The bytes of an older format `version`, whose links `write_links` appends, to test that such files
+    /// still load: today's encoding with its links section replaced and the checksum redone.
     #[cfg(test)]
-    pub(crate) fn to_bytes_leb128(&self, generation: u64) -> Vec<u8> {
+    fn to_bytes_with_links(
+        &self,
+        generation: u64,
+        version: u32,
+        write_links: &dyn Fn(&mut Vec<u8>),
+    ) -> Vec<u8> {
         let mut out = self.encode(generation, true);
         out.truncate(out.len() - 4);
-        out[8..12].copy_from_slice(&VERSION_LEB128.to_le_bytes());
+        out[8..12].copy_from_slice(&version.to_le_bytes());
         let header = 8 + 4 + 8 + 4 + 12 + 8 + 4 + 4 + 4 + 8;
         let links_at = header + self.levels.len() + self.levels.len().div_ceil(64) * 8;
         let mut tail = out.split_off(links_at);
         let packed_len = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default()) as usize;
-        let mut links = Vec::new();
-        let mut scratch = Vec::new();
-        for (id, &l) in self.levels.iter().enumerate() {
-            if l != ABSENT {
-                for lv in 0..=l as usize {
-                    put_list(&mut links, self.links(id as u32, lv), &mut scratch);
-                }
-            }
-        }
-        out.extend_from_slice(&(links.len() as u64).to_le_bytes());
-        out.extend_from_slice(&links);
+        write_links(&mut out);
         out.extend_from_slice(&tail.split_off(8 + packed_len));
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
-    /// The version-1 (fixed-width) encoding, to test that such files still load.
+    /// The version-2 (LEB128 gaps) encoding.
+    #[cfg(test)]
+    pub(crate) fn to_bytes_leb128(&self, generation: u64) -> Vec<u8> {
+        self.to_bytes_with_links(generation, VERSION_LEB128, &|out| {
+            let mut links = Vec::new();
+            let mut scratch = Vec::new();
+            for (id, &l) in self.levels.iter().enumerate() {
+                if l != ABSENT {
+                    for lv in 0..=l as usize {
+                        put_list(&mut links, self.links(id as u32, lv), &mut scratch);
+                    }
+                }
+            }
+            out.extend_from_slice(&(links.len() as u64).to_le_bytes());
+            out.extend_from_slice(&links);
+        })
+    }
+
+    /// The version-1 (fixed-width) encoding.
     #[cfg(test)]
     pub(crate) fn to_bytes_fixed_width(&self, generation: u64) -> Vec<u8> {
-        let mut out = self.encode(generation, true);
-        out.truncate(out.len() - 4);
-        out[8..12].copy_from_slice(&VERSION_FIXED.to_le_bytes());
-        let header = 8 + 4 + 8 + 4 + 12 + 8 + 4 + 4 + 4 + 8;
-        let links_at = header + self.levels.len() + self.levels.len().div_ceil(64) * 8;
-        let mut tail = out.split_off(links_at);
-        let packed_len = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default()) as usize;
-        put_u32s(&mut out, &self.links0);
-        for (i, &l) in self.levels.iter().enumerate() {
-            if l != ABSENT && l > 0 {
-                put_u32s(&mut out, &self.upper[i]);
+        self.to_bytes_with_links(generation, VERSION_FIXED, &|out| {
+            put_u32s(out, &self.links0);
+            for (i, &l) in self.levels.iter().enumerate() {
+                if l != ABSENT && l > 0 {
+                    put_u32s(out, &self.upper[i]);
+                }
             }
-        }
-        out.extend_from_slice(&tail.split_off(8 + packed_len));
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        })
     }
 
     fn put_int8(&self, out: &mut Vec<u8>, slots: usize) {
