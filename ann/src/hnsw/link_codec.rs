@@ -399,7 +399,9 @@ pub(super) fn decode(
     let mut r = BitReader::new(stream);
     // Level-0 links back are placed after the stream is read, grouped by the row that gets them (a
     // counting sort), so the lists are filled in order rather than by a random write per link.
-    let (mut back_to, mut back_from): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    // One bit per level-0 forward link, in stream order: whether it links back.
+    let mut back_bits: Vec<u64> = Vec::new();
+    let mut n_forward = 0usize;
     let mut back_count = vec![0u32; slots + 1];
     for (id, &l) in levels.iter().enumerate() {
         if l == ABSENT {
@@ -419,15 +421,23 @@ pub(super) fn decode(
                         ))
                     })?;
                     push(&mut links0, &mut upper, shape, id, lv, v)?;
-                    if up && r.bits(1)? == 1 {
+                    let back = up && r.bits(1)? == 1;
+                    if up && lv == 0 {
+                        if n_forward.is_multiple_of(64) {
+                            back_bits.push(0);
+                        }
+                        if let Some(w) = back_bits.last_mut() {
+                            *w |= u64::from(back) << (n_forward % 64);
+                        }
+                        n_forward += 1;
+                    }
+                    if back {
                         if levels[v as usize] == ABSENT || (levels[v as usize] as usize) < lv {
                             return Err(AnnError::Corrupt(format!(
                                 "row {id} links to {v}, which is not at level {lv}"
                             )));
                         }
                         if lv == 0 {
-                            back_to.push(v);
-                            back_from.push(id32);
                             back_count[v as usize + 1] += 1;
                         } else {
                             push(&mut links0, &mut upper, shape, v as usize, lv, id32)?;
@@ -443,13 +453,29 @@ pub(super) fn decode(
         back_count[v + 1] += back_count[v];
     }
     let mut next = back_count.clone();
-    let mut from = vec![0u32; back_to.len()];
-    for (&v, &src) in back_to.iter().zip(&back_from) {
-        let slot = &mut next[v as usize];
-        from[*slot as usize] = src;
-        *slot += 1;
+    let mut from = vec![0u32; back_count[slots] as usize];
+    // The flagged links again, from the lists (each row's level-0 list starts with its forward links, in
+    // stream order): the source of each link back is the row whose list holds it.
+    let mut bit = 0usize;
+    for id in 0..slots {
+        if levels[id] == ABSENT {
+            continue;
+        }
+        let list = &links0[id * stride0..(id + 1) * stride0];
+        let n = list[0] as usize;
+        for &v in list[1..=n].iter().take_while(|&&v| v as usize > id) {
+            if back_bits
+                .get(bit / 64)
+                .is_some_and(|w| w >> (bit % 64) & 1 == 1)
+            {
+                let slot = &mut next[v as usize];
+                from[*slot as usize] = id as u32;
+                *slot += 1;
+            }
+            bit += 1;
+        }
     }
-    drop((back_to, back_from, next));
+    drop((back_bits, next));
     if r.bytes_left() != 0 {
         return Err(AnnError::Corrupt(format!(
             "{} unexpected bytes after the graph links",
