@@ -9,7 +9,7 @@ use rayon::prelude::*;
 /// Rows start on this byte boundary (a cache line), so a row's codes load without line splits.
 const ROW_ALIGN: usize = 64;
 /// Offset added to each stored code so rows are `u8` (the unsigned operand of u8 x i8 dot products).
-const OFFSET: i32 = 128;
+pub(crate) const OFFSET: i32 = 128;
 
 /// A byte buffer whose first byte sits on a [`ROW_ALIGN`] boundary (safe code: a `Vec<u8>` with
 /// slack and an offset, re-aligned whenever it is reallocated).
@@ -131,51 +131,6 @@ pub fn quantize_into(v: &[f32], out: &mut [i8]) -> f32 {
 }
 
 /// Quantises `v` into a stored row (codes + 128) and returns the scale.
-/// [`quantize_row`] compiled for AVX2 when the CPU has it (the same code, vectorised 8 wide): it runs over
-/// every stored vector when a graph is loaded.
-fn quantize_row_fast(v: &[f32], out: &mut [u8]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2(v: &[f32], out: &mut [u8]) -> f32 {
-            quantize_row(v, out)
-        }
-        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
-            // SAFETY: `avx2` is `quantize_row` compiled for AVX2, and the CPU was checked to have it.
-            return unsafe { avx2(v, out) };
-        }
-    }
-    quantize_row(v, out)
-}
-
-#[inline(always)]
-fn quantize_row(v: &[f32], out: &mut [u8]) -> f32 {
-    // Eight running maxima, so the reduction vectorises.
-    let mut lanes = [0.0f32; 8];
-    let mut chunks = v.chunks_exact(8);
-    for c in &mut chunks {
-        for (m, x) in lanes.iter_mut().zip(c) {
-            *m = m.max(x.abs());
-        }
-    }
-    let max = chunks
-        .remainder()
-        .iter()
-        .chain(&lanes)
-        .fold(0.0f32, |m, x| m.max(x.abs()));
-    if max == 0.0 || !max.is_finite() {
-        out.iter_mut().for_each(|c| *c = OFFSET as u8);
-        return 0.0;
-    }
-    let inv = 127.0 / max;
-    for (c, x) in out.iter_mut().zip(v) {
-        let y = x * inv;
-        *c = (((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) + OFFSET) as u8;
-    }
-    max / 127.0
-}
-
 /// Reads one byte per cache line of `bytes` (see [`crate::Hnsw::touch`]).
 pub(crate) fn touch_bytes(bytes: &[u8]) -> u64 {
     bytes.iter().step_by(64).map(|&b| u64::from(b)).sum()
@@ -250,7 +205,7 @@ impl Int8Vectors {
                                 &buf
                             }
                         };
-                        *s = quantize_row_fast(v, &mut c[..dim]);
+                        *s = kernels::quantize_i8(v, &mut c[..dim]);
                         *nn = kernels::dot_f32(v, v);
                     }
                 });
@@ -300,7 +255,7 @@ impl Int8Vectors {
         }
         let (stride, dim) = (self.stride, self.dim);
         let row = &mut self.codes.bytes_mut()[i * stride..i * stride + dim];
-        self.scales[i] = quantize_row(v, row);
+        self.scales[i] = kernels::quantize_i8(v, row);
         self.norms2[i] = kernels::dot_f32(v, v);
     }
 

@@ -36,6 +36,8 @@ pub struct KernelSet {
     pub l2_i8: fn(&[i8], &[i8]) -> i32,
     /// Dot product of a u8 vector with an i8 vector (exact i32; VNNI `vpdpbusd` where available).
     pub dot_u8i8: fn(&[u8], &[i8]) -> i32,
+    /// int8 quantisation of an f32 vector (see [`scalar::quantize_i8`]): codes into the slice, scale returned.
+    pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
 }
 
 impl std::fmt::Debug for KernelSet {
@@ -57,6 +59,7 @@ pub fn scalar_set() -> KernelSet {
         dot_i8: scalar::dot_i8,
         l2_i8: scalar::l2_i8,
         dot_u8i8: scalar::dot_u8i8,
+        quantize_i8: scalar::quantize_i8,
     }
 }
 
@@ -89,6 +92,12 @@ pub fn active() -> &'static KernelSet {
         }
         all[0]
     })
+}
+
+/// int8 quantisation of `v` into `out` (codes offset by +128); returns the scale.
+#[inline]
+pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
+    (active().quantize_i8)(v, out)
 }
 
 /// Dot product of f32 vectors.
@@ -190,6 +199,14 @@ mod tests {
                     "{} l2_f32 n={n}",
                     k.name
                 );
+                let (mut qa, mut qs) = (vec![0u8; n], vec![0u8; n]);
+                assert_eq!(
+                    (k.quantize_i8)(&a, &mut qa),
+                    (s.quantize_i8)(&a, &mut qs),
+                    "{} quantize_i8 scale n={n}",
+                    k.name
+                );
+                assert_eq!(qa, qs, "{} quantize_i8 codes n={n}", k.name);
                 let ha: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
                 let hb: Vec<f16> = b.iter().map(|&x| f16::from_f32(x)).collect();
                 assert!(

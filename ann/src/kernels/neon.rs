@@ -36,6 +36,7 @@ pub fn neon_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { u8i8_neon(a, b) }
             },
+            quantize_i8: scalar::quantize_i8,
         })
     } else {
         None

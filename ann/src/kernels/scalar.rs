@@ -93,3 +93,33 @@ pub fn l2_i8(a: &[i8], b: &[i8]) -> i32 {
 pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
 }
+
+/// Quantises `v` to int8 codes stored offset by +128 in `out`, scaled so the largest magnitude maps to 127
+/// (rounding half away from zero); returns the scale (`max / 127`, 0 for a zero or non-finite vector).
+#[inline(always)]
+pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
+    use crate::quant::OFFSET;
+    // Eight running maxima, so the reduction vectorises.
+    let mut lanes = [0.0f32; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for (m, x) in lanes.iter_mut().zip(c) {
+            *m = m.max(x.abs());
+        }
+    }
+    let max = chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        out.iter_mut().for_each(|c| *c = OFFSET as u8);
+        return 0.0;
+    }
+    let inv = 127.0 / max;
+    for (c, x) in out.iter_mut().zip(v) {
+        let y = x * inv;
+        *c = (((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) + OFFSET) as u8;
+    }
+    max / 127.0
+}

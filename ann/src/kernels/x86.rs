@@ -51,6 +51,10 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { u8i8_avx2(a, b) }
             },
+            quantize_i8: |v, out| {
+                // SAFETY: as above (AVX2 is among the detected features).
+                unsafe { quantize_i8_avx2(v, out) }
+            },
         })
     } else {
         None
@@ -101,6 +105,10 @@ pub fn avx512_set() -> Option<KernelSet> {
             dot_u8i8: |a, b| {
                 // SAFETY: as above.
                 unsafe { u8i8_avx512(a, b) }
+            },
+            quantize_i8: |v, out| {
+                // SAFETY: as above (AVX2 is among the detected features).
+                unsafe { quantize_i8_avx2(v, out) }
             },
         })
     } else {
@@ -477,4 +485,10 @@ unsafe fn u8i8_vnni(a: &[u8], b: &[i8]) -> i32 {
 pub fn prefetch<T>(p: *const T) {
     // SAFETY: prefetch is a hint; it never faults, even on invalid addresses. SSE is baseline on x86-64.
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) }
+}
+
+/// [`scalar::quantize_i8`] compiled for AVX2 (the same code, vectorised 8 wide).
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_i8_avx2(v: &[f32], out: &mut [u8]) -> f32 {
+    scalar::quantize_i8(v, out)
 }
