@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::RwLock;
 
 use clawhdf5_memory::cognitive::{AgentMemory, CognitiveConfig};
 use clawhdf5_memory::StoreOptions;
@@ -79,7 +81,7 @@ impl AgentStores {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let mut first = None;
         for store in open.values() {
-            let mut s = store.write().unwrap_or_else(|p| p.into_inner());
+            let mut s = store.blocking_write();
             if let Err(e) = s.checkpoint() {
                 first.get_or_insert(e);
             }
@@ -111,12 +113,11 @@ mod tests {
         let stores = AgentStores::new(dir.path(), StoreOptions::default()).unwrap();
         let a = stores.get("alice").unwrap();
         let b = stores.get("bob").unwrap();
-        a.write()
-            .unwrap()
+        a.blocking_write()
             .save(clawhdf5_memory::NewMemory::text("alice likes tea"))
             .unwrap();
-        assert_eq!(a.read().unwrap().store().len(), 1);
-        assert_eq!(b.read().unwrap().store().len(), 0);
+        assert_eq!(a.blocking_read().store().len(), 1);
+        assert_eq!(b.blocking_read().store().len(), 0);
         assert!(stores.path_of("alice").exists());
         assert!(Arc::ptr_eq(&a, &stores.get("alice").unwrap()));
     }

@@ -137,10 +137,6 @@ where
         .map_err(|e| BackendError::Internal(e.to_string()))?
 }
 
-fn poisoned<T>(p: std::sync::PoisonError<T>) -> T {
-    p.into_inner()
-}
-
 /// Hits in the re-ranker's order, each reporting the absolute retrieval evidence that `min_score` filters on
 /// (the re-ranked score is relative to the query's best candidate).
 fn reported_hits(recall: clawhdf5_memory::cognitive::Recall) -> Vec<SearchHit> {
@@ -160,22 +156,31 @@ fn reported_hits(recall: clawhdf5_memory::cognitive::Recall) -> Vec<SearchHit> {
 impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || {
-            // Wait for durability outside the lock, so concurrent saves share one fsync (group commit).
-            let (outcome, ticket) = store
-                .write()
-                .unwrap_or_else(poisoned)
-                .save_deferred(memory)?;
-            if let Some(t) = ticket {
-                t.wait()?;
-            }
-            // The write lock again only when a checkpoint is due, so concurrent saves do not queue for it.
-            if store.read().unwrap_or_else(poisoned).checkpoint_due() {
-                store.write().unwrap_or_else(poisoned).checkpoint_if_due()?;
-            }
-            Ok(outcome)
-        })
-        .await
+        let (outcome, ticket) = if memory.embedding.is_some() {
+            // A memory that brings its embedding costs in-memory work and a log append (nothing here waits for
+            // the disk): saved on this task, the lock awaited without holding a thread.
+            store.write().await.save_deferred(memory)?
+        } else {
+            // The model runs: on a blocking thread.
+            let shared = Arc::clone(&store);
+            blocking(move || Ok(shared.blocking_write().save_deferred(memory)?)).await?
+        };
+        // Durability is awaited, not blocked on: the save holds neither the lock nor a thread while the log's
+        // syncer fsyncs, and concurrent saves share that fsync (group commit).
+        if let Some(t) = ticket {
+            t.durable().await?;
+        }
+        // The write lock again only when a checkpoint is due, so concurrent saves do not queue for it. A store
+        // busy with another writer is checked by the next save.
+        let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
+        if due {
+            blocking(move || {
+                store.blocking_write().checkpoint_if_due()?;
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(outcome)
     }
 
     async fn search(
@@ -185,10 +190,7 @@ impl MemoryBackend for HdfBackend {
     ) -> Result<Vec<SearchHit>, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
-            let recall = store
-                .read()
-                .unwrap_or_else(poisoned)
-                .search(&query, now_ms())?;
+            let recall = store.blocking_read().search(&query, now_ms())?;
             Ok(reported_hits(recall))
         })
         .await
@@ -201,10 +203,7 @@ impl MemoryBackend for HdfBackend {
     ) -> Result<Option<Vec<SearchHit>>, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
-            let recall = store
-                .read()
-                .unwrap_or_else(poisoned)
-                .recall_for_turn(&query, now_ms())?;
+            let recall = store.blocking_read().recall_for_turn(&query, now_ms())?;
             Ok(recall.map(reported_hits))
         })
         .await
@@ -213,7 +212,7 @@ impl MemoryBackend for HdfBackend {
     async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
-            let s = store.read().unwrap_or_else(poisoned);
+            let s = store.blocking_read();
             match s.store().get(id) {
                 Some(mut r) if !r.tombstone => {
                     r.embedding = None;
@@ -243,7 +242,7 @@ impl MemoryBackend for HdfBackend {
     async fn forget(&self, agent: &str, target: ForgetTarget) -> Result<Vec<u64>, BackendError> {
         let store = self.stores.get(agent)?;
         blocking(move || {
-            let mut s = store.write().unwrap_or_else(poisoned);
+            let mut s = store.blocking_write();
             let ids: Vec<u64> = match target {
                 ForgetTarget::Id(id) => vec![id],
                 ForgetTarget::Query {
@@ -275,7 +274,7 @@ impl MemoryBackend for HdfBackend {
         let store = self.stores.get(agent)?;
         let workspace = self.workspace.as_ref().map(|w| w.display().to_string());
         blocking(move || {
-            let s = store.read().unwrap_or_else(poisoned);
+            let s = store.blocking_read();
             let st = s.store().stats();
             let (synced, files, chunks) = workspace::sync_counts(s.store());
             let workspace = synced.or(workspace);
@@ -313,7 +312,7 @@ impl MemoryBackend for HdfBackend {
             )));
         }
         blocking(move || {
-            let mut s = store.write().unwrap_or_else(poisoned);
+            let mut s = store.blocking_write();
             workspace::sync(&mut s, &ws, &request.extra_paths, request.force)
         })
         .await
@@ -322,5 +321,52 @@ impl MemoryBackend for HdfBackend {
     async fn close(&self) -> Result<(), BackendError> {
         let stores = Arc::clone(&self.stores);
         blocking(move || stores.checkpoint_all()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawhdf5_memory::Store;
+
+    fn vector(i: usize) -> Vec<f32> {
+        (0..8).map(|j| ((i * 8 + j) as f32 * 0.37).sin()).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_saves_are_all_durable_once_acknowledged() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(HdfBackend::new(dir.path(), None, StoreOptions::default()).unwrap());
+        let tasks: Vec<_> = (0..72)
+            .map(|i| {
+                let b = Arc::clone(&backend);
+                tokio::spawn(async move {
+                    let mut m = NewMemory::text(format!("memory number {i} about tea"));
+                    // Most bring their embedding (saved on the task), some do not (saved on a blocking thread).
+                    if i % 9 != 0 {
+                        m.embedding = Some(vector(i));
+                    }
+                    b.save("main", m).await
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for t in tasks {
+            ids.push(t.await.unwrap().unwrap().id);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 72);
+        // Acknowledged means in the log on disk: a copy taken now, without closing, holds every save.
+        let path = backend.stores().path_of("main");
+        let copy = dir.path().join("copy.h5");
+        std::fs::copy(&path, &copy).unwrap();
+        std::fs::copy(
+            clawhdf5_memory::wal_path(&path),
+            clawhdf5_memory::wal_path(&copy),
+        )
+        .unwrap();
+        let reopened = Store::open(&copy).unwrap();
+        assert_eq!(reopened.len(), 72);
     }
 }

@@ -483,6 +483,28 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),
+        // Little-endian hosts copy numeric arrays as they are (HDF5's on-disk order is what we declare: LE).
+        Data::I16(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::U16(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::I32(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::U32(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::I64(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::U64(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
+        Data::F16(v) if cfg!(target_endian = "little") => {
+            out.extend_from_slice(bytemuck::cast_slice(v))
+        }
         Data::I16(v) => v.iter().for_each(|x| out.put_u16(*x as u16)),
         Data::U16(v) => v.iter().for_each(|x| out.put_u16(*x)),
         Data::I32(v) => v.iter().for_each(|x| out.put_u32(*x as u32)),

@@ -1076,6 +1076,23 @@ impl Store {
         Ok(n)
     }
 
+    /// Change a record's metadata (not its text) without waiting for durability or checkpointing: returns
+    /// the ticket to wait on.
+    pub fn update_deferred(&mut self, id: u64, change: RecordChange) -> Result<DurableTicket> {
+        if matches!(change, RecordChange::Text { .. }) {
+            return Err(MemoryError::InvalidInput(
+                "update_deferred takes metadata changes only; change a text with update".into(),
+            ));
+        }
+        match self.by_id.get(&id) {
+            Some(&row) if !self.records[row as usize].tombstone => {}
+            _ => return Err(MemoryError::NoSuchRecord(id)),
+        }
+        let ticket = self.log_and_apply(WalOp::Update { id, change })?;
+        self.maintain_index();
+        Ok(ticket)
+    }
+
     /// Change a record.
     pub fn update(&mut self, id: u64, change: RecordChange) -> Result<()> {
         match self.by_id.get(&id) {
@@ -1267,6 +1284,16 @@ impl Store {
 
     /// Replace an extension's persisted state (logged like any change, stored under `/extensions/NAME`).
     pub fn put_extension(&mut self, name: &str, payload: Vec<u8>) -> Result<()> {
+        self.put_extension_deferred(name, payload)?.wait()?;
+        self.maybe_checkpoint()
+    }
+
+    /// [`Self::put_extension`] without waiting for durability or checkpointing: returns the ticket to wait on.
+    pub fn put_extension_deferred(
+        &mut self,
+        name: &str,
+        payload: Vec<u8>,
+    ) -> Result<DurableTicket> {
         let valid = !name.is_empty()
             && name.len() <= 64
             && name
@@ -1280,9 +1307,7 @@ impl Store {
         self.log_and_apply(WalOp::Extension {
             name: name.to_string(),
             payload,
-        })?
-        .wait()?;
-        self.maybe_checkpoint()
+        })
     }
 
     /// Numbers describing the store.

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{io_err, MemoryError, Result};
 use crate::record::Record;
 
+mod syncer;
+pub use syncer::Durable;
+
 const MAGIC: &[u8; 8] = b"CLAWWAL1";
 const HEADER_LEN: u64 = 16;
 /// Frames larger than this are treated as corruption (a record is far smaller).
@@ -85,7 +88,9 @@ pub enum WalOp {
     SaveHalf {
         /// The record without its embedding.
         record: Box<Record>,
-        /// Little-endian f16 values.
+        /// Little-endian f16 values. Encoded as one byte string: the same bytes postcard writes for a
+        /// sequence of `u8`, copied at once instead of element by element.
+        #[serde(with = "serde_bytes")]
         embedding: Vec<u8>,
     },
 }
@@ -94,16 +99,10 @@ impl WalOp {
     /// The operation that logs a new record: [`WalOp::SaveHalf`] when `half` and it has an embedding.
     pub fn save(mut record: Box<Record>, half: bool) -> WalOp {
         match record.embedding.take() {
-            Some(e) if half => {
-                let mut bytes = Vec::with_capacity(e.len() * 2);
-                for x in e {
-                    bytes.extend_from_slice(&half::f16::from_f32(x).to_le_bytes());
-                }
-                WalOp::SaveHalf {
-                    record,
-                    embedding: bytes,
-                }
-            }
+            Some(e) if half => WalOp::SaveHalf {
+                record,
+                embedding: f16_bytes(&e),
+            },
             e => {
                 record.embedding = e;
                 WalOp::Save(record)
@@ -127,17 +126,36 @@ impl WalOp {
                 mut record,
                 embedding,
             } => {
-                record.embedding = Some(
-                    embedding
-                        .chunks_exact(2)
-                        .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                        .collect(),
-                );
+                record.embedding = Some(f32_from_f16_bytes(&embedding));
                 Ok(record)
             }
             op => Err(op),
         }
     }
+}
+
+/// f32 values as little-endian f16 bytes (converted a block at a time, with F16C where the CPU has it).
+fn f16_bytes(values: &[f32]) -> Vec<u8> {
+    use half::slice::HalfFloatSliceExt;
+    let mut halves = vec![half::f16::ZERO; values.len()];
+    halves.convert_from_f32_slice(values);
+    let mut bytes = Vec::with_capacity(values.len() * 2);
+    for h in halves {
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    bytes
+}
+
+/// Little-endian f16 bytes as f32 values (a trailing odd byte is ignored).
+fn f32_from_f16_bytes(bytes: &[u8]) -> Vec<f32> {
+    use half::slice::HalfFloatSliceExt;
+    let halves: Vec<half::f16> = bytes
+        .chunks_exact(2)
+        .map(|b| half::f16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    let mut out = vec![0.0f32; halves.len()];
+    halves.convert_to_f32_slice(&mut out);
+    out
 }
 
 /// An operation with its log sequence number.
@@ -322,9 +340,16 @@ struct Shared {
     written_lsn: AtomicU64,
     synced_lsn: AtomicU64,
     stop: AtomicBool,
+    /// Serves [`Durable`] futures.
+    syncer: syncer::Syncer,
 }
 
 impl Shared {
+    /// Whether every entry up to `lsn` is on disk.
+    fn synced(&self, lsn: u64) -> bool {
+        self.synced_lsn.load(Ordering::Acquire) >= lsn
+    }
+
     /// Make every entry up to `lsn` durable. One caller at a time fsyncs, covering everything written
     /// before it started; callers whose entries that fsync covered return without one of their own.
     fn sync_to(&self, lsn: u64) -> Result<()> {
@@ -409,6 +434,12 @@ impl DurableTicket {
     pub fn lsn(&self) -> u64 {
         self.lsn
     }
+
+    /// A future that completes when the entry is on disk, for async callers: no thread blocks while it waits
+    /// (the log's syncer thread fsyncs for every waiting future at once).
+    pub fn durable(&self) -> Durable {
+        Durable::new(Arc::clone(&self.shared), self.lsn, self.needed)
+    }
 }
 
 impl Wal {
@@ -464,6 +495,7 @@ impl Wal {
             written_lsn: AtomicU64::new(last),
             synced_lsn: AtomicU64::new(last),
             stop: AtomicBool::new(false),
+            syncer: syncer::Syncer::default(),
         });
         let flusher = match durability {
             Durability::WithinMs(ms) => {
@@ -622,6 +654,7 @@ impl Drop for Wal {
         if let Some(h) = self.flusher.take() {
             let _ = h.join();
         }
+        self.shared.syncer.stop();
         if self.durability != Durability::None {
             let _ = self.sync_all();
         }
@@ -856,6 +889,75 @@ mod tests {
         }
         drop(wal);
         assert_eq!(read_log(&p).unwrap().entries.len(), 100);
+    }
+
+    #[test]
+    fn half_embeddings_encode_as_they_always_did() {
+        // Before the byte-string encoding, `SaveHalf.embedding` was a plain `Vec<u8>` field: logs written
+        // then must read the same now, and new frames must be the same bytes.
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        enum OldOp {
+            Save(Box<Record>),
+            Update {
+                id: u64,
+                change: RecordChange,
+            },
+            Delete {
+                id: u64,
+            },
+            Access {
+                ids: Vec<u64>,
+                at: i64,
+            },
+            Extension {
+                name: String,
+                payload: Vec<u8>,
+            },
+            EmbeddingModel {
+                model: String,
+            },
+            SaveHalf {
+                record: Box<Record>,
+                embedding: Vec<u8>,
+            },
+        }
+        let mut r = Record {
+            id: 3,
+            text: "tea at noon".into(),
+            source: crate::record::Source::Conversation,
+            agent: "main".into(),
+            session: "s1".into(),
+            origin: None,
+            tags: vec!["drinks".into()],
+            event_time: Some(5),
+            created_at: 1,
+            importance: 0.5,
+            access_count: 0,
+            last_access: 0,
+            tier: Default::default(),
+            supersedes: None,
+            superseded_by: None,
+            tombstone: false,
+            embedding: Some(vec![0.5, -1.25, 3.0, 0.1, 65504.0, -0.0]),
+        };
+        let new = WalOp::save(Box::new(r.clone()), true);
+        let WalOp::SaveHalf { embedding, .. } = &new else {
+            panic!("expected a half save");
+        };
+        r.embedding = None;
+        let old = OldOp::SaveHalf {
+            record: Box::new(r),
+            embedding: embedding.clone(),
+        };
+        let new_bytes = postcard::to_allocvec(&new).unwrap();
+        assert_eq!(new_bytes, postcard::to_allocvec(&old).unwrap());
+        assert_eq!(postcard::from_bytes::<WalOp>(&new_bytes).unwrap(), new);
+        let back = new.into_saved().unwrap().embedding.unwrap();
+        assert_eq!(
+            back[..4],
+            [0.5, -1.25, 3.0, half::f16::from_f32(0.1).to_f32()]
+        );
+        assert_eq!(back[4], 65504.0);
     }
 
     #[test]

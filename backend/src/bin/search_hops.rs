@@ -158,11 +158,7 @@ fn main() -> anyhow::Result<()> {
     };
     let backend = Arc::new(HdfBackend::new(&a.dir, None, opts)?);
     let memory = backend.stores().get(&a.agent)?;
-    let records = memory
-        .read()
-        .map_err(|_| anyhow::anyhow!("lock"))?
-        .store()
-        .len();
+    let records = memory.blocking_read().store().len();
 
     let mut tokenize = Series::new("tokenize", "tokenizer only (server's thread pool)");
     let mut embed = Series::new(
@@ -205,14 +201,14 @@ fn main() -> anyhow::Result<()> {
     for q in queries.iter().take(5) {
         let _ = model.embed_one(q)?;
         let _ = single.embed_one(q)?;
-        let s = memory.read().map_err(|_| anyhow::anyhow!("lock"))?;
+        let s = memory.blocking_read();
         let _ = s.search(&SearchQuery::new(*q, a.k), now_ms())?;
     }
     for q in &queries {
         timed(&mut tokenize, || model.tokenize(&[q]))?;
         let vec = timed(&mut embed, || model.embed_one(q))?;
         timed(&mut embed1, || single.embed_one(q))?;
-        let s = memory.read().map_err(|_| anyhow::anyhow!("lock"))?;
+        let s = memory.blocking_read();
         let mut with_vec = SearchQuery::new(*q, a.k);
         with_vec.embedding = Some(vec);
         timed(&mut given, || s.search(&with_vec, now_ms()))?;

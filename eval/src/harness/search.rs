@@ -184,6 +184,9 @@ pub struct GroupCommit {
     pub us_per_save: f64,
     /// Wall time per save (µs, amortised): writers handing their saves to one committer thread.
     pub committer_us_per_save: f64,
+    /// Wall time per save (µs, amortised): async tasks saving as `clawhdf5 serve` does (the save on a blocking
+    /// thread, durability awaited).
+    pub async_us_per_save: f64,
 }
 
 /// The next record a writer thread saves, with its vector; `None` once all are taken.
@@ -299,6 +302,65 @@ fn committer(
     Ok((res?, wall * 1e6 / records.len().max(1) as f64))
 }
 
+/// Durable saves by `tasks` concurrent async tasks, the way the backend serves concurrent save requests of
+/// memories that bring their embeddings: each task awaits the store's lock (tokio's `RwLock`, as the backend
+/// holds each agent's store), saves ([`Store::save_deferred`]) and then awaits
+/// [`clawhdf5_memory::wal::DurableTicket::durable`], so waiting for the shared fsync holds no thread. The
+/// runtime has one worker per core, like `clawhdf5 serve`. Returns µs of wall time per save.
+fn async_tasks(
+    store: Store,
+    records: &[CorpusRecord],
+    vecs: &FlatVectors,
+    first_vec: usize,
+    tasks: usize,
+) -> Result<(Store, f64)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .build()
+        .map_err(|e| HarnessError::Probe(format!("cannot start a runtime: {e}")))?;
+    let shared = std::sync::Arc::new(tokio::sync::RwLock::new(store));
+    let items: Vec<clawhdf5_memory::NewMemory> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ingest::memory(r, vecs.vector((first_vec + i) as u32)))
+        .collect();
+    let queue = std::sync::Arc::new(Mutex::new(items.into_iter()));
+    let (res, wall) = timed(|| {
+        rt.block_on(async {
+            let workers: Vec<_> = (0..tasks.max(1))
+                .map(|_| {
+                    let shared = std::sync::Arc::clone(&shared);
+                    let queue = std::sync::Arc::clone(&queue);
+                    tokio::spawn(async move {
+                        loop {
+                            let Some(m) = queue.lock().unwrap_or_else(|p| p.into_inner()).next()
+                            else {
+                                return Ok::<(), HarnessError>(());
+                            };
+                            // As the backend saves a memory that brings its embedding: on this task,
+                            // the lock awaited.
+                            let ticket = shared.write().await.save_deferred(m)?.1;
+                            if let Some(t) = ticket {
+                                t.durable().await?;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.await
+                    .map_err(|e| HarnessError::Probe(format!("a saving task failed: {e}")))??;
+            }
+            Ok::<(), HarnessError>(())
+        })
+    });
+    res?;
+    drop(rt);
+    let store = std::sync::Arc::try_unwrap(shared)
+        .map_err(|_| HarnessError::Probe("a saving task still holds the store".into()))?
+        .into_inner();
+    Ok((store, wall * 1e6 / records.len().max(1) as f64))
+}
+
 /// Queries: LoCoMo question texts, each with a vector near a random stored one.
 fn make_queries(
     corpus: &Corpus,
@@ -325,7 +387,7 @@ pub fn measure_size(
     o: &SearchOptions,
     dir: &Path,
 ) -> Result<SizeResult> {
-    let extra = 2 * o.group_saves * o.writers.len() + o.single_saves;
+    let extra = 3 * o.group_saves * o.writers.len() + o.single_saves;
     let recs = corpus.records(size + extra)?;
     let vecs = vectors::base(size + extra);
     let path = dir.join(format!("search-{size}.h5"));
@@ -356,12 +418,15 @@ pub fn measure_size(
         at += o.group_saves;
         let (s, committer_us) = committer(s, &recs[at..at + o.group_saves], &vecs, at, w)?;
         at += o.group_saves;
+        let (s, async_us) = async_tasks(s, &recs[at..at + o.group_saves], &vecs, at, w)?;
+        at += o.group_saves;
         store = s;
         group.push(GroupCommit {
             writers: w,
             saves: o.group_saves,
             us_per_save: us,
             committer_us_per_save: committer_us,
+            async_us_per_save: async_us,
         });
     }
     let mut singles = Vec::with_capacity(o.single_saves);
@@ -474,6 +539,16 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
                 .join("; ")
         },
     );
+    row(
+        "durable save, group commit, async tasks as `clawhdf5 serve` saves (µs/save, amortised)",
+        &|r| {
+            r.group
+                .iter()
+                .map(|g| format!("{} ({} tasks)", fig(g.async_us_per_save), g.writers))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
     row("durable save, one writer, p50 (µs)", &|r| {
         fig(r.single_save.p50_ms * 1e3)
     });
@@ -550,7 +625,10 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
          = the writers share the store behind a mutex and each waits for its fsync outside it; group commit, \
          one committer = the writers send their saves to one thread that saves everything waiting with \
          `Store::save_each` (one log write, one fsync) and answers each writer, as a server does with \
-         concurrent requests; both are wall time of all the saves divided by their number. One writer = `save`, one \
+         concurrent requests; group commit, async tasks = as many tokio tasks, each awaiting the store's \
+         lock, saving (`save_deferred`) and then awaiting `DurableTicket::durable` (the log's syncer thread \
+         fsyncs for every waiting task at once), which is how `clawhdf5 serve` and `clawhdf5 mcp` handle \
+         concurrent saves; all three are wall time of all the saves divided by their number. One writer = `save`, one \
          fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \
          store holds exactly the batch. The store searches vectors exactly below {} vectors (its `exact_search_threshold`) \
          and through its HNSW graph above; the cold build row times `Store::build_index`, which builds the \
@@ -618,12 +696,13 @@ fn goals_table(results: &[SizeResult]) -> Table {
                 "durable single save ≤ 30 µs amortised under group commit".into(),
                 size_label(r.size),
                 format!(
-                    "{} µs via one committer, {} µs behind a lock ({} writers)",
+                    "{} µs as async tasks (the server's path), {} µs via one committer, {} µs behind a lock ({} writers)",
+                    fig(g.async_us_per_save),
                     fig(g.committer_us_per_save),
                     fig(g.us_per_save),
                     g.writers
                 ),
-                met(g.committer_us_per_save <= 30.0),
+                met(g.async_us_per_save <= 30.0),
             ]);
         }
     }

@@ -364,13 +364,15 @@ impl AgentMemory {
                 }
             }
         }
-        let (outcome, ticket) = self.store.save_deferred(m)?;
+        let (outcome, mut ticket) = self.store.save_deferred(m)?;
         if outcome.deduplicated {
             return Ok((outcome, ticket));
         }
         let Some(r) = self.record(outcome.id) else {
             return Ok((outcome, ticket));
         };
+        // What this save logs after the record (a supersede, extension state) is logged later, so the last
+        // ticket covers it all; nothing here waits for the disk or checkpoints.
         let time = rerank::record_time(&r);
         self.temporal.insert(r.id, time);
         if self.cfg.extract_entities {
@@ -381,12 +383,19 @@ impl AgentMemory {
             if let UpdateAction::Supersede { old, new } =
                 self.subjects.observe(&r.agent, r.id, &r.text, time)
             {
-                self.store.update(old, RecordChange::SupersededBy(new))?;
+                ticket = Some(
+                    self.store
+                        .update_deferred(old, RecordChange::SupersededBy(new))?,
+                );
             }
         }
         self.saves_since_flush += 1;
         if self.saves_since_flush >= self.cfg.persist_every.max(1) {
-            self.flush()?;
+            match self.flush_deferred() {
+                Ok(Some(t)) => ticket = Some(t),
+                Ok(None) | Err(MemoryError::ReadOnly(_)) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok((outcome, ticket))
     }
@@ -811,13 +820,27 @@ impl AgentMemory {
     }
 
     fn flush_inner(&mut self) -> Result<()> {
+        if let Some(t) = self.flush_deferred()? {
+            t.wait()?;
+        }
+        self.store.checkpoint_if_due()
+    }
+
+    /// Log every dirty piece of persisted state without waiting for the disk; returns the last ticket.
+    fn flush_deferred(&mut self) -> Result<Option<crate::wal::DurableTicket>> {
+        let mut last = None;
         if self.graph.is_dirty() {
-            self.store.put_extension(EXT_GRAPH, self.graph.to_bytes())?;
+            last = Some(
+                self.store
+                    .put_extension_deferred(EXT_GRAPH, self.graph.to_bytes())?,
+            );
             self.graph.mark_clean();
         }
         if self.sessions.is_dirty() {
-            self.store
-                .put_extension(EXT_SESSIONS, self.sessions.to_bytes())?;
+            last = Some(
+                self.store
+                    .put_extension_deferred(EXT_SESSIONS, self.sessions.to_bytes())?,
+            );
             self.sessions.mark_clean();
         }
         if self.state_dirty {
@@ -827,14 +850,14 @@ impl AgentMemory {
             };
             let bytes =
                 serde_json::to_vec(&st).map_err(|e| MemoryError::InvalidInput(e.to_string()))?;
-            self.store.put_extension(EXT_STATE, bytes)?;
+            last = Some(self.store.put_extension_deferred(EXT_STATE, bytes)?);
             self.state_dirty = false;
         }
         for (name, bytes) in self.media.take_dirty_chunks() {
-            self.store.put_extension(&name, bytes)?;
+            last = Some(self.store.put_extension_deferred(&name, bytes)?);
         }
         self.saves_since_flush = 0;
-        Ok(())
+        Ok(last)
     }
 
     /// The persisted state of a store extension (see [`Store::extension`]).
