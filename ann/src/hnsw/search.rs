@@ -93,13 +93,12 @@ const SCAN_CACHED_BYTES: usize = 4 << 20;
 
 /// Cost of one row of an int8 scan, in hundredths of an int8 walk evaluation. A scan scores rows
 /// back to back (no heap, no visited set, no link lists, rows in ascending id order), so a row costs
-/// well under an evaluation of the walk. Measured at d = 384 on the loaded 2-core machine: 1,000
-/// allowed rows of a 10K set in 33 us (re-score included), against 52 ns per evaluation of the
-/// unfiltered int8 walk (30 us for about 24 x 24 evaluations at ef 24).
+/// well under an evaluation of the walk. Measured at d = 384 on the 2-core machine: 1,000 allowed
+/// rows of a 10K set in 33 us (re-score included) against 52 ns per evaluation of the unfiltered
+/// int8 walk at ef 24, both from cache; and, both from memory, 10,000 allowed rows of a 100K set at
+/// 35-38 ns a row against about 60 ns per evaluation of the unfiltered walk at ef 256 (6,144
+/// evaluations in 344-408 us). A large scan misses the cache, but so does the walk it replaces.
 const I8_SCAN_ROW_PCT: usize = 60;
-/// Int8 code bytes a scan may read before it is costed at twice [`I8_SCAN_ROW_PCT`] a row (10,000
-/// scattered rows of a 100K set, 3.8 MB, measured at 48 ns a row: memory, not cache).
-const I8_SCAN_CACHED_BYTES: usize = 2 << 20;
 /// Cost of re-scoring one f32 row, in int8 walk evaluations.
 const F32_ROW_IN_I8_EVALS: usize = 2;
 /// Rows of an int8 scan whose memory is requested before they are scored.
@@ -605,18 +604,12 @@ impl Hnsw {
     }
 
     /// Cost of an int8 scan of `rows` rows (`None` without an int8 copy): [`I8_SCAN_ROW_PCT`] of an
-    /// int8 walk evaluation a row (twice that beyond [`I8_SCAN_CACHED_BYTES`]) plus the f32 re-score
-    /// of the pool. Small sets are cheaper to scan in f32 directly (no query quantisation, no
+    /// int8 walk evaluation a row, plus the f32 re-score of the pool. Small sets are cheaper to scan in f32 directly (no query quantisation, no
     /// re-score): below about 5 times the pool (120 rows at ef 24, 480 at ef 192).
     pub(crate) fn int8_scan_cost(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
         self.quant.as_ref()?;
-        let per_row = if rows.saturating_mul(self.dim) > I8_SCAN_CACHED_BYTES {
-            2 * I8_SCAN_ROW_PCT
-        } else {
-            I8_SCAN_ROW_PCT
-        };
         Some(
-            (rows.saturating_mul(per_row) / 100)
+            (rows.saturating_mul(I8_SCAN_ROW_PCT) / 100)
                 .saturating_add(rescore_pool(k, ef).min(rows) * F32_ROW_IN_I8_EVALS),
         )
     }
