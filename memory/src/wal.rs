@@ -690,12 +690,9 @@ mod tests {
         WalOp::Delete { id: n }
     }
 
-    #[test]
-    fn half_saves_log_half_the_vector_bytes_and_read_back_as_f16() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.wal");
-        let v: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin() / 14.0).collect();
-        let plain = |id: u64, text: &str| Record {
+    /// A record with `id` and `text` and everything else at its plain default.
+    fn plain(id: u64, text: &str) -> Record {
+        Record {
             id,
             text: text.into(),
             source: crate::record::Source::Conversation,
@@ -713,7 +710,14 @@ mod tests {
             superseded_by: None,
             tombstone: false,
             embedding: None,
-        };
+        }
+    }
+
+    #[test]
+    fn half_saves_log_half_the_vector_bytes_and_read_back_as_f16() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        let v: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin() / 14.0).collect();
         let record = || {
             let mut r = plain(7, "a memory");
             r.embedding = Some(v.clone());
@@ -921,25 +925,12 @@ mod tests {
                 embedding: Vec<u8>,
             },
         }
-        let mut r = Record {
-            id: 3,
-            text: "tea at noon".into(),
-            source: crate::record::Source::Conversation,
-            agent: "main".into(),
-            session: "s1".into(),
-            origin: None,
-            tags: vec!["drinks".into()],
-            event_time: Some(5),
-            created_at: 1,
-            importance: 0.5,
-            access_count: 0,
-            last_access: 0,
-            tier: Default::default(),
-            supersedes: None,
-            superseded_by: None,
-            tombstone: false,
-            embedding: Some(vec![0.5, -1.25, 3.0, 0.1, 65504.0, -0.0]),
-        };
+        let mut r = plain(3, "tea at noon");
+        r.agent = "main".into();
+        r.session = "s1".into();
+        r.tags = vec!["drinks".into()];
+        r.event_time = Some(5);
+        r.embedding = Some(vec![0.5, -1.25, 3.0, 0.1, 65504.0, -0.0]);
         let new = WalOp::save(Box::new(r.clone()), true);
         let WalOp::SaveHalf { embedding, .. } = &new else {
             panic!("expected a half save");
