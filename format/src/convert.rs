@@ -477,49 +477,31 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
     })
 }
 
+/// Appends numeric `values` as little-endian bytes: copied as they are on a little-endian host (HDF5's on-disk
+/// order is what the writer declares: LE), element by element with `put` elsewhere.
+fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut Vec<u8>, &T)) {
+    if cfg!(target_endian = "little") {
+        out.extend_from_slice(bytemuck::cast_slice(values));
+    } else {
+        values.iter().for_each(|x| put(out, x));
+    }
+}
+
 /// Encodes `data` as raw little-endian elements of the writer's datatype for it.
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(data.len().saturating_mul(8).min(1 << 30));
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),
-        // Little-endian hosts copy numeric arrays as they are (HDF5's on-disk order is what we declare: LE).
-        Data::I16(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::U16(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::I32(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::U32(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::I64(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::U64(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::F16(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::I16(v) => v.iter().for_each(|x| out.put_u16(*x as u16)),
-        Data::U16(v) => v.iter().for_each(|x| out.put_u16(*x)),
-        Data::I32(v) => v.iter().for_each(|x| out.put_u32(*x as u32)),
-        Data::U32(v) => v.iter().for_each(|x| out.put_u32(*x)),
-        Data::I64(v) => v.iter().for_each(|x| out.put_u64(*x as u64)),
-        Data::U64(v) => v.iter().for_each(|x| out.put_u64(*x)),
-        Data::F16(v) => v.iter().for_each(|x| out.put_u16(x.to_bits())),
-        Data::F32(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::F64(v) if cfg!(target_endian = "little") => {
-            out.extend_from_slice(bytemuck::cast_slice(v))
-        }
-        Data::F32(v) => v.iter().for_each(|x| out.put_u32(x.to_bits())),
-        Data::F64(v) => v.iter().for_each(|x| out.put_u64(x.to_bits())),
+        Data::I16(v) => put_le(&mut out, v, |o, x| o.put_u16(*x as u16)),
+        Data::U16(v) => put_le(&mut out, v, |o, x| o.put_u16(*x)),
+        Data::I32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x as u32)),
+        Data::U32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x)),
+        Data::I64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x as u64)),
+        Data::U64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x)),
+        Data::F16(v) => put_le(&mut out, v, |o, x| o.put_u16(x.to_bits())),
+        Data::F32(v) => put_le(&mut out, v, |o, x| o.put_u32(x.to_bits())),
+        Data::F64(v) => put_le(&mut out, v, |o, x| o.put_u64(x.to_bits())),
         Data::FixedStr { len, values } => {
             for s in values {
                 let b = s.as_bytes();
