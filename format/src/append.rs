@@ -845,7 +845,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
             );
         }
     }
-    write_object(sink, msgs, None, &d.attrs)
+    write_object::<&str, _>(sink, msgs, None, &d.attrs)
 }
 
 fn elem_size(msgs: &Msgs) -> Result<usize> {

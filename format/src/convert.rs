@@ -489,7 +489,8 @@ fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut V
 
 /// Encodes `data` as raw little-endian elements of the writer's datatype for it.
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(data.len().saturating_mul(8).min(1 << 30));
+    let elem = dtype_for(data).map_or(8, |d| d.size());
+    let mut out = Vec::with_capacity(data.len().saturating_mul(elem).min(1 << 30));
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),

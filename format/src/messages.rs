@@ -76,7 +76,7 @@ pub fn parse_link(data: &[u8], so: usize) -> Result<Link> {
 
 /// Encodes a link message (UTF-8 names, 8-byte addresses).
 pub fn encode_link(name: &str, target: &LinkTarget) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(16 + name.len());
     let nb = name.as_bytes();
     let w = bytes_for(nb.len() as u64);
     let wbits = match w {
@@ -157,7 +157,8 @@ pub fn parse_attr_info(data: &[u8], so: usize) -> Result<DenseInfo> {
 
 /// Encodes a link-info message (no creation-order tracking).
 pub fn encode_link_info(dense: Option<DenseInfo>) -> Vec<u8> {
-    let mut out = vec![0u8, 0u8];
+    let mut out = Vec::with_capacity(18);
+    out.extend_from_slice(&[0, 0]);
     let d = dense.unwrap_or(DenseInfo {
         heap: UNDEF,
         name_btree: UNDEF,
@@ -169,7 +170,8 @@ pub fn encode_link_info(dense: Option<DenseInfo>) -> Vec<u8> {
 
 /// Encodes an attribute-info message (no creation-order tracking).
 pub fn encode_attr_info(dense: DenseInfo) -> Vec<u8> {
-    let mut out = vec![0u8, 0u8];
+    let mut out = Vec::with_capacity(18);
+    out.extend_from_slice(&[0, 0]);
     out.put_u64(dense.heap);
     out.put_u64(dense.name_btree);
     out
@@ -240,23 +242,6 @@ pub fn parse_attribute<'a>(
         space,
         data,
     })
-}
-
-/// Encodes an attribute message version 3 (UTF-8 name).
-pub fn encode_attribute(name: &str, dtype: &[u8], space: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.put_u8(3);
-    out.put_u8(0);
-    out.put_u16((name.len() + 1) as u16);
-    out.put_u16(dtype.len() as u16);
-    out.put_u16(space.len() as u16);
-    out.put_u8(1);
-    out.extend_from_slice(name.as_bytes());
-    out.put_u8(0);
-    out.extend_from_slice(dtype);
-    out.extend_from_slice(space);
-    out.extend_from_slice(data);
-    out
 }
 
 /// How chunk addresses are indexed.

@@ -207,35 +207,45 @@ fn push<'a>(
 
 /// Encodes a version-2 object header holding `msgs` (type, flags, body) in one chunk.
 pub fn encode_v2(msgs: &[(u16, u8, Vec<u8>)]) -> Result<Vec<u8>> {
-    let mut body = Vec::new();
-    for (t, f, d) in msgs {
+    let mut out = Vec::new();
+    encode_v2_into(msgs, &mut out)?;
+    Ok(out)
+}
+
+/// Appends a version-2 object header holding `msgs` to `out` (checksum over the header alone).
+pub fn encode_v2_into(msgs: &[(u16, u8, Vec<u8>)], out: &mut Vec<u8>) -> Result<()> {
+    let mut body_len = 0usize;
+    for (t, _, d) in msgs {
         if d.len() > u16::MAX as usize {
             return invalid(format!(
                 "object header message type {t} of {} bytes exceeds 65535",
                 d.len()
             ));
         }
-        body.put_u8(*t as u8);
-        body.put_u16(d.len() as u16);
-        body.put_u8(*f);
-        body.extend_from_slice(d);
+        body_len += 4 + d.len();
     }
-    let (flag, width) = if body.len() <= 0xff {
+    let (flag, width) = if body_len <= 0xff {
         (0u8, 1)
-    } else if body.len() <= 0xffff {
+    } else if body_len <= 0xffff {
         (1, 2)
     } else {
         (2, 4)
     };
-    let mut out = Vec::with_capacity(body.len() + 16);
+    let start = out.len();
+    out.reserve(6 + width + body_len + 4);
     out.extend_from_slice(b"OHDR");
     out.put_u8(2);
     out.put_u8(flag);
-    out.put_uint(body.len() as u64, width);
-    out.extend_from_slice(&body);
-    let sum = lookup3(&out, 0);
+    out.put_uint(body_len as u64, width);
+    for (t, f, d) in msgs {
+        out.put_u8(*t as u8);
+        out.put_u16(d.len() as u16);
+        out.put_u8(*f);
+        out.extend_from_slice(d);
+    }
+    let sum = lookup3(&out[start..], 0);
     out.put_u32(sum);
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -150,19 +150,24 @@ impl BTreeV2 {
     }
 }
 
-/// Writes a v2 B-tree of type `btype` whose records (already sorted) fit one leaf; the node size
-/// grows (power of two ≥ 512) to hold them all. Appends to `out` at file address `base`.
+/// Writes a v2 B-tree of type `btype` whose records (already sorted, `rec_size` bytes each, back
+/// to back in `records`) fit one leaf; the node size grows (power of two ≥ 512) to hold them all.
+/// Appends to `out` at file address `base`.
 pub fn write_single_leaf(
     btype: u8,
     rec_size: usize,
-    records: &[Vec<u8>],
+    records: &[u8],
     base: u64,
     out: &mut Vec<u8>,
 ) -> Result<u64> {
-    if records.len() > u16::MAX as usize {
+    if rec_size == 0 || !records.len().is_multiple_of(rec_size) {
+        return invalid("dense index records are not a whole number of records");
+    }
+    let count = records.len() / rec_size;
+    if count > u16::MAX as usize {
         return invalid("more than 65535 records in one dense index");
     }
-    let need = 10 + records.len() * rec_size;
+    let need = 10 + records.len();
     let node_size = need.next_power_of_two().max(512);
     let header_addr = base + out.len() as u64;
     let leaf_addr = header_addr + (4 + 1 + 1 + 4 + 2 + 2 + 1 + 1 + 8 + 2 + 8 + 4) as u64;
@@ -176,8 +181,8 @@ pub fn write_single_leaf(
     h.put_u8(100);
     h.put_u8(40);
     h.put_u64(if records.is_empty() { UNDEF } else { leaf_addr });
-    h.put_u16(records.len() as u16);
-    h.put_u64(records.len() as u64);
+    h.put_u16(count as u16);
+    h.put_u64(count as u64);
     let sum = lookup3(&h, 0);
     h.put_u32(sum);
     out.extend_from_slice(&h);
@@ -186,10 +191,7 @@ pub fn write_single_leaf(
         l.extend_from_slice(b"BTLF");
         l.put_u8(0);
         l.put_u8(btype);
-        for r in records {
-            debug_assert_eq!(r.len(), rec_size);
-            l.extend_from_slice(r);
-        }
+        l.extend_from_slice(records);
         let sum = lookup3(&l, 0);
         l.put_u32(sum);
         l.resize(node_size, 0);
@@ -212,7 +214,7 @@ mod tests {
             })
             .collect();
         let mut file = vec![0u8; 8];
-        let h = write_single_leaf(5, 11, &recs, 0, &mut file).unwrap();
+        let h = write_single_leaf(5, 11, &recs.concat(), 0, &mut file).unwrap();
         let ctx = Ctx {
             data: &file,
             so: 8,

@@ -276,13 +276,22 @@ pub const MAX_MANAGED: usize = 4096;
 /// A heap written to the file: its header address and each object's heap ID.
 pub struct WrittenHeap {
     pub header: u64,
-    pub ids: Vec<Vec<u8>>,
+    /// Heap IDs, `id_len` bytes each, back to back in object order.
+    pub ids: Vec<u8>,
+    pub id_len: usize,
+}
+
+impl WrittenHeap {
+    /// The heap ID of object `i`.
+    pub fn id(&self, i: usize) -> &[u8] {
+        &self.ids[i * self.id_len..(i + 1) * self.id_len]
+    }
 }
 
 /// Serialises a fractal heap holding `objects` into `out`, which will live at file address
 /// `base` (the bytes are appended to `out`, whose current length corresponds to `base`).
-pub fn write_heap(
-    objects: &[Vec<u8>],
+pub fn write_heap<O: AsRef<[u8]>>(
+    objects: &[O],
     kind: HeapKind,
     base: u64,
     out: &mut Vec<u8>,
@@ -295,25 +304,26 @@ pub fn write_heap(
     let len_bytes = limit_enc_size(65536).min(limit_enc_size(MAX_MANAGED as u64));
     let dhdr = 5 + 8 + off_bytes + 4; // sig, version, heap addr, block offset, checksum
     let out0 = base - out.len() as u64;
-    let mut ids = vec![Vec::new(); objects.len()];
+    let mut ids = vec![0u8; objects.len() * id_len];
     // Huge objects (> MAX_MANAGED): stored as plain blocks, indexed by a v2 B-tree of type 1
     // (address, length, id), the heap ID holding the id (libhdf5's "indirect" huge objects).
-    let mut huge_recs = Vec::new();
+    let mut huge_recs: Vec<u8> = Vec::new();
+    let mut huge_count = 0u64;
     let mut huge_size = 0u64;
     for (i, o) in objects.iter().enumerate() {
+        let o = o.as_ref();
         if o.len() > MAX_MANAGED {
-            let key = huge_recs.len() as u64 + 1;
+            huge_count += 1;
+            let key = huge_count;
             let addr = out0 + out.len() as u64;
             out.extend_from_slice(o);
-            let mut rec = Vec::with_capacity(24);
-            rec.put_u64(addr);
-            rec.put_u64(o.len() as u64);
-            rec.put_u64(key);
-            huge_recs.push(rec);
+            huge_recs.put_u64(addr);
+            huge_recs.put_u64(o.len() as u64);
+            huge_recs.put_u64(key);
             huge_size += o.len() as u64;
-            let mut id = vec![0x10u8];
-            id.put_uint(key, id_len - 1);
-            ids[i] = id;
+            let id = &mut ids[i * id_len..(i + 1) * id_len];
+            id[0] = 0x10;
+            id[1..].copy_from_slice(&key.to_le_bytes()[..id_len - 1]);
         }
     }
     let huge_btree = if huge_recs.is_empty() {
@@ -322,9 +332,9 @@ pub fn write_heap(
         crate::btree::v2::write_single_leaf(1, 24, &huge_recs, out0, out)?
     };
     let managed: Vec<usize> = (0..objects.len())
-        .filter(|&i| objects[i].len() <= MAX_MANAGED)
+        .filter(|&i| objects[i].as_ref().len() <= MAX_MANAGED)
         .collect();
-    let total: usize = managed.iter().map(|&i| objects[i].len()).sum();
+    let total: usize = managed.iter().map(|&i| objects[i].as_ref().len()).sum();
     let max_direct: u64 = 65536;
     // Plan blocks: either one root direct block, or a root indirect block whose rows are all direct
     // blocks of `max_direct` bytes (start block = max direct => 2 direct rows).
@@ -339,7 +349,7 @@ pub fn write_heap(
     let mut blocks: Vec<Vec<usize>> = vec![vec![]];
     let mut used = 0usize;
     for &i in &managed {
-        let o = &objects[i];
+        let o = objects[i].as_ref();
         if used + o.len() > cap {
             blocks.push(vec![]);
             used = 0;
@@ -382,12 +392,14 @@ pub fn write_heap(
         b.put_uint(block_off, off_bytes);
         b.put_u32(0);
         for &i in members {
-            let mut id = vec![0u8];
-            id.put_uint(block_off + b.len() as u64, off_bytes);
-            id.put_uint(objects[i].len() as u64, len_bytes);
-            id.resize(id_len, 0);
-            ids[i] = id;
-            b.extend_from_slice(&objects[i]);
+            let o = objects[i].as_ref();
+            let id = &mut ids[i * id_len..(i + 1) * id_len];
+            // Type 0 (managed), then the offset and the length, little-endian; the rest stays 0.
+            let off = (block_off + b.len() as u64).to_le_bytes();
+            id[1..1 + off_bytes].copy_from_slice(&off[..off_bytes]);
+            let len = (o.len() as u64).to_le_bytes();
+            id[1 + off_bytes..1 + off_bytes + len_bytes].copy_from_slice(&len[..len_bytes]);
+            b.extend_from_slice(o);
         }
         free_total += start_block - b.len() as u64;
         b.resize(start_block as usize, 0);
@@ -409,7 +421,7 @@ pub fn write_heap(
     h.put_u16(0);
     h.put_u8(2); // direct blocks checksummed
     h.put_u32(MAX_MANAGED as u32);
-    h.put_u64(huge_recs.len() as u64 + 1); // next huge id
+    h.put_u64(huge_count + 1); // next huge id
     h.put_u64(huge_btree);
     h.put_u64(
         free_total
@@ -425,7 +437,7 @@ pub fn write_heap(
     h.put_u64(if single { 0 } else { nblocks * start_block }); // allocation iterator
     h.put_u64(managed.len() as u64);
     h.put_u64(huge_size);
-    h.put_u64(huge_recs.len() as u64);
+    h.put_u64(huge_count);
     h.put_u64(0);
     h.put_u64(0);
     h.put_u16(width as u16);
@@ -460,6 +472,7 @@ pub fn write_heap(
     Ok(WrittenHeap {
         header: header_addr,
         ids,
+        id_len,
     })
 }
 
@@ -477,7 +490,8 @@ mod tests {
             base: 0,
         };
         let heap = FractalHeap::read(&ctx, h.header).unwrap();
-        for (o, id) in objects.iter().zip(&h.ids) {
+        for (i, o) in objects.iter().enumerate() {
+            let id = h.id(i);
             assert_eq!(heap.object(&ctx, id).unwrap(), &o[..]);
         }
     }

@@ -72,26 +72,22 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
 
 /// Builds one collection in memory: objects get indices 1, 2, ...
 pub struct CollectionBuilder {
-    buf: Vec<u8>,
+    /// Where the collection starts in the buffer it is written into.
+    start: usize,
     next: u16,
-}
-
-impl Default for CollectionBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// Smallest collection libhdf5 accepts ("global heap size is too small" below it).
 pub const MIN_COLLECTION: usize = 4096;
 
 impl CollectionBuilder {
-    pub fn new() -> Self {
-        let mut buf = Vec::with_capacity(MIN_COLLECTION);
+    /// Starts a collection at the end of `buf`; objects are then added to `buf` in place.
+    pub fn start(buf: &mut Vec<u8>) -> Self {
+        let start = buf.len();
         buf.extend_from_slice(b"GCOL");
         buf.extend_from_slice(&[1, 0, 0, 0]);
         buf.put_u64(0);
-        CollectionBuilder { buf, next: 1 }
+        CollectionBuilder { start, next: 1 }
     }
 
     /// True when no more objects fit (index space exhausted).
@@ -100,8 +96,8 @@ impl CollectionBuilder {
     }
 
     /// Bytes so far.
-    pub fn len(&self) -> usize {
-        self.buf.len()
+    pub fn len(&self, buf: &[u8]) -> usize {
+        buf.len() - self.start
     }
 
     /// True when no object was added.
@@ -109,32 +105,33 @@ impl CollectionBuilder {
         self.next == 1
     }
 
-    /// Adds an object; returns its index.
-    pub fn add(&mut self, data: &[u8]) -> u16 {
+    /// Adds an object at the end of `buf`; returns its index.
+    pub fn add(&mut self, buf: &mut Vec<u8>, data: &[u8]) -> u16 {
         let idx = self.next;
         self.next += 1;
-        self.buf.put_u16(idx);
-        self.buf.put_u16(0);
-        self.buf.put_u32(0);
-        self.buf.put_u64(data.len() as u64);
-        self.buf.extend_from_slice(data);
-        let padded = self.buf.len().div_ceil(8) * 8;
-        self.buf.resize(padded, 0);
+        let padded = data.len().div_ceil(8) * 8;
+        buf.reserve(16 + padded);
+        buf.put_u16(idx);
+        buf.put_u16(0);
+        buf.put_u32(0);
+        buf.put_u64(data.len() as u64);
+        buf.extend_from_slice(data);
+        buf.resize(buf.len() + padded - data.len(), 0);
         idx
     }
 
     /// Finishes: appends the free-space object, pads to the minimum size, fills the size field.
-    pub fn finish(mut self) -> Vec<u8> {
-        let target = (self.buf.len() + 16).max(MIN_COLLECTION);
-        let free = target - self.buf.len();
-        self.buf.put_u16(0);
-        self.buf.put_u16(0);
-        self.buf.put_u32(0);
-        self.buf.put_u64(free as u64);
-        self.buf.resize(target, 0);
-        let n = self.buf.len() as u64;
-        self.buf[8..16].copy_from_slice(&n.to_le_bytes());
-        self.buf
+    pub fn finish(self, buf: &mut Vec<u8>) {
+        let len = buf.len() - self.start;
+        let target = (len + 16).max(MIN_COLLECTION);
+        let free = target - len;
+        buf.put_u16(0);
+        buf.put_u16(0);
+        buf.put_u32(0);
+        buf.put_u64(free as u64);
+        buf.resize(self.start + target, 0);
+        let at = self.start + 8;
+        buf[at..at + 8].copy_from_slice(&(target as u64).to_le_bytes());
     }
 }
 
@@ -144,11 +141,11 @@ mod tests {
 
     #[test]
     fn collection_roundtrip() {
-        let mut b = CollectionBuilder::new();
-        let i1 = b.add(b"hello");
-        let i2 = b.add(&[9u8; 33]);
         let mut file = vec![0u8; 8];
-        file.extend_from_slice(&b.finish());
+        let mut b = CollectionBuilder::start(&mut file);
+        let i1 = b.add(&mut file, b"hello");
+        let i2 = b.add(&mut file, &[9u8; 33]);
+        b.finish(&mut file);
         assert!(file.len() >= 8 + MIN_COLLECTION);
         let ctx = Ctx {
             data: &file,

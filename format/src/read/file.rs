@@ -61,13 +61,45 @@ struct GlobalHeapCache {
 /// Files up to this size are read into memory at open instead of being mapped.
 const READ_SMALL_FILES_BELOW: u64 = 64 << 10;
 
+/// Size of the first read of every open, which is the whole file for tiny files.
+const PROBE_BYTES: usize = 4096;
+
+/// Reads up to [`PROBE_BYTES`] from the start of `f`; when that is less than asked for and holds
+/// the whole file its superblock declares, returns it. This spares tiny files the `stat` call
+/// (an open of a small attribute file is mostly system calls). `None`: open the usual way.
+fn read_if_tiny(f: &std::fs::File) -> Result<Option<Vec<u8>>> {
+    let mut probe = [0u8; PROBE_BYTES];
+    let n = loop {
+        match std::io::Read::read(&mut &*f, &mut probe) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if n == PROBE_BYTES {
+        return Ok(None);
+    }
+    let got = &probe[..n];
+    let whole = match superblock::read(got) {
+        Ok(sb) => sb
+            .base
+            .checked_add(sb.eof)
+            .is_some_and(|end| end <= n as u64),
+        Err(_) => false,
+    };
+    Ok(whole.then(|| got.to_vec()))
+}
+
 /// Soft links followed in a row before giving up.
 const MAX_SOFT_HOPS: usize = 32;
 
 impl H5File {
-    /// Opens a file: memory-maps it, or reads it whole when it is at most 64 KiB.
+    /// Opens a file: reads it whole when it is at most 64 KiB, memory-maps it otherwise.
     pub fn open(path: &std::path::Path) -> Result<Self> {
         let f = std::fs::File::open(path)?;
+        if let Some(bytes) = read_if_tiny(&f)? {
+            return Self::with_storage(Storage::Bytes(bytes));
+        }
         let len = f.metadata()?.len();
         if len == 0 {
             return Err(FormatError::NotHdf5);
@@ -75,7 +107,7 @@ impl H5File {
         if len <= READ_SMALL_FILES_BELOW {
             // One read() is cheaper than mapping, faulting in and unmapping a few pages.
             let mut buf = vec![0u8; len as usize];
-            std::io::Read::read_exact(&mut &f, &mut buf)?;
+            std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0)?;
             return Self::with_storage(Storage::Bytes(buf));
         }
         // SAFETY: the map is read-only; this crate's appender only ever writes past the committed
@@ -385,5 +417,59 @@ impl VlenSource for H5File {
                 FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"))
             })?;
         Ok(&self.bytes()[start..start + len])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::{Array, Data};
+    use crate::write::dataset::DatasetOptions;
+    use crate::write::writer::FileWriter;
+
+    fn file_with(values: usize) -> Vec<u8> {
+        let mut w = FileWriter::new();
+        w.set_attr("/", "a", Array::vector(Data::F64(vec![1.5, 2.5])))
+            .unwrap();
+        let v: Vec<f32> = (0..values).map(|i| i as f32).collect();
+        w.write_dataset("/v", Array::vector(Data::F32(v)), DatasetOptions::default())
+            .unwrap();
+        w.to_bytes().unwrap()
+    }
+
+    fn open_bytes(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<H5File> {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        H5File::open(&p)
+    }
+
+    #[test]
+    fn tiny_and_small_files_open_whole_from_any_first_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for values in [4, 2000, 20_000] {
+            let bytes = file_with(values);
+            let f = open_bytes(dir.path(), "f.h5", &bytes).unwrap();
+            assert_eq!(f.bytes().len(), bytes.len());
+            let a = f.attr("/", "a").unwrap();
+            assert_eq!(a.data, Data::F64(vec![1.5, 2.5]));
+            let v = f.dataset("/v").unwrap().read().unwrap();
+            assert_eq!(v.len(), values, "{values} values");
+        }
+    }
+
+    #[test]
+    fn a_tiny_file_cut_short_is_an_error_and_trailing_bytes_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = file_with(4);
+        assert!(bytes.len() < PROBE_BYTES);
+        let cut = &bytes[..bytes.len() - 10];
+        assert!(open_bytes(dir.path(), "cut.h5", cut)
+            .and_then(|f| f.dataset("/v")?.read())
+            .is_err());
+        let mut padded = bytes.clone();
+        padded.extend_from_slice(&[7u8; 100]);
+        let f = open_bytes(dir.path(), "padded.h5", &padded).unwrap();
+        assert_eq!(f.bytes().len(), padded.len());
+        assert!(open_bytes(dir.path(), "empty.h5", &[]).is_err());
     }
 }

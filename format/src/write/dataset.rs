@@ -236,11 +236,11 @@ pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Ve
 }
 
 /// Writes a dataset's data and object header; returns the header address.
-pub fn write_dataset(
+pub fn write_dataset<N: AsRef<str>>(
     sink: &mut Sink,
     array: &Array,
     opts: &DatasetOptions,
-    attrs: &[(String, Vec<u8>)],
+    attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
     let plan = plan(array, opts)?;
     let elem = plan.dtype.size();
@@ -273,5 +273,5 @@ pub fn write_dataset(
         Layout::Contiguous { addr, size }
     };
     let msgs = dataset_messages(&plan, &layout)?;
-    write_object(sink, msgs, None, attrs)
+    write_object::<&str, _>(sink, msgs, None, attrs)
 }

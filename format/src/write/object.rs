@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::heap::fractal::{write_heap, HeapKind};
 use crate::io::PutLe;
 use crate::messages::{self, DenseInfo, LinkTarget};
-use crate::object_header::{encode_v2, mtype};
+use crate::object_header::{encode_v2_into, mtype};
 use crate::write::sink::{HeapSink, Sink};
 
 /// Links or attributes beyond this count go to dense storage (libhdf5's default).
@@ -21,57 +21,79 @@ const MAX_COMPACT_ATTR_BYTES: usize = 64 * 1024 - 1024;
 /// Encodes an attribute value as a complete attribute message body (vlen data go to the heap).
 pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<Vec<u8>> {
     let dt = convert::dtype_for(&value.data)?;
-    let mut dtb = Vec::new();
-    dt.encode(&mut dtb)?;
-    let mut dsb = Vec::new();
+    let mut hs = HeapSink::new(sink);
+    let raw = convert::encode(&value.data, &mut hs)?;
+    hs.finish();
+    // Version 3: version, flags, name/datatype/dataspace sizes, name encoding (UTF-8), then the
+    // NUL-terminated name, the datatype, the dataspace and the data, unpadded.
+    let mut out = Vec::with_capacity(9 + name.len() + 48 + 8 * value.shape.len() + raw.len());
+    out.put_u8(3);
+    out.put_u8(0);
+    out.put_u16((name.len() + 1) as u16);
+    out.put_u16(0); // datatype size, patched below
+    out.put_u16(0); // dataspace size, patched below
+    out.put_u8(1);
+    out.extend_from_slice(name.as_bytes());
+    out.put_u8(0);
+    let at = out.len();
+    dt.encode(&mut out)?;
+    let tsize = out.len() - at;
+    let at = out.len();
     Dataspace {
         dims: value.shape.clone(),
         max: None,
         null: false,
     }
-    .encode(&mut dsb);
-    let mut hs = HeapSink::new(sink);
-    let raw = convert::encode(&value.data, &mut hs)?;
-    hs.finish();
-    Ok(messages::encode_attribute(name, &dtb, &dsb, &raw))
+    .encode(&mut out);
+    let ssize = out.len() - at;
+    if tsize > u16::MAX as usize || ssize > u16::MAX as usize {
+        return crate::error::invalid(format!(
+            "attribute {name:?}: datatype or dataspace description too large"
+        ));
+    }
+    out[4..6].copy_from_slice(&(tsize as u16).to_le_bytes());
+    out[6..8].copy_from_slice(&(ssize as u16).to_le_bytes());
+    out.extend_from_slice(&raw);
+    Ok(out)
 }
 
 /// Writes an object header holding `core` messages, plus `links` (groups only) and attribute
 /// messages `attrs` (name, encoded body); returns its address.
-pub fn write_object(
+pub fn write_object<L: AsRef<str>, N: AsRef<str>>(
     sink: &mut Sink,
     mut core: Vec<(u16, u8, Vec<u8>)>,
-    links: Option<&[(String, LinkTarget)]>,
-    attrs: &[(String, Vec<u8>)],
+    links: Option<&[(L, LinkTarget)]>,
+    attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
+    let compact_links = links.map_or(0, |l| if l.len() <= MAX_COMPACT { l.len() } else { 0 });
+    core.reserve(2 + compact_links + attrs.len().min(MAX_COMPACT + 1));
     if let Some(links) = links {
         if links.len() <= MAX_COMPACT {
             core.push((mtype::LINK_INFO, 0, messages::encode_link_info(None)));
             core.push((mtype::GROUP_INFO, 0, messages::encode_group_info()));
             for (name, t) in links {
-                core.push((mtype::LINK, 0, messages::encode_link(name, t)?));
+                core.push((mtype::LINK, 0, messages::encode_link(name.as_ref(), t)?));
             }
         } else {
             let mut objs = Vec::with_capacity(links.len());
             for (name, t) in links {
-                objs.push(messages::encode_link(name, t)?);
+                objs.push(messages::encode_link(name.as_ref(), t)?);
             }
             let heap = write_heap(&objs, HeapKind::Links, sink.pos(), &mut sink.buf)?;
-            let mut recs: Vec<(u32, &str, Vec<u8>)> = links
+            let mut recs: Vec<(u32, &str, &[u8])> = links
                 .iter()
-                .zip(heap.ids)
-                .map(|((name, _), id)| (lookup3(name.as_bytes(), 0), name.as_str(), id))
-                .collect();
-            recs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            let records: Vec<Vec<u8>> = recs
-                .into_iter()
-                .map(|(h, _, id)| {
-                    let mut r = Vec::with_capacity(11);
-                    r.put_u32(h);
-                    r.extend_from_slice(&id);
-                    r
+                .enumerate()
+                .map(|(i, (name, _))| {
+                    let name = name.as_ref();
+                    (lookup3(name.as_bytes(), 0), name, heap.id(i))
                 })
                 .collect();
+            recs.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            let mut records = Vec::with_capacity(recs.len() * 11);
+            for (h, _, id) in recs {
+                records.put_u32(h);
+                records.extend_from_slice(id);
+            }
             let base = sink.base;
             let bt = crate::btree::v2::write_single_leaf(5, 11, &records, base, &mut sink.buf)?;
             core.push((
@@ -91,26 +113,24 @@ pub fn write_object(
             core.push((mtype::ATTRIBUTE, 0, m.clone()));
         }
     } else {
-        let objs: Vec<Vec<u8>> = attrs.iter().map(|(_, m)| m.clone()).collect();
+        let objs: Vec<&[u8]> = attrs.iter().map(|(_, m)| m.as_slice()).collect();
         let heap = write_heap(&objs, HeapKind::Attributes, sink.pos(), &mut sink.buf)?;
-        let mut recs: Vec<(u32, &str, u32, Vec<u8>)> = attrs
+        let mut recs: Vec<(u32, &str, u32)> = attrs
             .iter()
-            .zip(heap.ids)
             .enumerate()
-            .map(|(i, ((name, _), id))| (lookup3(name.as_bytes(), 0), name.as_str(), i as u32, id))
-            .collect();
-        recs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let records: Vec<Vec<u8>> = recs
-            .into_iter()
-            .map(|(h, _, order, id)| {
-                let mut r = Vec::with_capacity(17);
-                r.extend_from_slice(&id);
-                r.put_u8(0);
-                r.put_u32(order);
-                r.put_u32(h);
-                r
+            .map(|(i, (name, _))| {
+                let name = name.as_ref();
+                (lookup3(name.as_bytes(), 0), name, i as u32)
             })
             .collect();
+        recs.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut records = Vec::with_capacity(recs.len() * 17);
+        for (h, _, order) in recs {
+            records.extend_from_slice(heap.id(order as usize));
+            records.put_u8(0);
+            records.put_u32(order);
+            records.put_u32(h);
+        }
         let base = sink.base;
         let bt = crate::btree::v2::write_single_leaf(8, 17, &records, base, &mut sink.buf)?;
         core.push((
@@ -122,6 +142,7 @@ pub fn write_object(
             }),
         ));
     }
-    let oh = encode_v2(&core)?;
-    Ok(sink.append(&oh))
+    let addr = sink.pos();
+    encode_v2_into(&core, &mut sink.buf)?;
+    Ok(addr)
 }

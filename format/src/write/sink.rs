@@ -33,10 +33,12 @@ impl Sink {
     }
 }
 
-/// Writes variable-length objects into global heap collections appended to a [`Sink`].
-/// Nothing else may be appended to the sink until [`finish`](Self::finish).
+/// Writes variable-length objects into global heap collections appended to a [`Sink`], each
+/// built in place at the sink's end. Nothing else may be appended to the sink until
+/// [`finish`](Self::finish).
 pub struct HeapSink<'a> {
     sink: &'a mut Sink,
+    /// The open collection's address and builder.
     cur: Option<(u64, CollectionBuilder)>,
 }
 
@@ -45,16 +47,15 @@ impl<'a> HeapSink<'a> {
         HeapSink { sink, cur: None }
     }
 
-    fn flush(&mut self) {
+    fn close(&mut self) {
         if let Some((_, b)) = self.cur.take() {
-            let bytes = b.finish();
-            self.sink.append(&bytes);
+            b.finish(&mut self.sink.buf);
         }
     }
 
-    /// Writes out the open collection.
+    /// Closes the open collection.
     pub fn finish(mut self) {
-        self.flush();
+        self.close();
     }
 }
 
@@ -65,16 +66,16 @@ impl VlenSink for HeapSink<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
         let need_new = match &self.cur {
             None => true,
-            Some((_, b)) => b.full() || b.len() >= COLLECTION_TARGET,
+            Some((_, b)) => b.full() || b.len(&self.sink.buf) >= COLLECTION_TARGET,
         };
         if need_new {
-            self.flush();
+            self.close();
         }
         let pos = self.sink.pos();
+        let buf = &mut self.sink.buf;
         let (addr, b) = self
             .cur
-            .get_or_insert_with(|| (pos, CollectionBuilder::new()));
-        let idx = b.add(bytes);
-        Ok((*addr, idx as u32))
+            .get_or_insert_with(|| (pos, CollectionBuilder::start(buf)));
+        Ok((*addr, b.add(buf, bytes) as u32))
     }
 }

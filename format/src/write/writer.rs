@@ -1,6 +1,6 @@
 //! [`FileWriter`]: builds a complete HDF5 file (superblock v2, object headers v2) in memory.
 
-use crate::array::Array;
+use crate::array::{Array, Data};
 use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
 use crate::error::{invalid, FormatError, Result};
@@ -12,26 +12,32 @@ use crate::write::dataset::{dataset_messages, Plan};
 use crate::write::dataset::{write_dataset, DatasetOptions};
 use crate::write::object::{attribute_message, write_object};
 use crate::write::sink::Sink;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 use std::io::Write;
+
+/// The members of a group being built (hashed: sorting once at write beats keeping them sorted).
+type Children = FxHashMap<String, Node>;
 
 enum Node {
     Group {
-        children: BTreeMap<String, Node>,
-        attrs: Vec<(String, Array)>,
+        /// By name; written in name order.
+        children: Children,
+        attrs: Attrs,
     },
-    Dataset {
-        array: Array,
-        opts: DatasetOptions,
-        attrs: Vec<(String, Array)>,
-    },
+    /// Boxed: a dataset's array and options would make every node, groups included, large.
+    Dataset(Box<DatasetNode>),
     /// A 1-D dataset of object references to the objects at these absolute paths.
-    Refs {
-        targets: Vec<String>,
-        attrs: Vec<(String, Array)>,
-    },
+    Refs { targets: Vec<String>, attrs: Attrs },
     /// A soft or external link (no object of its own).
     Link(LinkTarget),
+}
+
+/// A dataset to be written: its values, storage options and attributes.
+struct DatasetNode {
+    array: Array,
+    opts: DatasetOptions,
+    attrs: Attrs,
 }
 
 /// Addresses of the objects written so far by path, and the reference slots to patch with them.
@@ -67,11 +73,50 @@ impl Default for FileWriter {
     }
 }
 
-fn set_attr_in(attrs: &mut Vec<(String, Array)>, name: &str, value: Array) {
-    if let Some(slot) = attrs.iter_mut().find(|(n, _)| n == name) {
-        slot.1 = value;
-    } else {
-        attrs.push((name.to_string(), value));
+/// Attributes below this count are found by a linear scan; from it on, through a name index.
+const INDEX_ATTRS_FROM: usize = 16;
+
+/// One object's attributes in the order they were first set, indexed by name once numerous.
+#[derive(Default)]
+struct Attrs {
+    list: Vec<(String, Array)>,
+    /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`] (boxed so
+    /// that attribute-less objects stay small).
+    index: Option<Box<FxHashMap<String, usize>>>,
+}
+
+impl Attrs {
+    /// Sets or replaces attribute `name`.
+    fn set(&mut self, name: &str, value: Array) {
+        if self.index.is_none() && self.list.len() >= INDEX_ATTRS_FROM {
+            let index = self
+                .list
+                .iter()
+                .enumerate()
+                .map(|(i, (n, _))| (n.clone(), i))
+                .collect();
+            self.index = Some(Box::new(index));
+        }
+        let found = match &self.index {
+            None => self.list.iter().position(|(n, _)| n == name),
+            Some(index) => index.get(name).copied(),
+        };
+        match found {
+            Some(i) => self.list[i].1 = value,
+            None => {
+                if let Some(index) = &mut self.index {
+                    index.insert(name.to_string(), self.list.len());
+                }
+                self.list.push((name.to_string(), value));
+            }
+        }
+    }
+
+    fn estimated_bytes(&self) -> usize {
+        self.list
+            .iter()
+            .map(|(n, a)| 64 + n.len() + (a.data.len() * 8).min(4096))
+            .sum()
     }
 }
 
@@ -80,18 +125,18 @@ impl FileWriter {
     pub fn new() -> Self {
         FileWriter {
             root: Node::Group {
-                children: BTreeMap::new(),
-                attrs: Vec::new(),
+                children: Children::default(),
+                attrs: Attrs::default(),
             },
         }
     }
 
-    fn group_mut(&mut self, parts: &[&str], create: bool) -> Result<&mut BTreeMap<String, Node>> {
+    fn group_mut(&mut self, parts: &[&str], create: bool) -> Result<&mut Children> {
         let mut node = &mut self.root;
         for (i, p) in parts.iter().enumerate() {
             let children = match node {
                 Node::Group { children, .. } => children,
-                Node::Dataset { .. } | Node::Refs { .. } => {
+                Node::Dataset(_) | Node::Refs { .. } => {
                     return Err(FormatError::TypeMismatch(format!(
                         "{} is a dataset, not a group",
                         parts[..i].join("/")
@@ -104,26 +149,24 @@ impl FileWriter {
                     )))
                 }
             };
-            if !children.contains_key(*p) {
-                if !create {
-                    return Err(FormatError::NotFound(parts[..=i].join("/")));
+            node = if create {
+                // One search whether the group exists or not.
+                children
+                    .entry(p.to_string())
+                    .or_insert_with(|| Node::Group {
+                        children: Children::default(),
+                        attrs: Attrs::default(),
+                    })
+            } else {
+                match children.get_mut(*p) {
+                    Some(n) => n,
+                    None => return Err(FormatError::NotFound(parts[..=i].join("/"))),
                 }
-                children.insert(
-                    p.to_string(),
-                    Node::Group {
-                        children: BTreeMap::new(),
-                        attrs: Vec::new(),
-                    },
-                );
-            }
-            node = match children.get_mut(*p) {
-                Some(n) => n,
-                None => return Err(FormatError::NotFound(parts[..=i].join("/"))),
             };
         }
         match node {
             Node::Group { children, .. } => Ok(children),
-            Node::Dataset { .. } | Node::Refs { .. } => Err(FormatError::TypeMismatch(format!(
+            Node::Dataset(_) | Node::Refs { .. } => Err(FormatError::TypeMismatch(format!(
                 "/{} is a dataset, not a group",
                 parts.join("/")
             ))),
@@ -155,11 +198,11 @@ impl FileWriter {
         }
         children.insert(
             name.to_string(),
-            Node::Dataset {
+            Node::Dataset(Box::new(DatasetNode {
                 array,
                 opts,
-                attrs: Vec::new(),
-            },
+                attrs: Attrs::default(),
+            })),
         );
         Ok(())
     }
@@ -185,9 +228,8 @@ impl FileWriter {
             }
         };
         match node {
-            Node::Group { attrs, .. } | Node::Dataset { attrs, .. } | Node::Refs { attrs, .. } => {
-                set_attr_in(attrs, name, value)
-            }
+            Node::Dataset(d) => d.attrs.set(name, value),
+            Node::Group { attrs, .. } | Node::Refs { attrs, .. } => attrs.set(name, value),
             Node::Link(_) => {
                 return invalid(format!(
                     "{object_path} is a soft or external link: links have no attributes"
@@ -256,7 +298,7 @@ impl FileWriter {
             name.to_string(),
             Node::Refs {
                 targets: norm,
-                attrs: Vec::new(),
+                attrs: Attrs::default(),
             },
         );
         Ok(())
@@ -279,6 +321,7 @@ impl FileWriter {
     /// Serialises the whole file.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut sink = Sink::new(0);
+        sink.buf.reserve(SB2_SIZE + size_estimate(&self.root));
         sink.buf.resize(SB2_SIZE, 0);
         let mut refs = RefPatches {
             enabled: has_refs(&self.root),
@@ -309,11 +352,40 @@ impl FileWriter {
     }
 }
 
-fn encode_attrs(sink: &mut Sink, attrs: &[(String, Array)]) -> Result<Vec<(String, Vec<u8>)>> {
+fn encode_attrs<'a>(sink: &mut Sink, attrs: &'a Attrs) -> Result<Vec<(&'a str, Vec<u8>)>> {
     attrs
+        .list
         .iter()
-        .map(|(n, a)| Ok((n.clone(), attribute_message(sink, n, a)?)))
+        .map(|(n, a)| Ok((n.as_str(), attribute_message(sink, n, a)?)))
         .collect()
+}
+
+/// Roughly the bytes `data` takes in the file uncompressed, heap objects included.
+fn data_estimate(data: &Data) -> usize {
+    let elem = crate::convert::dtype_for(data).map_or(8, |d| d.size());
+    let heap: usize = match data {
+        // Each string is a heap object: a 16-byte header, the bytes padded to 8.
+        Data::VarStr(v) => v.iter().map(|s| 16 + s.len().div_ceil(8) * 8).sum(),
+        _ => 0,
+    };
+    data.len().saturating_mul(elem).saturating_add(heap)
+}
+
+/// Roughly the bytes the tree will take in the file (uncompressed), so that the output buffer
+/// is allocated once instead of growing by copies.
+fn size_estimate(node: &Node) -> usize {
+    match node {
+        Node::Group { children, attrs } => {
+            let links: usize = children
+                .iter()
+                .map(|(name, child)| 48 + name.len() + size_estimate(child))
+                .sum();
+            128 + links + attrs.estimated_bytes()
+        }
+        Node::Dataset(d) => 256 + d.attrs.estimated_bytes() + data_estimate(&d.array.data),
+        Node::Refs { attrs, .. } => 256 + attrs.estimated_bytes(),
+        Node::Link(_) => 0,
+    }
 }
 
 /// Whether any dataset of object references is in the tree.
@@ -328,8 +400,10 @@ fn has_refs(node: &Node) -> bool {
 fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -> Result<u64> {
     let addr = match node {
         Node::Group { children, attrs } => {
-            let mut links = Vec::with_capacity(children.len());
-            for (name, child) in children {
+            let mut members: Vec<(&String, &Node)> = children.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            let mut links = Vec::with_capacity(members.len());
+            for (name, child) in members {
                 let target = match child {
                     Node::Link(t) => t.clone(),
                     _ if refs.enabled => {
@@ -338,12 +412,13 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                     }
                     _ => LinkTarget::Hard(write_node(sink, child, "", refs)?),
                 };
-                links.push((name.clone(), target));
+                links.push((name.as_str(), target));
             }
             let attrs = encode_attrs(sink, attrs)?;
             write_object(sink, vec![], Some(&links), &attrs)?
         }
-        Node::Dataset { array, opts, attrs } => {
+        Node::Dataset(d) => {
+            let DatasetNode { array, opts, attrs } = &**d;
             let attrs = encode_attrs(sink, attrs)?;
             write_dataset(sink, array, opts, &attrs)?
         }
@@ -376,7 +451,7 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 filters: vec![],
                 compact: false,
             };
-            write_object(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
+            write_object::<&str, _>(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
         }
         Node::Link(_) => return invalid("a soft or external link is not an object"),
     };
