@@ -9,6 +9,7 @@ use std::path::Path;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
+use crate::bf16_gemm::{self, matmul_acc_bf16, PackedBf16};
 use crate::kernels::{add_rows, attention, fill_rows, gelu_inplace, layer_norm_rows, matmul_acc};
 use crate::small_gemm::{matmul_acc_packed, PackedF16};
 use crate::EmbedError;
@@ -81,26 +82,66 @@ struct Layer {
     b_out: Vec<f32>,
     ln2_gamma: Vec<f32>,
     ln2_beta: Vec<f32>,
-    /// The four weight matrices again, packed as f16 for calls with few rows (a query).
+    /// The four weight matrices again, packed for calls with few rows (a query).
     small: SmallWeights,
 }
 
-/// A layer's weights packed for [`matmul_acc_packed`].
+/// A layer's weights packed for calls with few rows.
 struct SmallWeights {
-    qkv: PackedF16,
-    attn_out: PackedF16,
-    inter: PackedF16,
-    out: PackedF16,
+    qkv: Packed,
+    attn_out: Packed,
+    inter: Packed,
+    out: Packed,
+}
+
+/// One weight matrix packed for few rows: as bf16 pairs where the CPU has AVX-512 BF16 (one
+/// instruction per two multiply-adds), as f16 elsewhere.
+enum Packed {
+    F16(PackedF16),
+    Bf16(PackedBf16),
+}
+
+impl Packed {
+    /// Packs `w` (`k × n`, row-major) the way this CPU multiplies fastest.
+    fn pack(w: &[f32], k: usize, n: usize) -> Packed {
+        if bf16_gemm::available() {
+            Packed::Bf16(PackedBf16::pack(w, k, n))
+        } else {
+            Packed::F16(PackedF16::pack(w, k, n))
+        }
+    }
+
+    fn k(&self) -> usize {
+        match self {
+            Packed::F16(p) => p.k(),
+            Packed::Bf16(p) => p.k(),
+        }
+    }
+
+    fn n(&self) -> usize {
+        match self {
+            Packed::F16(p) => p.n(),
+            Packed::Bf16(p) => p.n(),
+        }
+    }
+
+    /// `out[rows × n] += a[rows × k] · w`.
+    fn matmul_acc(&self, a: &[f32], out: &mut [f32], rows: usize, parallel: usize) {
+        match self {
+            Packed::F16(p) => matmul_acc_packed(a, p, out, rows, parallel),
+            Packed::Bf16(p) => matmul_acc_bf16(a, p, out, rows, parallel),
+        }
+    }
 }
 
 /// Calls with at most this many token rows in all (one or a few short texts) use the f16-packed weights;
 /// larger ones the f32 GEMM, which amortises its packing over many rows.
-const SMALL_ROWS: usize = 64;
+pub(crate) const SMALL_ROWS: usize = 64;
 
 /// `out += a · w` through whichever path suits `rows`.
-fn linear(a: &[f32], w: &[f32], packed: &PackedF16, out: &mut [f32], rows: usize, parallel: usize) {
+fn linear(a: &[f32], w: &[f32], packed: &Packed, out: &mut [f32], rows: usize, parallel: usize) {
     if rows <= SMALL_ROWS {
-        matmul_acc_packed(a, packed, out, rows, parallel);
+        packed.matmul_acc(a, out, rows, parallel);
     } else {
         matmul_acc(a, w, out, rows, packed.k(), packed.n(), parallel);
     }
@@ -227,10 +268,10 @@ impl BertModel {
             let w_inter = ld.linear_t(&format!("{p}intermediate.dense.weight"), inter, h)?;
             let w_out = ld.linear_t(&format!("{p}output.dense.weight"), h, inter)?;
             let small = SmallWeights {
-                qkv: PackedF16::pack(&w_qkv, h, 3 * h),
-                attn_out: PackedF16::pack(&w_attn_out, h, h),
-                inter: PackedF16::pack(&w_inter, h, inter),
-                out: PackedF16::pack(&w_out, inter, h),
+                qkv: Packed::pack(&w_qkv, h, 3 * h),
+                attn_out: Packed::pack(&w_attn_out, h, h),
+                inter: Packed::pack(&w_inter, h, inter),
+                out: Packed::pack(&w_out, inter, h),
             };
             layers.push(Layer {
                 w_qkv,

@@ -18,6 +18,7 @@
 //! next to its vectors so that vectors from different models are never compared.
 
 mod bert;
+mod bf16_gemm;
 mod cache;
 mod candle_bert;
 mod error;

@@ -348,7 +348,15 @@ impl Embedder for LocalMiniLm {
             Engine::Native(m) => m,
             Engine::Candle(m) => return self.embed_candle(m, &ids, &order),
         };
-        let groups = plan_groups(&order, &lens, self.threads);
+        // A few short texts (a query and its expansion) go through as one group on all threads,
+        // each thread taking part of every weight matrix: one pass over the weights instead of one
+        // per text.
+        let total: usize = lens.iter().sum();
+        let groups = if total <= crate::bert::SMALL_ROWS {
+            vec![order.clone()]
+        } else {
+            plan_groups(&order, &lens, self.threads)
+        };
         let inner = if groups.len() == 1 { self.threads } else { 1 };
         let results = self.pool.install(|| {
             groups

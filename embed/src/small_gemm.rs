@@ -6,6 +6,8 @@
 //! (21 MB for the model, which fits a 32 MB last-level cache), and each panel is streamed once per call
 //! while its column block of every row accumulates in registers. Products and sums are f32; only the
 //! weights are rounded to f16, which moves all-MiniLM-L6-v2's embeddings by a cosine of under 1e-6.
+//!
+//! CPUs with AVX-512 BF16 take [`crate::bf16_gemm`] instead, which halves the arithmetic.
 
 use half::f16;
 use rayon::prelude::*;
@@ -64,14 +66,25 @@ pub fn matmul_acc_packed(a: &[f32], w: &PackedF16, out: &mut [f32], m: usize, pa
     if m == 0 || n == 0 {
         return;
     }
-    let panels = n.div_ceil(NR);
     let kernel = Kernel::detect();
-    // Each task takes a run of whole panels and writes only its columns: split `out` by panel runs
-    // through per-task column results, then add them in (a few KB a task for one query).
-    let tasks = parallel.clamp(1, panels);
+    split_panels(m, n, parallel, out, &|p, part, ldo, c_base| {
+        run_panel_into(kernel, a, m, k, w, p, part, ldo, c_base)
+    });
+}
+
+/// Adds one column panel's products into a part of the output: `(panel, part, ldo, c_base)`.
+pub(crate) type PanelRun<'a> = dyn Fn(usize, &mut [f32], usize, usize) + Sync + 'a;
+
+/// Runs `run(p, part, ldo, c_base)` for every column panel `p` of an `m × n` product accumulated
+/// into `out`: `run` adds panel `p`'s columns into `part` (row stride `ldo`, column 0 = matrix
+/// column `c_base`). With `parallel` > 1 the panels are split into that many runs on the current
+/// rayon pool, each writing its own columns, which are then added into `out`.
+pub(crate) fn split_panels(m: usize, n: usize, parallel: usize, out: &mut [f32], run: &PanelRun) {
+    let panels = n.div_ceil(NR);
+    let tasks = parallel.clamp(1, panels.max(1));
     if tasks == 1 {
         for p in 0..panels {
-            run_panel(kernel, a, m, k, w, p, out, n);
+            run(p, out, n, 0);
         }
         return;
     }
@@ -84,7 +97,7 @@ pub fn matmul_acc_packed(a: &[f32], w: &PackedF16, out: &mut [f32], m: usize, pa
             let width = (p1 * NR).min(n).saturating_sub(c0);
             let mut part = vec![0.0f32; m * width];
             for p in p0..p1 {
-                run_panel_into(kernel, a, m, k, w, p, &mut part, width, c0);
+                run(p, &mut part, width, c0);
             }
             (c0, part)
         })
@@ -104,6 +117,7 @@ pub fn matmul_acc_packed(a: &[f32], w: &PackedF16, out: &mut [f32], m: usize, pa
 }
 
 /// One panel's columns of every row, accumulated into `out` (row stride `n`).
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 fn run_panel(
     kernel: Kernel,
