@@ -24,6 +24,9 @@ pub struct EmbedOpts {
     /// feature and a GPU). Default: $CLAWHDF5_EMBED_BACKEND, else native.
     #[arg(long, value_name = "NAME")]
     pub embed_backend: Option<LocalBackend>,
+    /// Threads for the local model's forward passes (default: all cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub embed_threads: Option<u16>,
 }
 
 /// Load the local model with an explicit backend, or the environment's choice.
@@ -51,7 +54,8 @@ impl EmbedOpts {
         if self.no_embed {
             return Ok(None);
         }
-        match load_local(self.model_dir.as_deref(), None, self.embed_backend) {
+        let threads = self.embed_threads.map(usize::from);
+        match load_local(self.model_dir.as_deref(), threads, self.embed_backend) {
             Ok(m) => Ok(Some(Arc::new(m))),
             Err(e) if self.model_dir.is_some() || self.embed_backend.is_some() => {
                 Err(e).context("loading the embedding model")
