@@ -10,7 +10,7 @@
 //!
 //! Only for CPUs with AVX-512 BF16 ([`available`]); elsewhere the f16 path runs.
 
-use crate::small_gemm::{split_panels, NR};
+use crate::small_gemm::{row_tiles, split_panels, NR};
 
 /// Whether this CPU runs the bf16 kernel.
 pub fn available() -> bool {
@@ -118,9 +118,6 @@ fn round_row(src: &[f32], dst: &mut [u16]) {
     }
 }
 
-/// Rows one register tile covers.
-const MR_MAX: usize = 8;
-
 /// Panel `p`'s columns of every row, accumulated into `out` (row stride `ldo`, whose column 0 is
 /// matrix column `c_base`).
 #[allow(clippy::too_many_arguments)]
@@ -135,38 +132,28 @@ fn run_panel(
     c_base: usize,
 ) {
     let c0 = p * NR;
-    let width = NR.min(w.n - c0);
     let panel = w.panel(p);
     let kp = 2 * w.pairs;
-    let mut acc = [0.0f32; NR * MR_MAX];
-    let mut r0 = 0;
-    while r0 < m {
-        let rows = MR_MAX.min(m - r0);
-        let a_rows = &a16[r0 * kp..(r0 + rows) * kp];
-        let acc = &mut acc[..rows * NR];
-        acc.fill(0.0);
-        assert!(a_rows.len() >= rows * kp && panel.len() >= w.pairs * NR * 2);
-        #[cfg(target_arch = "x86_64")]
-        if fast {
-            // SAFETY: `fast` means AVX-512F + BF16 were detected; the assert above and
-            // `acc.len() == rows·NR` bound every index the kernel touches.
-            unsafe { x86::tile(a_rows, rows, w.pairs, panel, acc) };
-        } else {
-            tile_scalar(a_rows, rows, w.pairs, panel, acc);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
+    row_tiles(
+        m,
+        NR.min(w.n - c0),
+        c0 - c_base,
+        ldo,
+        out,
+        |r0, rows, acc| {
+            let a_rows = &a16[r0 * kp..(r0 + rows) * kp];
+            assert!(a_rows.len() >= rows * kp && panel.len() >= w.pairs * NR * 2);
+            #[cfg(target_arch = "x86_64")]
+            if fast {
+                // SAFETY: `fast` means AVX-512F + BF16 were detected; the assert above and
+                // `acc.len() == rows·NR` bound every index the kernel touches.
+                unsafe { x86::tile(a_rows, rows, w.pairs, panel, acc) };
+                return;
+            }
             let _ = fast;
             tile_scalar(a_rows, rows, w.pairs, panel, acc);
-        }
-        for r in 0..rows {
-            let dst = &mut out[(r0 + r) * ldo + (c0 - c_base)..][..width];
-            for (d, s) in dst.iter_mut().zip(&acc[r * NR..r * NR + width]) {
-                *d += s;
-            }
-        }
-        r0 += rows;
-    }
+        },
+    );
 }
 
 fn tile_scalar(a16: &[u16], rows: usize, pairs: usize, panel: &[u16], acc: &mut [f32]) {
@@ -219,18 +206,7 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub unsafe fn tile(a: &[u16], rows: usize, pairs: usize, panel: &[u16], acc: &mut [f32]) {
         // SAFETY (for every arm): the caller's contract, passed on unchanged.
-        unsafe {
-            match rows {
-                1 => t::<1>(a, pairs, panel, acc),
-                2 => t::<2>(a, pairs, panel, acc),
-                3 => t::<3>(a, pairs, panel, acc),
-                4 => t::<4>(a, pairs, panel, acc),
-                5 => t::<5>(a, pairs, panel, acc),
-                6 => t::<6>(a, pairs, panel, acc),
-                7 => t::<7>(a, pairs, panel, acc),
-                _ => t::<8>(a, pairs, panel, acc),
-            }
-        }
+        unsafe { crate::small_gemm::by_rows!(rows, t(a, pairs, panel, acc)) }
     }
 
     #[target_feature(enable = "avx512f,avx512bf16")]
@@ -268,72 +244,34 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::small_gemm::test_cases::{assert_close, odd_shapes, reference};
 
-    fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-    }
-
-    /// out += bf16(a)·bf16(b), in f64, as the reference.
-    fn reference(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
-        let r = |x: f32| f64::from(half::bf16::from_f32(x).to_f32());
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0.0f64;
-                for kk in 0..k {
-                    s += r(a[i * k + kk]) * r(b[kk * n + j]);
-                }
-                out[i * n + j] += s as f32;
-            }
-        }
+    fn round(x: f32) -> f32 {
+        half::bf16::from_f32(x).to_f32()
     }
 
     #[test]
     fn kernel_and_fallback_match_the_reference_on_odd_shapes() {
-        let mut seed = 5u64;
-        for &(m, k, n) in &[
-            (1, 1, 1),
-            (1, 7, 33),
-            (3, 19, 32),
-            (8, 64, 64),
-            (9, 31, 70),
-            (13, 384, 96),
-            (17, 6, 100),
-        ] {
-            let a: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed)).collect();
-            let b: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed)).collect();
-            let init: Vec<f32> = (0..m * n).map(|_| lcg(&mut seed)).collect();
-            let mut want = init.clone();
-            reference(&a, &b, &mut want, m, k, n);
-            let w = PackedBf16::pack(&b, k, n);
+        for c in odd_shapes(5) {
+            let (m, k, n) = (c.m, c.k, c.n);
+            let want = reference(&c, round, round);
+            let w = PackedBf16::pack(&c.b, k, n);
             let kp = 2 * w.pairs;
             let mut a16 = vec![0u16; m * kp];
             for r in 0..m {
-                round_row(&a[r * k..(r + 1) * k], &mut a16[r * kp..r * kp + k]);
+                round_row(&c.a[r * k..(r + 1) * k], &mut a16[r * kp..r * kp + k]);
             }
             for fast in [false, available()] {
-                let mut got = init.clone();
+                let mut got = c.init.clone();
                 for p in 0..n.div_ceil(NR) {
                     run_panel(fast, &a16, m, &w, p, &mut got, n, 0);
                 }
-                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                        "fast={fast} {m}x{k}x{n} at {i}: {g} vs {e}"
-                    );
-                }
+                assert_close(&got, &want, &format!("fast={fast} {m}x{k}x{n}"));
             }
             for parallel in [1, 2, 3] {
-                let mut got = init.clone();
-                matmul_acc_bf16(&a, &w, &mut got, m, parallel);
-                for (g, e) in got.iter().zip(&want) {
-                    assert!(
-                        (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                        "parallel {parallel}"
-                    );
-                }
+                let mut got = c.init.clone();
+                matmul_acc_bf16(&c.a, &w, &mut got, m, parallel);
+                assert_close(&got, &want, &format!("parallel {parallel} {m}x{k}x{n}"));
             }
         }
     }

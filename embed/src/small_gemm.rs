@@ -146,18 +146,37 @@ fn run_panel_into(
     c_base: usize,
 ) {
     let c0 = p * NR;
-    let width = NR.min(w.n - c0);
     let panel = w.panel(p);
+    row_tiles(
+        m,
+        NR.min(w.n - c0),
+        c0 - c_base,
+        ldo,
+        out,
+        |r0, rows, acc| kernel.tile(&a[r0 * k..(r0 + rows) * k], rows, k, panel, acc),
+    );
+}
+
+/// Runs `tile(r0, rows, acc)` for the rows of one panel in tiles of up to [`MR_MAX`] rows (`acc`:
+/// `rows × NR`, zeroed), then adds each tile's first `width` columns into `out` from column `col`
+/// on (row stride `ldo`).
+pub(crate) fn row_tiles(
+    m: usize,
+    width: usize,
+    col: usize,
+    ldo: usize,
+    out: &mut [f32],
+    mut tile: impl FnMut(usize, usize, &mut [f32]),
+) {
     let mut acc = [0.0f32; NR * MR_MAX];
     let mut r0 = 0;
     while r0 < m {
         let rows = MR_MAX.min(m - r0);
-        let a_rows = &a[r0 * k..(r0 + rows) * k];
         let acc = &mut acc[..rows * NR];
         acc.fill(0.0);
-        kernel.tile(a_rows, rows, k, panel, acc);
+        tile(r0, rows, acc);
         for r in 0..rows {
-            let dst = &mut out[(r0 + r) * ldo + (c0 - c_base)..][..width];
+            let dst = &mut out[(r0 + r) * ldo + col..][..width];
             for (d, s) in dst.iter_mut().zip(&acc[r * NR..r * NR + width]) {
                 *d += s;
             }
@@ -167,7 +186,25 @@ fn run_panel_into(
 }
 
 /// Rows one register tile covers.
-const MR_MAX: usize = 8;
+pub(crate) const MR_MAX: usize = 8;
+
+/// `by_rows!(rows, f(args..))` calls `f::<R>(args..)` with the const `R` equal to `rows` (1 to
+/// [`MR_MAX`]; more take `MR_MAX`), so that a tile's accumulators are a fixed-size array in registers.
+macro_rules! by_rows {
+    ($rows:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match $rows {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            _ => $f::<8>($($arg),*),
+        }
+    };
+}
+pub(crate) use by_rows;
 
 /// Which tile kernel this CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -245,18 +282,7 @@ mod x86 {
     #[target_feature(enable = "avx512f")]
     pub unsafe fn tile_avx512(a: &[f32], rows: usize, k: usize, panel: &[u16], acc: &mut [f32]) {
         // SAFETY (for every arm): the caller's contract, passed on unchanged.
-        unsafe {
-            match rows {
-                1 => t512::<1>(a, k, panel, acc),
-                2 => t512::<2>(a, k, panel, acc),
-                3 => t512::<3>(a, k, panel, acc),
-                4 => t512::<4>(a, k, panel, acc),
-                5 => t512::<5>(a, k, panel, acc),
-                6 => t512::<6>(a, k, panel, acc),
-                7 => t512::<7>(a, k, panel, acc),
-                _ => t512::<8>(a, k, panel, acc),
-            }
-        }
+        unsafe { super::by_rows!(rows, t512(a, k, panel, acc)) }
     }
 
     #[target_feature(enable = "avx512f")]
@@ -346,9 +372,19 @@ mod x86 {
     }
 }
 
+/// Shared by this module's and [`crate::bf16_gemm`]'s tests: odd-shaped multiplies and an f64
+/// reference.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_cases {
+    /// One `out[m×n] += a[m×k] · b[k×n]` to check, with `out` starting at `init`.
+    pub(crate) struct Case {
+        pub m: usize,
+        pub k: usize,
+        pub n: usize,
+        pub a: Vec<f32>,
+        pub b: Vec<f32>,
+        pub init: Vec<f32>,
+    }
 
     fn lcg(seed: &mut u64) -> f32 {
         *seed = seed
@@ -357,24 +393,10 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     }
 
-    /// out += a·b with b rounded to f16, in f64, as the reference.
-    fn reference(a: &[f32], b: &[f32], out: &mut [f32], m: usize, k: usize, n: usize) {
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0.0f64;
-                for kk in 0..k {
-                    let w = f16::from_f32(b[kk * n + j]).to_f32();
-                    s += f64::from(a[i * k + kk]) * f64::from(w);
-                }
-                out[i * n + j] += s as f32;
-            }
-        }
-    }
-
-    #[test]
-    fn every_kernel_matches_the_reference_on_odd_shapes() {
-        let mut seed = 3u64;
-        for &(m, k, n) in &[
+    /// Shapes around the tile sizes (rows past 8, columns past 32, odd inner lengths), filled
+    /// from `seed`.
+    pub(crate) fn odd_shapes(mut seed: u64) -> Vec<Case> {
+        let shapes = [
             (1, 1, 1),
             (1, 7, 33),
             (3, 19, 32),
@@ -382,13 +404,63 @@ mod tests {
             (9, 31, 70),
             (13, 384, 96),
             (17, 5, 100),
-        ] {
-            let a: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed)).collect();
-            let b: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed)).collect();
-            let init: Vec<f32> = (0..m * n).map(|_| lcg(&mut seed)).collect();
-            let mut want = init.clone();
-            reference(&a, &b, &mut want, m, k, n);
-            let w = PackedF16::pack(&b, k, n);
+            (17, 6, 100),
+        ];
+        shapes
+            .iter()
+            .map(|&(m, k, n)| Case {
+                m,
+                k,
+                n,
+                a: (0..m * k).map(|_| lcg(&mut seed)).collect(),
+                b: (0..k * n).map(|_| lcg(&mut seed)).collect(),
+                init: (0..m * n).map(|_| lcg(&mut seed)).collect(),
+            })
+            .collect()
+    }
+
+    /// `init + round_a(a) · round_b(b)`, summed in f64.
+    pub(crate) fn reference(
+        c: &Case,
+        round_a: fn(f32) -> f32,
+        round_b: fn(f32) -> f32,
+    ) -> Vec<f32> {
+        let mut out = c.init.clone();
+        for i in 0..c.m {
+            for j in 0..c.n {
+                let mut s = 0.0f64;
+                for kk in 0..c.k {
+                    s += f64::from(round_a(c.a[i * c.k + kk]))
+                        * f64::from(round_b(c.b[kk * c.n + j]));
+                }
+                out[i * c.n + j] += s as f32;
+            }
+        }
+        out
+    }
+
+    /// Every value within 1e-4 (relative) of the reference.
+    pub(crate) fn assert_close(got: &[f32], want: &[f32], what: &str) {
+        for (i, (g, e)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                "{what} at {i}: {g} vs {e}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_cases::{assert_close, odd_shapes, reference};
+    use super::*;
+
+    #[test]
+    fn every_kernel_matches_the_reference_on_odd_shapes() {
+        for c in odd_shapes(3) {
+            let (m, k, n) = (c.m, c.k, c.n);
+            let want = reference(&c, |x| x, |x| f16::from_f32(x).to_f32());
+            let w = PackedF16::pack(&c.b, k, n);
             let mut kernels = vec![Kernel::Scalar];
             #[cfg(target_arch = "x86_64")]
             {
@@ -403,26 +475,16 @@ mod tests {
                 }
             }
             for kernel in kernels {
-                let mut got = init.clone();
+                let mut got = c.init.clone();
                 for p in 0..n.div_ceil(NR) {
-                    run_panel(kernel, &a, m, k, &w, p, &mut got, n);
+                    run_panel(kernel, &c.a, m, k, &w, p, &mut got, n);
                 }
-                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                        "{kernel:?} {m}x{k}x{n} at {i}: {g} vs {e}"
-                    );
-                }
+                assert_close(&got, &want, &format!("{kernel:?} {m}x{k}x{n}"));
             }
             for parallel in [1, 2, 3] {
-                let mut got = init.clone();
-                matmul_acc_packed(&a, &w, &mut got, m, parallel);
-                for (g, e) in got.iter().zip(&want) {
-                    assert!(
-                        (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
-                        "parallel {parallel}"
-                    );
-                }
+                let mut got = c.init.clone();
+                matmul_acc_packed(&c.a, &w, &mut got, m, parallel);
+                assert_close(&got, &want, &format!("parallel {parallel} {m}x{k}x{n}"));
             }
         }
     }
