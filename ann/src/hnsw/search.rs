@@ -59,6 +59,9 @@ impl Oracle for I8Oracle<'_> {
 /// many rows per unit of `ef` (a rough figure for M=16; it only decides between walking and scanning,
 /// and a walk that overruns the scan's cost falls back to the scan anyway).
 const WALK_EVALS_PER_EF: usize = 24;
+/// A filtered walk may evaluate this many times its estimated cost before it gives way to the exact
+/// scan (see `Hnsw::search_with_plan`).
+const WALK_OVERRUN: f64 = 4.0;
 /// How many int8 candidates are re-scored with f32 vectors for a top-`k` search at `ef`.
 fn rescore_pool(k: usize, ef: usize) -> usize {
     (3 * k).max(ef / 2).min(ef)
@@ -364,12 +367,15 @@ impl Hnsw {
         // the scan if a walk overruns the scan's cost.
         let selectivity = allowed_est as f64 / self.live.max(1) as f64;
         let two_hop = filter.is_some() && selectivity < TWO_HOP_BELOW;
+        let mut budget = scan_cost;
         if filter.is_some() {
+            // A plain walk shrinks its list by the selectivity (below), which keeps its cost near
+            // an unfiltered walk's (measured 0.85-0.95x of it at 50 %, int8 and f32 alike).
             let unfiltered = (WALK_EVALS_PER_EF * ef) as f64;
             let walk_estimate = if two_hop {
                 unfiltered * self.two_hop_cost_factor()
             } else {
-                unfiltered / selectivity.max(1e-9)
+                unfiltered
             };
             if scan_cost as f64 <= walk_estimate {
                 return Ok((
@@ -377,8 +383,11 @@ impl Hnsw {
                     SearchPlan::ExactScan,
                 ));
             }
+            // Only a walk that overruns its estimate several times over (a filter rejecting much
+            // of the query's neighbourhood) is cut off for the scan: one merely past the scan's
+            // estimate is left to finish, which costs less than paying for both.
+            budget = budget.max((walk_estimate * WALK_OVERRUN) as usize);
         }
-        let budget = scan_cost;
         // A plain filtered walk keeps only allowed rows, and `ef` allowed results span about
         // `ef / selectivity` rows of the unfiltered ranking; shrink `ef` by the selectivity so the
         // walk costs (and finds) about what an unfiltered walk at `ef` does.

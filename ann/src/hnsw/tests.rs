@@ -650,3 +650,24 @@ fn excluding_the_query_neighbourhood_returns_the_exact_filtered_top_k() {
         }
     }
 }
+
+#[test]
+fn half_filters_walk_instead_of_scanning_half_the_rows() {
+    // A 50 % filter halves the walk's list, so the walk costs about an unfiltered one. The planner
+    // used to cost it at twice that and hand it to an int8 scan of half the rows, which on a 10K
+    // set at ef 64-128 ran 1.5-3x slower than the walk it replaced.
+    let (s, qs) = data(5000, 64);
+    let h = built(&s, true);
+    let set: IdSet = (0..5000u32).filter(|i| i % 2 == 0).collect();
+    for ef in [24, 64] {
+        for i in 0..qs.len() as u32 {
+            let (got, plan) = h
+                .search_with_plan(&s, qs.vector(i), 10, ef, Some(Filter::Ids(&set)))
+                .unwrap();
+            assert_eq!(plan, SearchPlan::Graph, "ef {ef}, query {i}");
+            assert!(got.iter().all(|n| n.id % 2 == 0));
+        }
+        let r = recall(&h, &s, &qs, ef, Some(Filter::Ids(&set)));
+        assert!(r >= 0.9, "ef {ef}: recall {r}");
+    }
+}
