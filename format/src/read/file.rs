@@ -64,30 +64,27 @@ const READ_SMALL_FILES_BELOW: u64 = 64 << 10;
 /// Size of the first read of every open, which is the whole file for tiny files.
 const PROBE_BYTES: usize = 4096;
 
-/// Reads up to [`PROBE_BYTES`] from the start of `f`; when that is less than asked for and holds
-/// the whole file its superblock declares, returns it. This spares tiny files the `stat` call
-/// (an open of a small attribute file is mostly system calls). `None`: open the usual way.
-fn read_if_tiny(f: &std::fs::File) -> Result<Option<Vec<u8>>> {
-    let mut probe = [0u8; PROBE_BYTES];
-    let n = loop {
-        match std::io::Read::read(&mut &*f, &mut probe) {
-            Ok(n) => break n,
+/// Reads up to `buf.len()` bytes from the start of `f` (retrying interrupted reads); returns how many.
+fn read_head(f: &std::fs::File, buf: &mut [u8]) -> Result<usize> {
+    loop {
+        match std::os::unix::fs::FileExt::read_at(f, buf, 0) {
+            Ok(n) => return Ok(n),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),
         }
-    };
-    if n == PROBE_BYTES {
-        return Ok(None);
     }
-    let got = &probe[..n];
-    let whole = match superblock::read(got) {
+}
+
+/// Whether `head`, a short first read, holds the whole file its superblock declares (so the file
+/// needs no `stat` and no second read).
+fn holds_whole_file(head: &[u8]) -> bool {
+    match superblock::read(head) {
         Ok(sb) => sb
             .base
             .checked_add(sb.eof)
-            .is_some_and(|end| end <= n as u64),
+            .is_some_and(|end| end <= head.len() as u64),
         Err(_) => false,
-    };
-    Ok(whole.then(|| got.to_vec()))
+    }
 }
 
 /// Soft links followed in a row before giving up.
@@ -97,17 +94,24 @@ impl H5File {
     /// Opens a file: reads it whole when it is at most 64 KiB, memory-maps it otherwise.
     pub fn open(path: &std::path::Path) -> Result<Self> {
         let f = std::fs::File::open(path)?;
-        if let Some(bytes) = read_if_tiny(&f)? {
-            return Self::with_storage(Storage::Bytes(bytes));
+        // The first read is the whole file for tiny files (an open of a small attribute file is
+        // mostly system calls, and this spares the `stat`).
+        let mut probe = [0u8; PROBE_BYTES];
+        let n = read_head(&f, &mut probe)?;
+        if n < PROBE_BYTES && holds_whole_file(&probe[..n]) {
+            return Self::with_storage(Storage::Bytes(probe[..n].to_vec()));
         }
         let len = f.metadata()?.len();
         if len == 0 {
             return Err(FormatError::NotHdf5);
         }
         if len <= READ_SMALL_FILES_BELOW {
-            // One read() is cheaper than mapping, faulting in and unmapping a few pages.
+            // One read() is cheaper than mapping, faulting in and unmapping a few pages; the
+            // probe's bytes are kept and only the rest is read.
             let mut buf = vec![0u8; len as usize];
-            std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0)?;
+            let head = n.min(buf.len());
+            buf[..head].copy_from_slice(&probe[..head]);
+            std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf[head..], head as u64)?;
             return Self::with_storage(Storage::Bytes(buf));
         }
         // SAFETY: the map is read-only; this crate's appender only ever writes past the committed
