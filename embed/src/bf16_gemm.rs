@@ -94,25 +94,26 @@ pub fn matmul_acc_bf16(a: &[f32], w: &PackedBf16, out: &mut [f32], m: usize, par
     }
     // The left operand as bf16 rows of `2·pairs` values (an odd k padded with a zero).
     let kp = 2 * w.pairs;
+    let fast = available();
     let mut a16 = vec![0u16; m * kp];
     for r in 0..m {
-        round_row(&a[r * k..(r + 1) * k], &mut a16[r * kp..r * kp + k]);
+        round_row(fast, &a[r * k..(r + 1) * k], &mut a16[r * kp..r * kp + k]);
     }
-    let fast = available();
     split_panels(m, n, parallel, out, &|p, part, ldo, c_base| {
         run_panel(fast, &a16, m, w, p, part, ldo, c_base)
     });
 }
 
-/// `dst[i] = bf16(src[i])`.
-fn round_row(src: &[f32], dst: &mut [u16]) {
+/// `dst[i] = bf16(src[i])`; `fast` (from [`available`]) picks the AVX-512 BF16 conversion.
+fn round_row(fast: bool, src: &[f32], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
-    if available() {
-        // SAFETY: AVX-512F and BF16 are present (checked above); the function reads `src` and
-        // writes `dst`, which have the same length.
+    if fast {
+        // SAFETY: `fast` means AVX-512F and BF16 were detected; the function reads `src` and
+        // writes `dst` up to the shorter of the two.
         unsafe { x86::round_row(src, dst) };
         return;
     }
+    let _ = fast;
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = bf16_bits(s);
     }
@@ -259,7 +260,11 @@ mod tests {
             let kp = 2 * w.pairs;
             let mut a16 = vec![0u16; m * kp];
             for r in 0..m {
-                round_row(&c.a[r * k..(r + 1) * k], &mut a16[r * kp..r * kp + k]);
+                round_row(
+                    available(),
+                    &c.a[r * k..(r + 1) * k],
+                    &mut a16[r * kp..r * kp + k],
+                );
             }
             for fast in [false, available()] {
                 let mut got = c.init.clone();

@@ -803,10 +803,10 @@ fn write_group(sink: &mut Sink, g: &mut GroupState) -> Result<u64> {
         };
         g.links.insert(name, LinkTarget::Hard(addr));
     }
-    let links: Vec<(String, LinkTarget)> = g
+    let links: Vec<(&str, LinkTarget)> = g
         .links
         .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
     write_object(sink, g.extra.clone(), Some(&links), &g.attrs)
 }
@@ -845,7 +845,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
             );
         }
     }
-    write_object::<&str, _>(sink, msgs, None, &d.attrs)
+    write_object(sink, msgs, None, &d.attrs)
 }
 
 fn elem_size(msgs: &Msgs) -> Result<usize> {

@@ -273,5 +273,5 @@ pub fn write_dataset<N: AsRef<str>>(
         Layout::Contiguous { addr, size }
     };
     let msgs = dataset_messages(&plan, &layout)?;
-    write_object::<&str, _>(sink, msgs, None, attrs)
+    write_object(sink, msgs, None, attrs)
 }

@@ -59,10 +59,10 @@ pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<V
 
 /// Writes an object header holding `core` messages, plus `links` (groups only) and attribute
 /// messages `attrs` (name, encoded body); returns its address.
-pub fn write_object<L: AsRef<str>, N: AsRef<str>>(
+pub fn write_object<N: AsRef<str>>(
     sink: &mut Sink,
     mut core: Vec<(u16, u8, Vec<u8>)>,
-    links: Option<&[(L, LinkTarget)]>,
+    links: Option<&[(&str, LinkTarget)]>,
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
     let compact_links = links.map_or(0, |l| if l.len() <= MAX_COMPACT { l.len() } else { 0 });
@@ -72,21 +72,18 @@ pub fn write_object<L: AsRef<str>, N: AsRef<str>>(
             core.push((mtype::LINK_INFO, 0, messages::encode_link_info(None)));
             core.push((mtype::GROUP_INFO, 0, messages::encode_group_info()));
             for (name, t) in links {
-                core.push((mtype::LINK, 0, messages::encode_link(name.as_ref(), t)?));
+                core.push((mtype::LINK, 0, messages::encode_link(name, t)?));
             }
         } else {
             let mut objs = Vec::with_capacity(links.len());
             for (name, t) in links {
-                objs.push(messages::encode_link(name.as_ref(), t)?);
+                objs.push(messages::encode_link(name, t)?);
             }
             let heap = write_heap(&objs, HeapKind::Links, sink.pos(), &mut sink.buf)?;
             let mut recs: Vec<(u32, &str, &[u8])> = links
                 .iter()
                 .enumerate()
-                .map(|(i, (name, _))| {
-                    let name = name.as_ref();
-                    (lookup3(name.as_bytes(), 0), name, heap.id(i))
-                })
+                .map(|(i, (name, _))| (lookup3(name.as_bytes(), 0), *name, heap.id(i)))
                 .collect();
             recs.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             let mut records = Vec::with_capacity(recs.len() * 11);

@@ -115,7 +115,7 @@ impl Attrs {
     fn estimated_bytes(&self) -> usize {
         self.list
             .iter()
-            .map(|(n, a)| 64 + n.len() + (a.data.len() * 8).min(4096))
+            .map(|(n, a)| 64 + n.len() + data_estimate(&a.data))
             .sum()
     }
 }
@@ -451,7 +451,7 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 filters: vec![],
                 compact: false,
             };
-            write_object::<&str, _>(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
+            write_object(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
         }
         Node::Link(_) => return invalid("a soft or external link is not an object"),
     };
