@@ -1313,9 +1313,11 @@ impl Store {
     /// Numbers describing the store.
     pub fn stats(&self) -> StoreStats {
         let file_bytes = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
-        let wal_bytes = std::fs::metadata(wal_path(&self.path))
-            .map(|m| m.len())
-            .unwrap_or(0);
+        // The log's bytes, not its file's length (a durable log's file holds preallocated zeros too).
+        let wal_bytes = match &self.wal {
+            Some(w) => w.len_bytes(),
+            None => crate::wal::read_log(&wal_path(&self.path)).map_or(0, |r| r.good_len),
+        };
         let live = self.len();
         StoreStats {
             path: self.path.clone(),

@@ -93,6 +93,23 @@ fn job_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
+/// Put the calling thread under idle scheduling (Linux `SCHED_IDLE`; elsewhere nothing changes): a background
+/// fold then runs on cores nothing else wants, and any save, search or fsync that wakes up takes the core at
+/// once instead of queueing behind it. Under a machine saturated by other work it still gets a sliver of
+/// time, so it finishes; meanwhile searches scan the rows it has not placed yet exactly.
+fn run_in_background() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+        // Best effort: if the policy cannot be set, the fold runs at normal priority.
+        let _ = thread_priority::set_thread_priority_and_policy(
+            thread_priority::thread_native_id(),
+            ThreadPriority::Min,
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+        );
+    }
+}
+
 impl VectorIndex {
     /// Restore a persisted graph; `None` (rebuilt on demand) when it is missing, stale or unreadable.
     pub fn load(bytes: Option<&[u8]>, generation: u64, table: &VectorTable) -> VectorIndex {
@@ -262,8 +279,10 @@ impl VectorIndex {
         let spawned = std::thread::Builder::new()
             .name("clawhdf5-index".into())
             .spawn(move || -> std::result::Result<Hnsw, String> {
+                run_in_background();
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(job_threads())
+                    .start_handler(|_| run_in_background())
                     .build()
                     .map_err(|e| e.to_string())?;
                 pool.install(|| {
@@ -401,6 +420,25 @@ impl VectorIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn background_jobs_run_under_idle_scheduling() {
+        // Field 41 of /proc/thread-self/stat is the scheduling policy (5 = SCHED_IDLE).
+        let policy = || {
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            let after_name = stat.rsplit(')').next().unwrap();
+            after_name.split_whitespace().nth(38).unwrap().to_string()
+        };
+        let (before, after) = std::thread::spawn(move || {
+            let before = policy();
+            run_in_background();
+            (before, policy())
+        })
+        .join()
+        .unwrap();
+        assert_eq!((before.as_str(), after.as_str()), ("0", "5"));
+    }
 
     fn v(i: usize) -> Vec<f32> {
         let mut x = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);

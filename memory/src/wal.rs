@@ -3,7 +3,10 @@
 //!
 //! File layout: `CLAWWAL1` (8 bytes), base LSN (u64 LE: entries at or below it are already in the HDF5 file),
 //! then frames `[payload length u32 LE][CRC-32 of payload u32 LE][payload]`, payload = postcard-encoded
-//! [`WalEntry`].
+//! [`WalEntry`], then zeros: a durable log grows [`PREALLOC`] bytes of written zeros at a time, so an fsync
+//! after an append overwrites blocks the file already has and need not commit a new file size (on ext4 a
+//! `fdatasync` then skips the journal: about 40 % less time). Zeros after the last frame are free space, not
+//! a torn tail.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -24,6 +27,8 @@ const MAGIC: &[u8; 8] = b"CLAWWAL1";
 const HEADER_LEN: u64 = 16;
 /// Frames larger than this are treated as corruption (a record is far smaller).
 const MAX_FRAME: u32 = 64 << 20;
+/// A durable log's file grows by this many bytes of written zeros at a time.
+pub const PREALLOC: u64 = 1 << 20;
 
 /// When an acknowledged change reaches the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,7 +181,8 @@ pub struct Recovery {
     pub base_lsn: u64,
     /// Byte offset just past the last good frame.
     pub good_len: u64,
-    /// Bytes after the last good frame (a torn or corrupt tail), dropped.
+    /// Bytes after the last good frame (a torn or corrupt tail), dropped; zeros after them are free space
+    /// and not counted.
     pub dropped_bytes: u64,
     /// Why the tail was dropped, if it was.
     pub dropped_reason: Option<String>,
@@ -218,7 +224,11 @@ fn parse_log(path: &Path, bytes: &[u8]) -> Result<Recovery> {
             Ok((entry, _)) => format!("LSN {} does not follow {}", entry.lsn, last_lsn),
             Err(r) => r,
         };
-        rec.dropped_bytes = (bytes.len() - pos) as u64;
+        // Zeros to the end are the preallocated space a durable log grows into, not a torn tail.
+        let Some(last_nonzero) = bytes[pos..].iter().rposition(|&b| b != 0) else {
+            break;
+        };
+        rec.dropped_bytes = last_nonzero as u64 + 1;
         rec.dropped_reason = Some(reason);
         break;
     }
@@ -277,8 +287,12 @@ const MAX_QUEUED: usize = 1 << 20;
 struct Appender {
     file: File,
     next_lsn: u64,
-    /// Bytes in the file.
+    /// Bytes of the log in the file (the frames' end; the file position stays here).
     len: u64,
+    /// The file's length: `len` plus preallocated zeros.
+    allocated: u64,
+    /// Whether appends grow the file by [`PREALLOC`] zeros at a time (durable logs).
+    preallocate: bool,
     /// Frames appended but not written yet (every-save mode): whoever fsyncs next writes them first, so one
     /// write and one fsync serve every save waiting at that moment.
     queued: Vec<u8>,
@@ -299,17 +313,49 @@ impl Appender {
         }
     }
 
-    /// Write `bytes` at the end of the file; on failure cut off whatever part of it got there, so later
+    /// Write `bytes` at the end of the log; on failure cut off whatever part of it got there, so later
     /// appends stay readable.
     fn write(&mut self, bytes: &[u8], path: &Path) -> Result<()> {
+        let end = self.len + bytes.len() as u64;
+        if self.preallocate && end > self.allocated {
+            self.grow(end);
+        }
         if let Err(e) = self.file.write_all(bytes) {
             let len = self.len;
             let _ = self.file.set_len(len);
             let _ = self.file.seek(SeekFrom::Start(len));
+            self.allocated = len;
             return Err(io_err(path)(e));
         }
-        self.len += bytes.len() as u64;
+        self.len = end;
+        self.allocated = self.allocated.max(end);
         Ok(())
+    }
+
+    /// Extend the file with written zeros to the next multiple of [`PREALLOC`] at or past `end`. If that
+    /// fails (a full disk), the file is cut back and the append simply extends it.
+    fn grow(&mut self, end: u64) {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let target = end.div_ceil(PREALLOC) * PREALLOC;
+        let filled = self
+            .file
+            .seek(SeekFrom::Start(self.allocated))
+            .and_then(|_| {
+                let mut at = self.allocated;
+                while at < target {
+                    let n = (target - at).min(ZEROS.len() as u64) as usize;
+                    self.file.write_all(&ZEROS[..n])?;
+                    at += n as u64;
+                }
+                Ok(())
+            });
+        if filled.is_ok() {
+            self.allocated = target;
+        } else {
+            let _ = self.file.set_len(self.allocated);
+        }
+        // Where the append goes; if even this seek fails, the write after it fails and cleans up.
+        let _ = self.file.seek(SeekFrom::Start(self.len));
     }
 
     /// Write the queued frames, if any; returns the last LSN now in the file.
@@ -466,10 +512,17 @@ impl Wal {
             .write(true)
             .open(path)
             .map_err(io_err(path))?;
+        // A torn tail is cut off (zeros come back as the log grows), so nothing of it can ever follow
+        // a later frame; preallocated zeros alone are kept.
         if recovery.dropped_bytes > 0 {
             file.set_len(recovery.good_len).map_err(io_err(path))?;
             file.sync_all().map_err(io_err(path))?;
         }
+        let allocated = file
+            .metadata()
+            .map_err(io_err(path))?
+            .len()
+            .max(recovery.good_len);
         file.seek(SeekFrom::Start(recovery.good_len))
             .map_err(io_err(path))?;
         let last = recovery
@@ -485,6 +538,8 @@ impl Wal {
                 file,
                 next_lsn: last + 1,
                 len: recovery.good_len,
+                allocated,
+                preallocate: durability != Durability::None,
                 queued: Vec::new(),
                 queued_last: last,
                 failed: None,
@@ -635,6 +690,7 @@ impl Wal {
             .unwrap_or_else(|p| p.into_inner()) = handle;
         a.file = file;
         a.len = HEADER_LEN;
+        a.allocated = HEADER_LEN;
         a.next_lsn = a.next_lsn.max(checkpoint_lsn + 1);
         // Queued entries are in the checkpoint the file now durably holds.
         a.queued.clear();
@@ -812,8 +868,9 @@ mod tests {
                 wal.append(&op(i)).unwrap().wait().unwrap();
             }
         }
+        let good = read_log(&p).unwrap().good_len as usize;
         let full = std::fs::read(&p).unwrap();
-        std::fs::write(&p, &full[..full.len() - 3]).unwrap();
+        std::fs::write(&p, &full[..good - 3]).unwrap();
         let (wal, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
         assert_eq!(rec.entries.len(), 2);
         assert!(rec.dropped_bytes > 0);
@@ -824,6 +881,76 @@ mod tests {
         let rec = read_log(&p).unwrap();
         assert_eq!(rec.entries.len(), 3);
         assert_eq!(rec.entries[2].lsn, 3);
+    }
+
+    #[test]
+    fn preallocated_zeros_are_free_space_and_a_torn_frame_in_them_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wal");
+        {
+            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+            for i in 0..3 {
+                wal.append(&op(i)).unwrap().wait().unwrap();
+            }
+            assert!(wal.len_bytes() < 100);
+        }
+        let file_len = || std::fs::metadata(&p).unwrap().len();
+        assert_eq!(file_len(), PREALLOC);
+        let rec = read_log(&p).unwrap();
+        assert_eq!(rec.entries.len(), 3);
+        assert_eq!((rec.dropped_bytes, rec.dropped_reason), (0, None));
+        // Reopened, the log appends at its frames' end, inside the zeros.
+        {
+            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+            wal.append(&op(3)).unwrap().wait().unwrap();
+        }
+        assert_eq!(file_len(), PREALLOC);
+        let good = read_log(&p).unwrap().good_len as usize;
+        // A crash mid-append: part of a frame lands in the zeros.
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[good..good + 5].copy_from_slice(&[40, 0, 0, 0, 7]);
+        std::fs::write(&p, &bytes).unwrap();
+        let (wal, rec) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        assert_eq!(rec.entries.len(), 4);
+        assert_eq!(rec.dropped_bytes, 5);
+        assert_eq!(rec.dropped_reason.as_deref(), Some("CRC mismatch"));
+        // The torn bytes are gone, so no stale byte can follow a later frame.
+        assert_eq!(file_len(), good as u64);
+        wal.append(&op(4)).unwrap().wait().unwrap();
+        drop(wal);
+        let rec = read_log(&p).unwrap();
+        let lsns: Vec<u64> = rec.entries.iter().map(|e| e.lsn).collect();
+        assert_eq!(lsns, vec![1, 2, 3, 4, 5]);
+        assert_eq!(file_len(), PREALLOC);
+    }
+
+    #[test]
+    fn a_log_grows_past_its_preallocation_and_a_volatile_log_does_not_preallocate() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = |i: u64| WalOp::Extension {
+            name: format!("x{i}"),
+            payload: vec![i as u8 + 1; 300_000],
+        };
+        for durability in [Durability::EverySave, Durability::None] {
+            let p = dir.path().join(format!("{durability:?}.wal"));
+            {
+                let (wal, _) = Wal::open(&p, 0, durability).unwrap();
+                for i in 0..5 {
+                    wal.append(&big(i)).unwrap().wait().unwrap();
+                }
+                wal.sync_all().unwrap();
+            }
+            let rec = read_log(&p).unwrap();
+            assert_eq!(rec.entries.len(), 5);
+            assert_eq!(rec.entries[4].op, big(4));
+            assert_eq!(rec.dropped_bytes, 0);
+            let len = std::fs::metadata(&p).unwrap().len();
+            if durability == Durability::None {
+                assert_eq!(len, rec.good_len);
+            } else {
+                assert_eq!(len, 2 * PREALLOC);
+            }
+        }
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub struct SearchArgs {
     /// Durable saves of each group-commit run (all writers together).
     #[arg(long, default_value_t = 2000)]
     pub group_saves: usize,
+    /// Runs of each group-commit way and writer count; the table gives their median and range.
+    #[arg(long, default_value_t = 5)]
+    pub group_rounds: usize,
     /// Sequential durable saves by one writer.
     #[arg(long, default_value_t = 200)]
     pub single_saves: usize,
@@ -193,6 +196,7 @@ fn search_options(a: &SearchArgs) -> SearchOptions {
         efs: a.ef.clone(),
         writers: a.writers.clone(),
         group_saves: a.group_saves,
+        group_rounds: a.group_rounds,
         single_saves: a.single_saves,
     }
 }

@@ -14,7 +14,9 @@ use serde_json::json;
 use super::corpus::{Corpus, CorpusRecord};
 use super::error::{HarnessError, Result};
 use super::ingest::{self, Ingested};
-use super::measure::{fig, latency, met, size_label, thousands, thread_cpu, timed, Latency};
+use super::measure::{
+    fig, latency, median, met, size_label, thousands, thread_cpu, timed, Latency,
+};
 use super::probe::{run_probes, write_queries, ProbeQuery, ProbeResult};
 use super::report::{HarnessReport, Table};
 use super::vectors;
@@ -47,6 +49,8 @@ pub struct SearchOptions {
     pub writers: Vec<usize>,
     /// Durable saves of each group-commit run (all writers together).
     pub group_saves: usize,
+    /// Runs of each group-commit way and writer count (their median is reported).
+    pub group_rounds: usize,
     /// Sequential durable saves (one writer).
     pub single_saves: usize,
 }
@@ -65,6 +69,7 @@ impl SearchOptions {
             efs: vec![10, 32],
             writers: vec![4],
             group_saves: 64,
+            group_rounds: 1,
             single_saves: 16,
         }
     }
@@ -173,12 +178,12 @@ pub struct SizeResult {
     pub probe: ProbeResult,
 }
 
-/// One group-commit run.
+/// The group-commit runs of one writer count: the median of each way, and every run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GroupCommit {
     /// Writer threads.
     pub writers: usize,
-    /// Durable saves, all writers together.
+    /// Durable saves of each run, all writers together.
     pub saves: usize,
     /// Wall time per save (µs, amortised): writers sharing the store behind a lock.
     pub us_per_save: f64,
@@ -187,6 +192,32 @@ pub struct GroupCommit {
     /// Wall time per save (µs, amortised): async tasks saving as `clawhdf5 serve` does (the save on a blocking
     /// thread, durability awaited).
     pub async_us_per_save: f64,
+    /// Every run of each way, in order: behind a lock, one committer, async tasks.
+    pub runs: [Vec<f64>; 3],
+}
+
+impl GroupCommit {
+    /// `median (N writers|tasks; min–max)` of one way.
+    fn cell(&self, way: usize, unit: &str) -> String {
+        let med = [
+            self.us_per_save,
+            self.committer_us_per_save,
+            self.async_us_per_save,
+        ][way];
+        let runs = &self.runs[way];
+        if runs.len() < 2 {
+            return format!("{} ({} {unit})", fig(med), self.writers);
+        }
+        let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = runs.iter().copied().fold(0.0, f64::max);
+        format!(
+            "{} ({} {unit}; {}–{})",
+            fig(med),
+            self.writers,
+            fig(lo),
+            fig(hi)
+        )
+    }
 }
 
 /// The next record a writer thread saves, with its vector; `None` once all are taken.
@@ -387,7 +418,7 @@ pub fn measure_size(
     o: &SearchOptions,
     dir: &Path,
 ) -> Result<SizeResult> {
-    let extra = 3 * o.group_saves * o.writers.len() + o.single_saves;
+    let extra = 3 * o.group_saves * o.group_rounds.max(1) * o.writers.len() + o.single_saves;
     let recs = corpus.records(size + extra)?;
     let vecs = vectors::base(size + extra);
     let path = dir.join(format!("search-{size}.h5"));
@@ -413,20 +444,29 @@ pub fn measure_size(
     eprintln!("search-harness: {size} records: durable saves (on a copy)");
     let mut group = Vec::new();
     let mut at = size;
+    let n = o.group_saves;
     for &w in &o.writers {
-        let (s, us) = group_commit(store, &recs[at..at + o.group_saves], &vecs, at, w)?;
-        at += o.group_saves;
-        let (s, committer_us) = committer(s, &recs[at..at + o.group_saves], &vecs, at, w)?;
-        at += o.group_saves;
-        let (s, async_us) = async_tasks(s, &recs[at..at + o.group_saves], &vecs, at, w)?;
-        at += o.group_saves;
-        store = s;
+        // The three ways take turns, so a slow moment of the machine falls on one run, not on one way.
+        let mut runs: [Vec<f64>; 3] = Default::default();
+        for _ in 0..o.group_rounds.max(1) {
+            let (s, us) = group_commit(store, &recs[at..at + n], &vecs, at, w)?;
+            at += n;
+            let (s, committer_us) = committer(s, &recs[at..at + n], &vecs, at, w)?;
+            at += n;
+            let (s, async_us) = async_tasks(s, &recs[at..at + n], &vecs, at, w)?;
+            at += n;
+            store = s;
+            for (r, v) in runs.iter_mut().zip([us, committer_us, async_us]) {
+                r.push(v);
+            }
+        }
         group.push(GroupCommit {
             writers: w,
-            saves: o.group_saves,
-            us_per_save: us,
-            committer_us_per_save: committer_us,
-            async_us_per_save: async_us,
+            saves: n,
+            us_per_save: median(&runs[0]),
+            committer_us_per_save: median(&runs[1]),
+            async_us_per_save: median(&runs[2]),
+            runs,
         });
     }
     let mut singles = Vec::with_capacity(o.single_saves);
@@ -497,6 +537,13 @@ fn sweep_table(n: usize, nq: usize, rows: &[SweepRow]) -> Table {
 }
 
 fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
+    // (runs, saves per run) of the group-commit measurement.
+    let group_runs = results
+        .iter()
+        .flat_map(|r| r.group.first())
+        .map(|g| (g.runs[2].len(), g.saves))
+        .next()
+        .unwrap_or((0, 0));
     let mut header = vec!["measure".to_string()];
     header.extend(results.iter().map(|r| size_label(r.size)));
     let mut t = Table {
@@ -524,7 +571,7 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
         &|r| {
             r.group
                 .iter()
-                .map(|g| format!("{} ({} writers)", fig(g.us_per_save), g.writers))
+                .map(|g| g.cell(0, "writers"))
                 .collect::<Vec<_>>()
                 .join("; ")
         },
@@ -534,7 +581,7 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
         &|r| {
             r.group
                 .iter()
-                .map(|g| format!("{} ({} writers)", fig(g.committer_us_per_save), g.writers))
+                .map(|g| g.cell(1, "writers"))
                 .collect::<Vec<_>>()
                 .join("; ")
         },
@@ -544,7 +591,7 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
         &|r| {
             r.group
                 .iter()
-                .map(|g| format!("{} ({} tasks)", fig(g.async_us_per_save), g.writers))
+                .map(|g| g.cell(2, "tasks"))
                 .collect::<Vec<_>>()
                 .join("; ")
         },
@@ -628,13 +675,17 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
          concurrent requests; group commit, async tasks = as many tokio tasks, each awaiting the store's \
          lock, saving (`save_deferred`) and then awaiting `DurableTicket::durable` (the log's syncer thread \
          fsyncs for every waiting task at once), which is how `clawhdf5 serve` and `clawhdf5 mcp` handle \
-         concurrent saves; all three are wall time of all the saves divided by their number. One writer = `save`, one \
+         concurrent saves; all three are wall time of all the saves divided by their number. For each writer count \
+         the three ways take turns, {} runs of {} saves each, and the table gives the median run with the \
+         range. One writer = `save`, one \
          fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \
          store holds exactly the batch. The store searches vectors exactly below {} vectors (its `exact_search_threshold`) \
          and through its HNSW graph above; the cold build row times `Store::build_index`, which builds the \
          store's graph over every vector (close then persists it, and the reopened store loads it). Open, first \
          query and the steady queries run in a fresh process (`harness-probe`) with the page cache warm; open \
          and the first query are the median of {PROBES} such processes, the other figures come from the first.",
+        group_runs.0,
+        group_runs.1,
         thousands(u64::from(threshold))
     ));
     t
