@@ -313,3 +313,38 @@ fn h5py_big_endian_fill_values_and_missing_chunks() {
         .collect();
     assert_eq!(h.as_i32().unwrap(), &want[..], "sparse hyperslab");
 }
+
+#[test]
+fn large_reads_from_a_file_are_split_and_land_whole_at_any_alignment() {
+    // 1.5M f64 = 12 MiB: above the split threshold, so read in parts on the rayon pool's threads.
+    let rows = 1536u64;
+    let cols = 1024u64;
+    let values: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.5 - 7.0).collect();
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/big",
+        Array::matrix(rows, cols, Data::F64(values.clone())).unwrap(),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.h5");
+    std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
+    let f = H5File::open(&path).unwrap();
+    let ds = f.dataset("/big").unwrap();
+    assert_eq!(ds.read().unwrap().as_f64().unwrap(), &values[..]);
+    let mut buf = vec![f64::NAN; values.len()];
+    ds.read_into(&mut buf).unwrap();
+    assert_eq!(buf, values);
+    // Rows 100.. of the dataset (a large run that starts mid-file) into a buffer one element in, so
+    // its alignment against the file differs from the whole read's.
+    let tail = &values[100 * cols as usize..];
+    assert_eq!(
+        ds.read_rows(100, rows - 100).unwrap().as_f64().unwrap(),
+        tail
+    );
+    let mut shifted = vec![f64::NAN; tail.len() + 1];
+    ds.read_slice_into(&[100, 0], &[rows - 100, cols], &mut shifted[1..])
+        .unwrap();
+    assert_eq!(&shifted[1..], tail);
+}

@@ -21,6 +21,12 @@ enum Storage {
     Bytes(Vec<u8>),
 }
 
+/// Reads of at least this many bytes are split over the threads of the rayon pool: one kernel copy
+/// runs at the speed of one core, and half that when the buffer and the file are misaligned
+/// relative to each other (64 MiB on this project's 2-core VM: 7.0 ms in one read, 4.6 ms in two).
+const PARALLEL_READ_BYTES: usize = 8 << 20;
+/// The smallest part of a split read.
+const READ_PART_BYTES: usize = 4 << 20;
 /// A read-only open HDF5 file.
 pub struct H5File {
     storage: Storage,
@@ -151,16 +157,28 @@ impl H5File {
         }
     }
 
-    /// Copies `dst.len()` bytes at stored address `addr` into `dst` with one positioned read
-    /// (for large reads the kernel copy beats faulting in mapped pages). Falls back to the
-    /// in-memory bytes for files opened with [`from_bytes`](Self::from_bytes).
+    /// Copies `dst.len()` bytes at stored address `addr` into `dst` with positioned reads (for
+    /// large reads the kernel copy beats faulting in mapped pages): one read, or from
+    /// [`PARALLEL_READ_BYTES`] one per thread of the rayon pool, over consecutive parts. Falls back
+    /// to the in-memory bytes for files opened with [`from_bytes`](Self::from_bytes).
     pub(crate) fn read_into(&self, addr: u64, dst: &mut [u8]) -> Result<()> {
         let src = self.ctx().slice(addr, dst.len() as u64)?;
         match &self.storage {
             Storage::Map(_, f) => {
+                use rayon::prelude::*;
                 use std::os::unix::fs::FileExt;
                 let abs = addr + self.sb.at;
-                if f.read_exact_at(dst, abs).is_err() {
+                let parts = (dst.len() / READ_PART_BYTES).min(rayon::current_num_threads());
+                let read = if dst.len() >= PARALLEL_READ_BYTES && parts > 1 {
+                    // Whole pages per part, so every part keeps the buffer's alignment to the file.
+                    let part = dst.len().div_ceil(parts).next_multiple_of(4096);
+                    dst.par_chunks_mut(part)
+                        .enumerate()
+                        .all(|(i, chunk)| f.read_exact_at(chunk, abs + (i * part) as u64).is_ok())
+                } else {
+                    f.read_exact_at(dst, abs).is_ok()
+                };
+                if !read {
                     dst.copy_from_slice(src);
                 }
             }
