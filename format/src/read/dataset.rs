@@ -366,7 +366,8 @@ impl<'a> Dataset<'a> {
         }
         if let Some((addr, off)) = self.contiguous_run(start, count)? {
             if out.len() >= BULK_READ_BYTES {
-                return self.file.read_into(addr + off, out);
+                // A fresh (zeroed) buffer is read in one piece; see `H5File::read_into`.
+                return self.file.read_into(addr + off, out, !zeroed);
             }
             out.copy_from_slice(self.file.ctx().slice(addr + off, out.len() as u64)?);
             return Ok(());
