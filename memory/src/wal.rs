@@ -858,16 +858,21 @@ mod tests {
         assert_eq!(rec.entries[320].op, op(99_999));
     }
 
+    /// A durable log `s.wal` in `dir` holding three acknowledged deletes (LSNs 1–3), closed.
+    fn durable_log_of_three(dir: &tempfile::TempDir) -> PathBuf {
+        let p = dir.path().join("s.wal");
+        let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
+        for i in 0..3 {
+            wal.append(&op(i)).unwrap().wait().unwrap();
+        }
+        assert!(wal.len_bytes() < 100);
+        p
+    }
+
     #[test]
     fn torn_tail_is_dropped_and_reported() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.wal");
-        {
-            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
-            for i in 0..3 {
-                wal.append(&op(i)).unwrap().wait().unwrap();
-            }
-        }
+        let p = durable_log_of_three(&dir);
         let good = read_log(&p).unwrap().good_len as usize;
         let full = std::fs::read(&p).unwrap();
         std::fs::write(&p, &full[..good - 3]).unwrap();
@@ -886,14 +891,7 @@ mod tests {
     #[test]
     fn preallocated_zeros_are_free_space_and_a_torn_frame_in_them_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.wal");
-        {
-            let (wal, _) = Wal::open(&p, 0, Durability::EverySave).unwrap();
-            for i in 0..3 {
-                wal.append(&op(i)).unwrap().wait().unwrap();
-            }
-            assert!(wal.len_bytes() < 100);
-        }
+        let p = durable_log_of_three(&dir);
         let file_len = || std::fs::metadata(&p).unwrap().len();
         assert_eq!(file_len(), PREALLOC);
         let rec = read_log(&p).unwrap();
