@@ -27,6 +27,7 @@ enum Storage {
 const PARALLEL_READ_BYTES: usize = 8 << 20;
 /// The smallest part of a split read.
 const READ_PART_BYTES: usize = 4 << 20;
+
 /// A read-only open HDF5 file.
 pub struct H5File {
     storage: Storage,
