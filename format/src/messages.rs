@@ -157,14 +157,19 @@ pub fn parse_attr_info(data: &[u8], so: usize) -> Result<DenseInfo> {
 
 /// Encodes a link-info message (no creation-order tracking).
 pub fn encode_link_info(dense: Option<DenseInfo>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(18);
-    out.extend_from_slice(&[0, 0]);
+    link_info_bytes(dense).to_vec()
+}
+
+/// [`encode_link_info`] without an allocation: version 0, no flags, then the heap and name-index
+/// addresses (undefined for a compact group).
+pub fn link_info_bytes(dense: Option<DenseInfo>) -> [u8; 18] {
     let d = dense.unwrap_or(DenseInfo {
         heap: UNDEF,
         name_btree: UNDEF,
     });
-    out.put_u64(d.heap);
-    out.put_u64(d.name_btree);
+    let mut out = [0u8; 18];
+    out[2..10].copy_from_slice(&d.heap.to_le_bytes());
+    out[10..18].copy_from_slice(&d.name_btree.to_le_bytes());
     out
 }
 
@@ -179,8 +184,12 @@ pub fn encode_attr_info(dense: DenseInfo) -> Vec<u8> {
 
 /// Encodes a group-info message with default phase-change values.
 pub fn encode_group_info() -> Vec<u8> {
-    vec![0, 0]
+    GROUP_INFO.to_vec()
 }
+
+/// The group-info message every group we write carries: version 0, no flags (no link-count or
+/// estimate fields).
+pub const GROUP_INFO: [u8; 2] = [0, 0];
 
 /// A parsed attribute message.
 #[derive(Clone, Debug)]

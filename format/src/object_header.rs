@@ -212,10 +212,12 @@ pub fn encode_v2(msgs: &[(u16, u8, Vec<u8>)]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Appends a version-2 object header holding `msgs` to `out` (checksum over the header alone).
-pub fn encode_v2_into(msgs: &[(u16, u8, Vec<u8>)], out: &mut Vec<u8>) -> Result<()> {
+/// Appends a version-2 object header holding `msgs` (type, flags, body: owned or borrowed) to `out`
+/// (checksum over the header alone).
+pub fn encode_v2_into<B: AsRef<[u8]>>(msgs: &[(u16, u8, B)], out: &mut Vec<u8>) -> Result<()> {
     let mut body_len = 0usize;
     for (t, _, d) in msgs {
+        let d = d.as_ref();
         if d.len() > u16::MAX as usize {
             return invalid(format!(
                 "object header message type {t} of {} bytes exceeds 65535",
@@ -238,6 +240,7 @@ pub fn encode_v2_into(msgs: &[(u16, u8, Vec<u8>)], out: &mut Vec<u8>) -> Result<
     out.put_u8(flag);
     out.put_uint(body_len as u64, width);
     for (t, f, d) in msgs {
+        let d = d.as_ref();
         out.put_u8(*t as u8);
         out.put_u16(d.len() as u16);
         out.put_u8(*f);

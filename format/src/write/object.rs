@@ -61,19 +61,21 @@ pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<V
 /// messages `attrs` (name, encoded body); returns its address.
 pub fn write_object<N: AsRef<str>>(
     sink: &mut Sink,
-    mut core: Vec<(u16, u8, Vec<u8>)>,
+    core: Vec<(u16, u8, Vec<u8>)>,
     links: Option<&[(&str, LinkTarget)]>,
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
-    let compact_links = links.map_or(0, |l| if l.len() <= MAX_COMPACT { l.len() } else { 0 });
-    core.reserve(2 + compact_links + attrs.len().min(MAX_COMPACT + 1));
+    // The bodies made here live in these locals and the header borrows every body, so a small
+    // object costs no allocation per message (an empty group: none at all).
+    let mut link_info = None;
+    let mut compact_links = Vec::new();
     if let Some(links) = links {
         if links.len() <= MAX_COMPACT {
-            core.push((mtype::LINK_INFO, 0, messages::encode_link_info(None)));
-            core.push((mtype::GROUP_INFO, 0, messages::encode_group_info()));
-            for (name, t) in links {
-                core.push((mtype::LINK, 0, messages::encode_link(name, t)?));
-            }
+            link_info = Some(messages::link_info_bytes(None));
+            compact_links = links
+                .iter()
+                .map(|(name, t)| messages::encode_link(name, t))
+                .collect::<Result<Vec<_>>>()?;
         } else {
             let mut objs = Vec::with_capacity(links.len());
             for (name, t) in links {
@@ -93,23 +95,16 @@ pub fn write_object<N: AsRef<str>>(
             }
             let base = sink.base;
             let bt = crate::btree::v2::write_single_leaf(5, 11, &records, base, &mut sink.buf)?;
-            core.push((
-                mtype::LINK_INFO,
-                0,
-                messages::encode_link_info(Some(DenseInfo {
-                    heap: heap.header,
-                    name_btree: bt,
-                })),
-            ));
-            core.push((mtype::GROUP_INFO, 0, messages::encode_group_info()));
+            link_info = Some(messages::link_info_bytes(Some(DenseInfo {
+                heap: heap.header,
+                name_btree: bt,
+            })));
         }
     }
     let big = attrs.iter().any(|(_, m)| m.len() > MAX_COMPACT_ATTR_BYTES);
-    if attrs.len() <= MAX_COMPACT && !big {
-        for (_, m) in attrs {
-            core.push((mtype::ATTRIBUTE, 0, m.clone()));
-        }
-    } else {
+    let compact_attrs = attrs.len() <= MAX_COMPACT && !big;
+    let mut attr_info = None;
+    if !compact_attrs {
         let objs: Vec<&[u8]> = attrs.iter().map(|(_, m)| m.as_slice()).collect();
         let heap = write_heap(&objs, HeapKind::Attributes, sink.pos(), &mut sink.buf)?;
         let mut recs: Vec<(u32, &str, u32)> = attrs
@@ -130,16 +125,29 @@ pub fn write_object<N: AsRef<str>>(
         }
         let base = sink.base;
         let bt = crate::btree::v2::write_single_leaf(8, 17, &records, base, &mut sink.buf)?;
-        core.push((
-            mtype::ATTR_INFO,
-            0,
-            messages::encode_attr_info(DenseInfo {
-                heap: heap.header,
-                name_btree: bt,
-            }),
-        ));
+        attr_info = Some(messages::encode_attr_info(DenseInfo {
+            heap: heap.header,
+            name_btree: bt,
+        }));
+    }
+    // Core messages first, then the group's link messages, then the attributes.
+    let mut msgs: Vec<(u16, u8, &[u8])> =
+        Vec::with_capacity(core.len() + 3 + compact_links.len() + attrs.len().min(MAX_COMPACT));
+    msgs.extend(core.iter().map(|(t, f, d)| (*t, *f, d.as_slice())));
+    if let Some(info) = &link_info {
+        msgs.push((mtype::LINK_INFO, 0, info));
+        msgs.push((mtype::GROUP_INFO, 0, &messages::GROUP_INFO));
+        msgs.extend(compact_links.iter().map(|l| (mtype::LINK, 0, l.as_slice())));
+    }
+    match &attr_info {
+        Some(info) => msgs.push((mtype::ATTR_INFO, 0, info)),
+        None => msgs.extend(
+            attrs
+                .iter()
+                .map(|(_, m)| (mtype::ATTRIBUTE, 0, m.as_slice())),
+        ),
     }
     let addr = sink.pos();
-    encode_v2_into(&core, &mut sink.buf)?;
+    encode_v2_into(&msgs, &mut sink.buf)?;
     Ok(addr)
 }
