@@ -50,9 +50,12 @@ struct RefPatches {
     slots: Vec<(u64, String)>,
 }
 
+/// A path's names, held inline up to 8 levels deep (no allocation for the usual path).
+pub type Components<'a> = smallvec::SmallVec<[&'a str; 8]>;
+
 /// Splits an HDF5 path into its non-empty components.
-pub fn components(path: &str) -> Result<Vec<&str>> {
-    let parts: Vec<&str> = path
+pub fn components(path: &str) -> Result<Components<'_>> {
+    let parts: Components<'_> = path
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
         .collect();
