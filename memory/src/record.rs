@@ -132,6 +132,34 @@ pub struct Record {
     pub embedding: Option<Vec<f32>>,
 }
 
+impl Record {
+    /// Heap bytes this record owns (text, agent, session, origin path, tags).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.len()
+            + self.agent.len()
+            + self.session.len()
+            + self.origin.as_ref().map_or(0, |o| o.path.len())
+            + self.tags.iter().map(String::len).sum::<usize>()
+    }
+
+    /// Reads one byte per cache line of everything a search reads of this record (its fields and the
+    /// strings they point to) and returns a sum of them, so that the reads are not optimised away.
+    pub fn touch(&self) -> u64 {
+        fn lines(s: &str) -> u64 {
+            s.as_bytes().iter().step_by(64).map(|&b| b as u64).sum()
+        }
+        let origin = self.origin.as_ref().map_or(0, |o| lines(&o.path));
+        let tags: u64 = self.tags.iter().map(|t| lines(t)).sum();
+        self.id
+            .wrapping_add(lines(&self.text))
+            .wrapping_add(lines(&self.agent))
+            .wrapping_add(lines(&self.session))
+            .wrapping_add(origin)
+            .wrapping_add(tags)
+            .wrapping_add(self.tombstone as u64)
+    }
+}
+
 /// What a caller hands to `save`: the text plus optional metadata.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewMemory {

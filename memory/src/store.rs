@@ -378,15 +378,28 @@ impl Store {
         // Larger stores would only evict what they read first; their searches below warm what they can.
         const TOUCH_BUDGET: usize = 32 << 20;
         let graph = self.index.graph();
+        let record_bytes: usize = self
+            .records
+            .iter()
+            .map(|r| std::mem::size_of::<Record>() + r.heap_bytes())
+            .sum();
         let bytes = self.vectors.memory_bytes()
             + self.bm25.memory_bytes()
-            + graph.map_or(0, |h| h.memory_bytes());
+            + graph.map_or(0, |h| h.memory_bytes())
+            + record_bytes;
         if bytes <= TOUCH_BUDGET {
+            // The records too: a first query filters, re-ranks and returns its candidates' records, which
+            // are spread over the heap (a 10K store's are ~4 MB).
+            let records = self
+                .records
+                .iter()
+                .fold(0u64, |acc, r| acc.wrapping_add(r.touch()));
             let sum = self
                 .vectors
                 .touch()
                 .wrapping_add(self.bm25.touch())
-                .wrapping_add(graph.map_or(0, |h| h.touch()));
+                .wrapping_add(graph.map_or(0, |h| h.touch()))
+                .wrapping_add(records);
             std::hint::black_box(sum);
         }
         let n = self.records.len();

@@ -247,6 +247,59 @@ fn temporal_hints_filter_and_order() {
 }
 
 #[test]
+fn a_dated_question_with_only_weak_matches_in_its_range_is_not_left_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    // The day the question names holds one weak match; a strong one lies a week later.
+    let weak = m.save(at("Sam had lunch with his sister", T0)).unwrap().id;
+    let strong = m
+        .save(at("Sam booked a flight ticket to Boston", T0 + 7 * DAY))
+        .unwrap()
+        .id;
+    m.save(at("Gardening tips for the spring", T0 + 9 * DAY))
+        .unwrap();
+    let scores = m.search(&kw("Sam flight ticket Boston", 5), T0).unwrap();
+    let kw_of = |id: u64| {
+        scores
+            .hits
+            .iter()
+            .find(|h| h.record.id == id)
+            .and_then(|h| h.keyword_score)
+            .unwrap()
+    };
+    let (weak_kw, strong_kw) = (kw_of(weak), kw_of(strong));
+    assert!(weak_kw < strong_kw);
+    m.close().unwrap();
+
+    // Keyword floor between the two: only the flight is confident on its own.
+    let mut cfg = CognitiveConfig::default();
+    cfg.confidence.min_keyword_score = Some((weak_kw + strong_kw) / 2.0);
+    let m = open_with(&p, cfg);
+    let q = kw("Sam flight ticket Boston on 18 May 2023", 5);
+    let r = m.search(&q, T0 + 30 * DAY).unwrap();
+    let ids: Vec<u64> = r.hits.iter().map(|h| h.record.id).collect();
+    assert_eq!(
+        ids,
+        vec![weak, strong],
+        "the named day first, then the rest"
+    );
+    assert!(!r.time_filter_applied);
+    // A confident match inside the range still answers alone.
+    let r = m
+        .search(
+            &kw("Sam flight ticket Boston on 25 May 2023", 5),
+            T0 + 30 * DAY,
+        )
+        .unwrap();
+    assert!(r.time_filter_applied);
+    assert_eq!(
+        r.hits.iter().map(|h| h.record.id).collect::<Vec<_>>(),
+        vec![strong]
+    );
+}
+
+#[test]
 fn graph_is_built_persisted_and_expands_queries() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.h5");

@@ -44,17 +44,19 @@ fn strong_enough(r: &Ranked, cfg: &ConfidenceConfig) -> bool {
 
 /// Keep the confident results (input best first, order kept); returns them and how many were rejected.
 pub fn reject(ranked: Vec<Ranked>, cfg: &ConfidenceConfig) -> (Vec<Ranked>, usize) {
-    let before = ranked.len();
-    let kept: Vec<Ranked> = ranked
+    let (kept, rejected) = split(ranked, cfg);
+    (kept, rejected.len())
+}
+
+/// The confident results and the rejected ones, each in input order.
+pub fn split(ranked: Vec<Ranked>, cfg: &ConfidenceConfig) -> (Vec<Ranked>, Vec<Ranked>) {
+    let (strong, mut rejected): (Vec<Ranked>, Vec<Ranked>) =
+        ranked.into_iter().partition(|r| strong_enough(r, cfg));
+    let top = strong.first().map_or(0.0, |r| r.score);
+    let (kept, weak): (Vec<Ranked>, Vec<Ranked>) = strong
         .into_iter()
-        .filter(|r| strong_enough(r, cfg))
-        .collect();
-    let top = kept.first().map_or(0.0, |r| r.score);
-    let kept: Vec<Ranked> = kept
-        .into_iter()
-        .filter(|r| top > 0.0 && r.score >= cfg.min_relative * top)
-        .collect();
-    let rejected = before - kept.len();
+        .partition(|r| top > 0.0 && r.score >= cfg.min_relative * top);
+    rejected.extend(weak);
     (kept, rejected)
 }
 

@@ -639,26 +639,50 @@ impl AgentMemory {
                 None,
             ),
         };
-        let mut hits = self.candidates(q, &text, pool, &filter, text_vec.clone())?;
-        if hits.is_empty() && recall.time_filter_applied {
-            // The time range matched nothing relevant: relax it rather than answer nothing.
-            filter = q.filter.clone();
-            recall.time_filter_applied = false;
-            hits = self.candidates(q, &text, pool, &filter, text_vec)?;
-        }
-        if let Some(expanded) = expanded {
-            let weight = self.cfg.expansion.weight;
-            let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.record.id).collect();
-            for mut h in self.candidates(q, &expanded, pool, &filter, expanded_vec)? {
-                if !seen.contains(&h.record.id) {
-                    h.score *= weight;
-                    hits.push(h);
-                }
+        let vecs = (text_vec, expanded_vec);
+        let order = recall.hint.order;
+        let ranked = |filter: &crate::filter::Filter| {
+            self.ranked_candidates(
+                q,
+                &text,
+                expanded.as_deref(),
+                &vecs,
+                pool,
+                filter,
+                order,
+                reference_time,
+            )
+        };
+        let (mut kept, rejected) = if recall.time_filter_applied {
+            let (kept, weak) = confidence::split(ranked(&filter)?, &self.cfg.confidence);
+            if kept.is_empty() {
+                // Nothing in the time range is confident. A date in a question often names the day something
+                // was said, so the range's own candidates (if any) still come first, best first; the rest of
+                // the answer is what the search finds without the range.
+                let (relaxed, rejected) =
+                    confidence::reject(ranked(&q.filter)?, &self.cfg.confidence);
+                let in_range: std::collections::HashSet<u64> =
+                    weak.iter().map(|r| r.record.id).collect();
+                recall.time_filter_applied = false;
+                let mut out = weak;
+                out.sort_by(|a, b| b.score.total_cmp(&a.score));
+                out.truncate(q.k);
+                out.extend(
+                    relaxed
+                        .into_iter()
+                        .filter(|r| !in_range.contains(&r.record.id)),
+                );
+                (out, rejected)
+            } else {
+                let rejected = weak.len();
+                (kept, rejected)
             }
+        } else {
+            confidence::reject(ranked(&filter)?, &self.cfg.confidence)
+        };
+        if expanded.is_some() {
             recall.expanded_with = related;
         }
-        let ranked = rerank::rerank(hits, &self.cfg.rerank, reference_time, recall.hint.order);
-        let (mut kept, rejected) = confidence::reject(ranked, &self.cfg.confidence);
         if let Some(min) = q.min_score {
             // The store's calibrated score is absolute, so a threshold means the same on every query (the
             // re-ranked score is relative to the query's best candidate and would always keep the top one).
@@ -670,6 +694,38 @@ impl AgentMemory {
         recall.rejected = rejected;
         recall.hits = kept;
         Ok(recall)
+    }
+
+    /// Candidates for `text` (and its graph expansion, weighted down) under `filter`, re-ranked, best first.
+    #[allow(clippy::too_many_arguments)]
+    fn ranked_candidates(
+        &self,
+        q: &SearchQuery,
+        text: &str,
+        expanded: Option<&str>,
+        (text_vec, expanded_vec): &(Option<Vec<f32>>, Option<Vec<f32>>),
+        pool: usize,
+        filter: &crate::filter::Filter,
+        order: Option<temporal::TimeOrder>,
+        reference_time: i64,
+    ) -> Result<Vec<rerank::Ranked>> {
+        let mut hits = self.candidates(q, text, pool, filter, text_vec.clone())?;
+        if let Some(expanded) = expanded {
+            let weight = self.cfg.expansion.weight;
+            let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.record.id).collect();
+            for mut h in self.candidates(q, expanded, pool, filter, expanded_vec.clone())? {
+                if !seen.contains(&h.record.id) {
+                    h.score *= weight;
+                    hits.push(h);
+                }
+            }
+        }
+        Ok(rerank::rerank(
+            hits,
+            &self.cfg.rerank,
+            reference_time,
+            order,
+        ))
     }
 
     /// Automatic recall for a user turn: the decision gate skips turns with nothing to look up ("ok",
