@@ -132,12 +132,30 @@ enum Prepared {
     Duplicate(u64),
 }
 
+/// Row flag: the record was forgotten (a tombstone).
+const ROW_FORGOTTEN: u8 = 1;
+/// Row flag: another record superseded this one.
+const ROW_SUPERSEDED: u8 = 2;
+
+/// The row flags `r` calls for.
+fn row_flags(r: &Record) -> u8 {
+    (if r.tombstone { ROW_FORGOTTEN } else { 0 })
+        | if r.superseded_by.is_some() {
+            ROW_SUPERSEDED
+        } else {
+            0
+        }
+}
+
 /// An open memory store.
 pub struct Store {
     path: PathBuf,
     opts: StoreOptions,
     meta: StoreMeta,
     records: Vec<Record>,
+    /// Per row, [`ROW_FORGOTTEN`] and [`ROW_SUPERSEDED`] as the record says: what every search's filter reads
+    /// first, without touching the records themselves.
+    row_flags: Vec<u8>,
     by_id: crate::FastMap<u64, u32>,
     dedup: crate::FastMap<u64, u64>,
     vectors: VectorTable,
@@ -322,6 +340,7 @@ impl Store {
             last_lsn: snap.meta.checkpoint_lsn,
             meta: snap.meta,
             records: Vec::new(),
+            row_flags: Vec::new(),
             by_id: crate::FastMap::default(),
             dedup: crate::FastMap::default(),
             vectors: snap.vectors,
@@ -346,6 +365,7 @@ impl Store {
         store.meta.next_id = store.meta.next_id.max(snap.row_maps.next_id);
         // Records read from the file carry no embedding (those live in the vector table).
         store.records = snap.records;
+        store.row_flags = store.records.iter().map(row_flags).collect();
         // Texts are tokenised only when the persisted keyword index is missing or stale.
         match bm25 {
             Some(ix) => {
@@ -429,6 +449,7 @@ impl Store {
         self.by_id.insert(r.id, row);
         self.meta.next_id = self.meta.next_id.max(r.id + 1);
         r.embedding = None;
+        self.row_flags.push(row_flags(&r));
         self.records.push(r);
     }
 
@@ -583,7 +604,10 @@ impl Store {
                     self.records[row_us].tier = t;
                 }
             }
-            RecordChange::SupersededBy(other) => self.records[row_us].superseded_by = Some(other),
+            RecordChange::SupersededBy(other) => {
+                self.records[row_us].superseded_by = Some(other);
+                self.row_flags[row_us] |= ROW_SUPERSEDED;
+            }
         }
         Ok(())
     }
@@ -597,6 +621,7 @@ impl Store {
             return;
         }
         r.tombstone = true;
+        self.row_flags[row as usize] |= ROW_FORGOTTEN;
         self.pending.meta_rows.insert(row);
         let toks = self.tokenizer.tokens(&r.text);
         let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
@@ -1178,10 +1203,19 @@ impl Store {
         if q.k == 0 {
             return Ok(Vec::new());
         }
-        let allow = |row: u32| {
-            self.records
-                .get(row as usize)
-                .is_some_and(|r| q.filter.matches(r))
+        // Forgotten and superseded rows are excluded from the flags alone; the records are read only when the
+        // filter asks about their fields (most searches have no such filter).
+        let hidden = ROW_FORGOTTEN
+            | if q.filter.include_superseded {
+                0
+            } else {
+                ROW_SUPERSEDED
+            };
+        let fields = !q.filter.is_empty();
+        debug_assert_eq!(self.row_flags.len(), self.records.len());
+        let allow = |row: u32| match self.row_flags.get(row as usize) {
+            Some(&f) if f & hidden == 0 => !fields || q.filter.matches(&self.records[row as usize]),
+            _ => false,
         };
         let pool = (q.k * 4).max(50);
         let mut cand = Candidates::default();

@@ -262,3 +262,45 @@ fn extensions_persist() {
     let s = Store::open(&p).unwrap();
     assert_eq!(s.extension("graph"), Some(&b"{\"nodes\":1}"[..]));
 }
+
+#[test]
+fn forgotten_and_superseded_rows_stay_out_of_searches_after_replay_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let with_vec = |text: &str, x: f32| {
+        let mut m = NewMemory::text(text);
+        m.embedding = Some(vec![x, 1.0, 0.5, 0.25]);
+        m
+    };
+    let mut s = Store::open(&p).unwrap();
+    let old = s.save(with_vec("the office is in Lisbon", 1.0)).unwrap().id;
+    let new = s.save(with_vec("the office is in Porto", 0.9)).unwrap().id;
+    let gone = s.save(with_vec("the office is in Faro", 0.8)).unwrap().id;
+    s.update(old, RecordChange::SupersededBy(new)).unwrap();
+    s.forget(gone).unwrap();
+    let ids = |s: &Store, mode: SearchMode, superseded: bool| {
+        let mut q = SearchQuery::new("office", 10);
+        q.mode = mode;
+        q.embedding = Some(vec![1.0, 1.0, 0.5, 0.25]);
+        q.filter.include_superseded = superseded;
+        let mut v: Vec<u64> = s.search(&q).unwrap().iter().map(|h| h.record.id).collect();
+        v.sort_unstable();
+        v
+    };
+    let check = |s: &Store| {
+        for mode in [SearchMode::Keyword, SearchMode::Vector, SearchMode::Hybrid] {
+            assert_eq!(ids(s, mode, false), vec![new], "{mode:?}");
+            assert_eq!(ids(s, mode, true), vec![old, new], "{mode:?}");
+        }
+    };
+    check(&s);
+    drop(s); // no checkpoint: the log replays the update and the forget
+    let s = Store::open(&p).unwrap();
+    check(&s);
+    drop(s);
+    let mut s = Store::open(&p).unwrap();
+    s.checkpoint().unwrap();
+    s.close().unwrap();
+    let s = Store::open(&p).unwrap();
+    check(&s);
+}
