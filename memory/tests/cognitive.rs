@@ -341,6 +341,70 @@ fn graph_is_built_persisted_and_expands_queries() {
     assert!(r.hits.iter().any(|h| h.record.text.contains("Kubernetes")));
 }
 
+/// A toy embedder (hashed words) that records every text it embeds.
+struct RecordingEmbedder(std::sync::Mutex<Vec<String>>);
+
+impl clawhdf5_memory::embed::Embedder for RecordingEmbedder {
+    fn model_id(&self) -> &str {
+        "recording"
+    }
+    fn dim(&self) -> usize {
+        16
+    }
+    fn embed_batch(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, clawhdf5_memory::embed::EmbedError> {
+        let mut seen = self.0.lock().unwrap();
+        Ok(texts
+            .iter()
+            .map(|t| {
+                seen.push(t.to_string());
+                let mut v = vec![0.01f32; 16];
+                for w in t.to_lowercase().split_whitespace() {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |a, b| a.wrapping_mul(31) ^ u32::from(b));
+                    v[(h % 16) as usize] += 1.0;
+                }
+                v
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_hybrid_search_embeds_only_its_query_and_expands_by_keywords() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let embedder = std::sync::Arc::new(RecordingEmbedder(Default::default()));
+    let opts = || StoreOptions {
+        embedder: Some(embedder.clone()),
+        ..StoreOptions::default()
+    };
+    let mut m = AgentMemory::open(&p, opts(), CognitiveConfig::default()).unwrap();
+    m.save(at("Then Alice joined Acme Corp as an engineer", T0))
+        .unwrap();
+    m.save(at(
+        "Acme Corp builds its backend with Kubernetes and Rust",
+        T0,
+    ))
+    .unwrap();
+    m.close().unwrap();
+    let m = AgentMemory::open(&p, opts(), CognitiveConfig::default()).unwrap();
+    embedder.0.lock().unwrap().clear();
+    let r = m
+        .search(&SearchQuery::new("what tools does Alice work with", 5), T0)
+        .unwrap();
+    assert!(r.expanded_with.iter().any(|n| n == "Acme Corp"));
+    assert!(r.hits.iter().any(|h| h.record.text.contains("Kubernetes")));
+    assert_eq!(
+        *embedder.0.lock().unwrap(),
+        vec!["what tools does Alice work with".to_string()],
+        "one text, one forward pass"
+    );
+}
+
 #[test]
 fn graph_catches_up_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();

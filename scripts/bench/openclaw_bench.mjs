@@ -869,7 +869,7 @@ function tenkMarkdown(report) {
       ["tokenize", "tokenizer alone"],
       ["embed", "query embedding (server's embedder: tokenize + forward pass)"],
       ["embed_1_thread", "query embedding, one thread"],
-      ["search_texts_one_by_one", "the texts a search embeds (query, graph-expanded query), one pass each"],
+      ["search_texts_one_by_one", "the texts a search embeds (its query; a graph expansion goes through the keyword stage), one pass each"],
       ["search_texts_one_batch", "the same texts in one embed_batch call"],
       ["search_texts_one_batch_1_thread", "the same texts in one embed_batch call, one thread"],
       ["store_search_given_vector", "store search, query vector given (no forward pass)"],
