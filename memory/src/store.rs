@@ -398,16 +398,17 @@ impl Store {
         // Larger stores would only evict what they read first; their searches below warm what they can.
         const TOUCH_BUDGET: usize = 32 << 20;
         let graph = self.index.graph();
-        let record_bytes: usize = self
-            .records
-            .iter()
-            .map(|r| std::mem::size_of::<Record>() + r.heap_bytes())
-            .sum();
-        let bytes = self.vectors.memory_bytes()
+        let index_bytes = self.vectors.memory_bytes()
             + self.bm25.memory_bytes()
-            + graph.map_or(0, |h| h.memory_bytes())
-            + record_bytes;
-        if bytes <= TOUCH_BUDGET {
+            + graph.map_or(0, |h| h.memory_bytes());
+        let fits = index_bytes <= TOUCH_BUDGET
+            && self
+                .records
+                .iter()
+                .map(|r| std::mem::size_of::<Record>() + r.heap_bytes())
+                .sum::<usize>()
+                <= TOUCH_BUDGET - index_bytes;
+        if fits {
             // The records too: a first query filters, re-ranks and returns its candidates' records, which
             // are spread over the heap (a 10K store's are ~4 MB).
             let records = self

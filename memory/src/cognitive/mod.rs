@@ -146,6 +146,18 @@ impl Default for CognitiveConfig {
     }
 }
 
+/// What one search works out once (query vector, graph expansion) and ranks under one filter or two (the
+/// time range, then without it).
+struct Plan<'a> {
+    text: &'a str,
+    text_vec: Option<Vec<f32>>,
+    /// The expanded text, the mode it is searched in, and its vector when that mode is vector-only.
+    expansion: Option<(String, SearchMode, Option<Vec<f32>>)>,
+    pool: usize,
+    order: Option<temporal::TimeOrder>,
+    reference_time: i64,
+}
+
 /// The answer to a search.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Recall {
@@ -629,7 +641,10 @@ impl AgentMemory {
             _ => SearchMode::Keyword,
         };
         let (text_vec, expanded_vec) = match (&q.embedding, &expanded) {
-            (Some(e), _) => (Some(e.clone()), Some(e.clone())),
+            (Some(e), _) => (
+                Some(e.clone()),
+                (expansion_mode == SearchMode::Vector).then(|| e.clone()),
+            ),
             (None, Some(x)) if expansion_mode == SearchMode::Vector => {
                 // Both texts in one forward pass.
                 match self.store.embed_queries(&[&text, x], q.mode)? {
@@ -647,20 +662,15 @@ impl AgentMemory {
                 None,
             ),
         };
-        let vecs = (text_vec, expanded_vec);
-        let order = recall.hint.order;
-        let ranked = |filter: &crate::filter::Filter| {
-            self.ranked_candidates(
-                q,
-                &text,
-                (expanded.as_deref(), expansion_mode),
-                &vecs,
-                pool,
-                filter,
-                order,
-                reference_time,
-            )
+        let plan = Plan {
+            text: &text,
+            text_vec,
+            expansion: expanded.map(|x| (x, expansion_mode, expanded_vec)),
+            pool,
+            order: recall.hint.order,
+            reference_time,
         };
+        let ranked = |filter: &crate::filter::Filter| self.ranked_candidates(q, &plan, filter);
         let (mut kept, rejected) = if recall.time_filter_applied {
             let (kept, weak) = confidence::split(ranked(&filter)?, &self.cfg.confidence);
             if kept.is_empty() {
@@ -688,7 +698,7 @@ impl AgentMemory {
         } else {
             confidence::reject(ranked(&filter)?, &self.cfg.confidence)
         };
-        if expanded.is_some() {
+        if plan.expansion.is_some() {
             recall.expanded_with = related;
         }
         if let Some(min) = q.min_score {
@@ -704,28 +714,23 @@ impl AgentMemory {
         Ok(recall)
     }
 
-    /// Candidates for `text` (and its graph expansion, weighted down) under `filter`, re-ranked, best first.
-    #[allow(clippy::too_many_arguments)]
+    /// The plan's candidates (the text's, then its graph expansion's, weighted down) under `filter`, re-ranked,
+    /// best first.
     fn ranked_candidates(
         &self,
         q: &SearchQuery,
-        text: &str,
-        (expanded, expansion_mode): (Option<&str>, SearchMode),
-        (text_vec, expanded_vec): &(Option<Vec<f32>>, Option<Vec<f32>>),
-        pool: usize,
+        plan: &Plan<'_>,
         filter: &crate::filter::Filter,
-        order: Option<temporal::TimeOrder>,
-        reference_time: i64,
     ) -> Result<Vec<rerank::Ranked>> {
-        let mut hits = self.candidates(q, text, pool, filter, text_vec.clone())?;
-        if let Some(expanded) = expanded {
+        let mut hits = self.candidates(q, plan.text, plan.pool, filter, plan.text_vec.clone())?;
+        if let Some((expanded, mode, vector)) = &plan.expansion {
             let weight = self.cfg.expansion.weight;
             let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.record.id).collect();
             let by = SearchQuery {
-                mode: expansion_mode,
+                mode: *mode,
                 ..q.clone()
             };
-            for mut h in self.candidates(&by, expanded, pool, filter, expanded_vec.clone())? {
+            for mut h in self.candidates(&by, expanded, plan.pool, filter, vector.clone())? {
                 if !seen.contains(&h.record.id) {
                     h.score *= weight;
                     hits.push(h);
@@ -735,8 +740,8 @@ impl AgentMemory {
         Ok(rerank::rerank(
             hits,
             &self.cfg.rerank,
-            reference_time,
-            order,
+            plan.reference_time,
+            plan.order,
         ))
     }
 
