@@ -50,14 +50,13 @@ pub fn reject(ranked: Vec<Ranked>, cfg: &ConfidenceConfig) -> (Vec<Ranked>, usiz
 
 /// The confident results and the rejected ones, each in input order.
 pub fn split(ranked: Vec<Ranked>, cfg: &ConfidenceConfig) -> (Vec<Ranked>, Vec<Ranked>) {
-    let (strong, mut rejected): (Vec<Ranked>, Vec<Ranked>) =
-        ranked.into_iter().partition(|r| strong_enough(r, cfg));
-    let top = strong.first().map_or(0.0, |r| r.score);
-    let (kept, weak): (Vec<Ranked>, Vec<Ranked>) = strong
+    let top = ranked
+        .iter()
+        .find(|r| strong_enough(r, cfg))
+        .map_or(0.0, |r| r.score);
+    ranked
         .into_iter()
-        .partition(|r| top > 0.0 && r.score >= cfg.min_relative * top);
-    rejected.extend(weak);
-    (kept, rejected)
+        .partition(|r| strong_enough(r, cfg) && top > 0.0 && r.score >= cfg.min_relative * top)
 }
 
 #[cfg(test)]

@@ -498,7 +498,7 @@ impl AgentMemory {
     /// Archived records are dropped unless configured otherwise.
     fn candidates(
         &self,
-        q: &SearchQuery,
+        mode: SearchMode,
         text: &str,
         pool: usize,
         filter: &crate::filter::Filter,
@@ -509,7 +509,7 @@ impl AgentMemory {
         let base = SearchQuery {
             text: text.to_string(),
             k: pool,
-            mode: q.mode,
+            mode,
             filter: inner,
             min_score: None,
             embedding,
@@ -675,7 +675,7 @@ impl AgentMemory {
             let (kept, weak) = confidence::split(ranked(&filter)?, &self.cfg.confidence);
             if kept.is_empty() {
                 // Nothing in the time range is confident. A date in a question often names the day something
-                // was said, so the range's own candidates (if any) still come first, best first; the rest of
+                // was said, so the range's own candidates (if any) still come first, in the re-ranker's order; the rest of
                 // the answer is what the search finds without the range.
                 let (relaxed, rejected) =
                     confidence::reject(ranked(&q.filter)?, &self.cfg.confidence);
@@ -683,7 +683,6 @@ impl AgentMemory {
                     weak.iter().map(|r| r.record.id).collect();
                 recall.time_filter_applied = false;
                 let mut out = weak;
-                out.sort_by(|a, b| b.score.total_cmp(&a.score));
                 out.truncate(q.k);
                 out.extend(
                     relaxed
@@ -722,15 +721,12 @@ impl AgentMemory {
         plan: &Plan<'_>,
         filter: &crate::filter::Filter,
     ) -> Result<Vec<rerank::Ranked>> {
-        let mut hits = self.candidates(q, plan.text, plan.pool, filter, plan.text_vec.clone())?;
+        let mut hits =
+            self.candidates(q.mode, plan.text, plan.pool, filter, plan.text_vec.clone())?;
         if let Some((expanded, mode, vector)) = &plan.expansion {
             let weight = self.cfg.expansion.weight;
             let seen: std::collections::HashSet<u64> = hits.iter().map(|h| h.record.id).collect();
-            let by = SearchQuery {
-                mode: *mode,
-                ..q.clone()
-            };
-            for mut h in self.candidates(&by, expanded, plan.pool, filter, vector.clone())? {
+            for mut h in self.candidates(*mode, expanded, plan.pool, filter, vector.clone())? {
                 if !seen.contains(&h.record.id) {
                     h.score *= weight;
                     hits.push(h);
