@@ -36,6 +36,9 @@ pub struct KernelSet {
     pub l2_i8: fn(&[i8], &[i8]) -> i32,
     /// Dot product of a u8 vector with an i8 vector (exact i32; VNNI `vpdpbusd` where available).
     pub dot_u8i8: fn(&[u8], &[i8]) -> i32,
+    /// [`KernelSet::dot_u8i8`] of four u8 rows with one i8 vector (one pass over the vector; VNNI
+    /// sets interleave the four rows, others call the one-row kernel four times).
+    pub dot_u8i8_x4: fn([&[u8]; 4], &[i8]) -> [i32; 4],
     /// int8 quantisation of an f32 vector (see [`scalar::quantize_i8`]): codes into the slice, scale returned.
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
 }
@@ -59,6 +62,7 @@ pub fn scalar_set() -> KernelSet {
         dot_i8: scalar::dot_i8,
         l2_i8: scalar::l2_i8,
         dot_u8i8: scalar::dot_u8i8,
+        dot_u8i8_x4: scalar::dot_u8i8_x4,
         quantize_i8: scalar::quantize_i8,
     }
 }
@@ -152,6 +156,12 @@ pub fn l2_i8(a: &[i8], b: &[i8]) -> i32 {
 #[inline]
 pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
     (active().dot_u8i8)(a, b)
+}
+
+/// Dot products of four u8 rows with one i8 vector.
+#[inline]
+pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
+    (active().dot_u8i8_x4)(rows, b)
 }
 
 /// Hints the CPU to fetch the memory at `p` (no-op where no stable prefetch intrinsic exists).
@@ -254,6 +264,21 @@ mod tests {
                     "{} dot_u8i8 n={n}",
                     k.name
                 );
+                let rows: Vec<Vec<u8>> = (0..4)
+                    .map(|_| (0..n).map(|_| rng.below(256) as u8).collect())
+                    .collect();
+                let four = [&rows[0][..], &rows[1][..], &rows[2][..], &rows[3][..]];
+                assert_eq!(
+                    (k.dot_u8i8_x4)(four, &ib),
+                    (s.dot_u8i8_x4)(four, &ib),
+                    "{} dot_u8i8_x4 n={n}",
+                    k.name
+                );
+                assert_eq!(
+                    (s.dot_u8i8_x4)(four, &ib),
+                    four.map(|r| (s.dot_u8i8)(r, &ib)),
+                    "scalar dot_u8i8_x4 n={n}"
+                );
             }
             // Extremes: -128 * -128 and 127 - (-128) must not overflow the i16 lanes.
             let lo = vec![-128i8; 333];
@@ -262,6 +287,15 @@ mod tests {
             assert_eq!(
                 (k.dot_u8i8)(&[255u8; 333], &lo),
                 -333 * 255 * 128,
+                "{}",
+                k.name
+            );
+            assert_eq!(
+                (k.dot_u8i8_x4)(
+                    [&[255u8; 333], &[0u8; 333], &[255u8; 333], &[1u8; 333]],
+                    &lo
+                ),
+                [-333 * 255 * 128, 0, -333 * 255 * 128, -333 * 128],
                 "{}",
                 k.name
             );

@@ -36,6 +36,10 @@ pub fn neon_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { u8i8_neon(a, b) }
             },
+            dot_u8i8_x4: |rows, b| {
+                // SAFETY: as above.
+                rows.map(|a| unsafe { u8i8_neon(a, b) })
+            },
             quantize_i8: scalar::quantize_i8,
         })
     } else {

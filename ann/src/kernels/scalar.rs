@@ -94,6 +94,11 @@ pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
 }
 
+/// [`dot_u8i8`] of four rows with one vector.
+pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
+    rows.map(|a| dot_u8i8(a, b))
+}
+
 /// Quantises `v` to int8 codes stored offset by +128 in `out`, scaled so the largest magnitude maps to 127
 /// (rounding half away from zero); returns the scale (`max / 127`, 0 for a zero or non-finite vector).
 #[inline(always)]

@@ -51,6 +51,10 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { u8i8_avx2(a, b) }
             },
+            dot_u8i8_x4: |rows, b| {
+                // SAFETY: as above.
+                rows.map(|a| unsafe { u8i8_avx2(a, b) })
+            },
             quantize_i8: |v, out| {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
@@ -106,6 +110,10 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { u8i8_avx512(a, b) }
             },
+            dot_u8i8_x4: |rows, b| {
+                // SAFETY: as above.
+                rows.map(|a| unsafe { u8i8_avx512(a, b) })
+            },
             quantize_i8: |v, out| {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
@@ -127,6 +135,10 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
         dot_u8i8: |a, b| {
             // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vnni.
             unsafe { u8i8_vnni(a, b) }
+        },
+        dot_u8i8_x4: |rows, b| {
+            // SAFETY: as above.
+            unsafe { u8i8_vnni_x4(rows, b) }
         },
         ..base
     })
@@ -478,6 +490,47 @@ unsafe fn u8i8_vnni(a: &[u8], b: &[i8]) -> i32 {
         i += 64;
     }
     _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1))
+}
+
+/// Four rows against one vector: each 64-byte block of the vector is loaded once and fed to the
+/// four rows' `vpdpbusd`s; even and odd blocks go to separate accumulators, so eight independent
+/// chains are in flight.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn u8i8_vnni_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
+    #[inline(always)]
+    unsafe fn block(acc: &mut [__m512i; 4], p: &[*const i8; 4], pb: *const i8, i: usize) {
+        let y = _mm512_loadu_si512(pb.add(i) as *const _);
+        for (a, &pr) in acc.iter_mut().zip(p) {
+            *a = _mm512_dpbusd_epi32(*a, _mm512_loadu_si512(pr.add(i) as *const _), y);
+        }
+    }
+    #[inline(always)]
+    unsafe fn tail(acc: &mut [__m512i; 4], p: &[*const i8; 4], pb: *const i8, i: usize, n: usize) {
+        let mask: __mmask64 = (1u64 << (n - i)) - 1;
+        let y = _mm512_maskz_loadu_epi8(mask, pb.add(i));
+        for (a, &pr) in acc.iter_mut().zip(p) {
+            *a = _mm512_dpbusd_epi32(*a, _mm512_maskz_loadu_epi8(mask, pr.add(i)), y);
+        }
+    }
+    let n = rows.iter().fold(b.len(), |n, r| n.min(r.len()));
+    let p = rows.map(|r| r.as_ptr() as *const i8);
+    let pb = b.as_ptr();
+    let mut even = [_mm512_setzero_si512(); 4];
+    let mut odd = [_mm512_setzero_si512(); 4];
+    let mut i = 0;
+    while i + 128 <= n {
+        block(&mut even, &p, pb, i);
+        block(&mut odd, &p, pb, i + 64);
+        i += 128;
+    }
+    if i + 64 <= n {
+        block(&mut even, &p, pb, i);
+        i += 64;
+    }
+    if i < n {
+        tail(&mut odd, &p, pb, i, n);
+    }
+    std::array::from_fn(|r| _mm512_reduce_add_epi32(_mm512_add_epi32(even[r], odd[r])))
 }
 
 /// Hints the CPU to pull the cache line at `p` into L1.
