@@ -1,4 +1,4 @@
-//! AVX2+FMA(+F16C) and AVX-512 (F + BW) kernels for x86-64.
+//! AVX2+FMA(+F16C) and AVX-512 (F + BW + VL, optionally VNNI) kernels for x86-64.
 //!
 //! The `unsafe fn`s require their target features; they are only reachable through the safe wrappers
 //! in [`avx2_set`] / [`avx512_set`], which return `None` unless the running CPU has the features.
@@ -65,17 +65,18 @@ pub fn avx2_set() -> Option<KernelSet> {
     }
 }
 
-/// Kernel set for AVX-512 F + BW (+ F16C), if the CPU supports it.
+/// Kernel set for AVX-512 F + BW + VL (+ F16C), if the CPU supports it (VL for the 256-bit masked loads).
 pub fn avx512_set() -> Option<KernelSet> {
     if is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("f16c")
         && is_x86_feature_detected!("avx2")
     {
         Some(KernelSet {
             name: "avx512",
             dot_f32: |a, b| {
-                // SAFETY: this set is only built after detecting avx512f+avx512bw.
+                // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vl.
                 unsafe { f32_avx512::<false>(a, b) }
             },
             l2_f32: |a, b| {
@@ -133,7 +134,7 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
     Some(KernelSet {
         name: "avx512+vnni",
         dot_u8i8: |a, b| {
-            // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vnni.
+            // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vl.avx512vnni.
             unsafe { u8i8_vnni(a, b) }
         },
         dot_u8i8_x4: |rows, b| {
@@ -348,7 +349,7 @@ unsafe fn f32_avx512<const L2: bool>(a: &[f32], b: &[f32]) -> f32 {
     ))
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
     let (pa, pb) = (a.as_ptr() as *const u16, b.as_ptr() as *const u16);
@@ -376,7 +377,7 @@ unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
     _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
     let (pa, pb) = (a.as_ptr(), b.as_ptr() as *const u16);
@@ -404,7 +405,7 @@ unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
     _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn i8_avx512<const L2: bool>(a: &[i8], b: &[i8]) -> i32 {
     let n = a.len().min(b.len());
     let (pa, pb) = (a.as_ptr(), b.as_ptr());
@@ -448,7 +449,7 @@ unsafe fn u8i8_avx2(a: &[u8], b: &[i8]) -> i32 {
     hsum256_i32(acc) + scalar::dot_u8i8(&a[i..n], &b[i..n])
 }
 
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn u8i8_avx512(a: &[u8], b: &[i8]) -> i32 {
     let n = a.len().min(b.len());
     let (pa, pb) = (a.as_ptr(), b.as_ptr());
