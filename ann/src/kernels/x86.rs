@@ -349,6 +349,38 @@ unsafe fn f32_avx512<const L2: bool>(a: &[f32], b: &[f32]) -> f32 {
     ))
 }
 
+/// Loads 16 f16 values (the first `n` of them, zeros after) as f32 lanes.
+#[inline(always)]
+unsafe fn load_f16x16(p: *const u16, n: usize) -> __m512 {
+    if n >= 16 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    } else {
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((1u16 << n) - 1, p as *const i16))
+    }
+}
+
+/// Loads 16 f32 values (the first `n` of them, zeros after).
+#[inline(always)]
+unsafe fn load_f32x16(p: *const f32, n: usize) -> __m512 {
+    if n >= 16 {
+        _mm512_loadu_ps(p)
+    } else {
+        _mm512_maskz_loadu_ps((1u16 << n) - 1, p)
+    }
+}
+
+/// f32 × f32 lanes into `acc`: a dot product, or for `L2` the squared difference.
+#[inline(always)]
+unsafe fn accumulate<const L2: bool>(acc: __m512, x: __m512, y: __m512) -> __m512 {
+    if L2 {
+        let d = _mm512_sub_ps(x, y);
+        _mm512_fmadd_ps(d, d, acc)
+    } else {
+        _mm512_fmadd_ps(x, y, acc)
+    }
+}
+
+/// f16 × f16 (widened to f32): 32 elements a step into two accumulators, a masked step for the tail.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
@@ -356,27 +388,24 @@ unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
     let mut acc0 = _mm512_setzero_ps();
     let mut acc1 = _mm512_setzero_ps();
     let mut i = 0;
+    while i + 32 <= n {
+        acc0 = accumulate::<L2>(acc0, load_f16x16(pa.add(i), 16), load_f16x16(pb.add(i), 16));
+        acc1 = accumulate::<L2>(
+            acc1,
+            load_f16x16(pa.add(i + 16), 16),
+            load_f16x16(pb.add(i + 16), 16),
+        );
+        i += 32;
+    }
     while i < n {
-        let left = n - i;
-        let mask: __mmask16 = if left >= 16 {
-            0xFFFF
-        } else {
-            (1u16 << left) - 1
-        };
-        let x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pa.add(i) as *const i16));
-        let y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pb.add(i) as *const i16));
-        if L2 {
-            let d = _mm512_sub_ps(x, y);
-            acc0 = _mm512_fmadd_ps(d, d, acc0);
-        } else {
-            acc0 = _mm512_fmadd_ps(x, y, acc0);
-        }
-        std::mem::swap(&mut acc0, &mut acc1);
+        let m = n - i;
+        acc0 = accumulate::<L2>(acc0, load_f16x16(pa.add(i), m), load_f16x16(pb.add(i), m));
         i += 16;
     }
     _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 }
 
+/// f32 × f16 (widened to f32), as [`f16_avx512`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
@@ -384,22 +413,18 @@ unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
     let mut acc0 = _mm512_setzero_ps();
     let mut acc1 = _mm512_setzero_ps();
     let mut i = 0;
+    while i + 32 <= n {
+        acc0 = accumulate::<L2>(acc0, load_f32x16(pa.add(i), 16), load_f16x16(pb.add(i), 16));
+        acc1 = accumulate::<L2>(
+            acc1,
+            load_f32x16(pa.add(i + 16), 16),
+            load_f16x16(pb.add(i + 16), 16),
+        );
+        i += 32;
+    }
     while i < n {
-        let left = n - i;
-        let mask: __mmask16 = if left >= 16 {
-            0xFFFF
-        } else {
-            (1u16 << left) - 1
-        };
-        let x = _mm512_maskz_loadu_ps(mask, pa.add(i));
-        let y = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, pb.add(i) as *const i16));
-        if L2 {
-            let d = _mm512_sub_ps(x, y);
-            acc0 = _mm512_fmadd_ps(d, d, acc0);
-        } else {
-            acc0 = _mm512_fmadd_ps(x, y, acc0);
-        }
-        std::mem::swap(&mut acc0, &mut acc1);
+        let m = n - i;
+        acc0 = accumulate::<L2>(acc0, load_f32x16(pa.add(i), m), load_f16x16(pb.add(i), m));
         i += 16;
     }
     _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
