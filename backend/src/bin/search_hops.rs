@@ -43,7 +43,14 @@ struct Args {
     /// Print the figures as one JSON object instead of a Markdown table.
     #[arg(long)]
     json: bool,
+    /// Idle this long before each timed piece (and each in-process request), so each starts as a real
+    /// request does after a pause, with the machine's threads asleep; 0 times them back to back.
+    #[arg(long, default_value_t = 0)]
+    gap_ms: u64,
 }
+
+/// `--gap-ms`, for [`timed`].
+static GAP_MS: AtomicU64 = AtomicU64::new(0);
 
 /// The server's embedder, counting forward passes and their time, and keeping the texts it was asked for.
 struct Counted {
@@ -117,6 +124,10 @@ impl Series {
 }
 
 fn timed<T>(series: &mut Series, f: impl FnOnce() -> T) -> T {
+    let gap = GAP_MS.load(Ordering::Relaxed);
+    if gap > 0 {
+        std::thread::sleep(Duration::from_millis(gap));
+    }
     let t = Instant::now();
     let out = f();
     series.push(t.elapsed());
@@ -125,6 +136,7 @@ fn timed<T>(series: &mut Series, f: impl FnOnce() -> T) -> T {
 
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
+    GAP_MS.store(a.gap_ms, Ordering::Relaxed);
     let text = std::fs::read_to_string(&a.queries)
         .with_context(|| format!("reading {}", a.queries.display()))?;
     let queries: Vec<&str> = text
@@ -263,6 +275,9 @@ fn main() -> anyhow::Result<()> {
             let req = json!({"jsonrpc": "2.0", "id": i, "method": "search",
                 "params": {"agent": a.agent, "query": q, "k": a.k}});
             let line = format!("{req}\n");
+            if a.gap_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(a.gap_ms)).await;
+            }
             let t = Instant::now();
             write.write_all(line.as_bytes()).await?;
             let answer = lines.next_line().await?.context("server closed")?;
@@ -310,11 +325,12 @@ fn main() -> anyhow::Result<()> {
         println!("{out}");
     } else {
         println!(
-            "{} records, {} queries, k {}, embedder threads {}; forward passes per full search: {mean_passes:.2}",
+            "{} records, {} queries, k {}, embedder threads {}, {} ms idle before each timed piece; forward passes per full search: {mean_passes:.2}",
             records,
             queries.len(),
             a.k,
-            model.threads()
+            model.threads(),
+            a.gap_ms
         );
         println!();
         println!("| piece | p50 ms | p95 ms | mean ms | min ms |");
