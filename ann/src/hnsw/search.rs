@@ -17,6 +17,14 @@ use std::collections::BinaryHeap;
 pub(crate) trait Oracle {
     fn dist(&self, id: u32) -> f32;
     fn prefetch(&self, id: u32);
+    /// `dist` of every id into `out` (same length); oracles that can score several rows in one pass
+    /// over the query override it.
+    #[inline]
+    fn dist_many(&self, ids: &[u32], out: &mut [f32]) {
+        for (d, &id) in out.iter_mut().zip(ids) {
+            *d = self.dist(id);
+        }
+    }
 }
 
 /// Exact f32 distances read from the store.
@@ -52,6 +60,17 @@ impl Oracle for I8Oracle<'_> {
     #[inline]
     fn prefetch(&self, id: u32) {
         self.quant.prefetch_row(id);
+    }
+    /// Four rows per pass over the query's codes; a short last group repeats its last id.
+    #[inline]
+    fn dist_many(&self, ids: &[u32], out: &mut [f32]) {
+        for (group, dists) in ids.chunks(4).zip(out.chunks_mut(4)) {
+            let at = |j: usize| group[j.min(group.len() - 1)];
+            let d = self
+                .quant
+                .distances_x4(self.metric, &self.query, [at(0), at(1), at(2), at(3)]);
+            dists.copy_from_slice(&d[..dists.len()]);
+        }
     }
 }
 
@@ -271,8 +290,9 @@ impl Hnsw {
                         }
                     }
                 }
-                for &n in &fresh[..nf] {
-                    let d = o.dist(n);
+                let mut dist = [0f32; 256];
+                o.dist_many(&fresh[..nf], &mut dist[..nf]);
+                for (&n, &d) in fresh[..nf].iter().zip(&dist[..nf]) {
                     evals += 1;
                     if d < worst {
                         cand.push(Reverse(Neighbor { id: n, distance: d }));
