@@ -388,6 +388,19 @@ mod tests {
                 );
             }
         }
+        // Four rows in one pass give exactly the one-row distances, repeated ids included.
+        for m in [Metric::Dot, Metric::Cosine, Metric::L2] {
+            for ids in [[0u32, 5, 19, 7], [2, 2, 2, 11]] {
+                let four = q8.distances_x4(m, &qq, ids);
+                for (j, &id) in ids.iter().enumerate() {
+                    assert_eq!(
+                        four[j].to_bits(),
+                        q8.distance(m, &qq, id).to_bits(),
+                        "{m:?} {id}"
+                    );
+                }
+            }
+        }
         let mut grow = Int8Vectors::new(dim);
         grow.set(3, store.vector(3));
         assert_eq!(grow.len(), 4);
