@@ -134,7 +134,7 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
     Some(KernelSet {
         name: "avx512+vnni",
         dot_u8i8: |a, b| {
-            // SAFETY: this set is only built after detecting avx512f+avx512bw+avx512vl.avx512vnni.
+            // SAFETY: built on the AVX-512 set (avx512f+avx512bw+avx512vl detected) after detecting avx512vnni.
             unsafe { u8i8_vnni(a, b) }
         },
         dot_u8i8_x4: |rows, b| {
@@ -349,7 +349,8 @@ unsafe fn f32_avx512<const L2: bool>(a: &[f32], b: &[f32]) -> f32 {
     ))
 }
 
-/// Loads 16 f16 values (the first `n` of them, zeros after) as f32 lanes.
+/// Loads 16 f16 values (the first `n` of them, zeros after) as f32 lanes. These helpers carry no target
+/// features of their own: always inlined, their intrinsics compile in the AVX-512 (F + BW + VL) caller.
 #[inline(always)]
 unsafe fn load_f16x16(p: *const u16, n: usize) -> __m512 {
     if n >= 16 {
