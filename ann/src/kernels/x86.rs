@@ -381,54 +381,55 @@ unsafe fn accumulate<const L2: bool>(acc: __m512, x: __m512, y: __m512) -> __m51
     }
 }
 
-/// f16 × f16 (widened to f32): 32 elements a step into two accumulators, a masked step for the tail.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
-    let n = a.len().min(b.len());
-    let (pa, pb) = (a.as_ptr() as *const u16, b.as_ptr() as *const u16);
+/// Sums `accumulate` over `n` elements of two vectors read by `x` and `y` (16 lanes from an element
+/// index, the first `m` of them when `m` < 16): 32 elements a step into two accumulators, a masked
+/// step for the tail.
+#[inline(always)]
+unsafe fn sum_blocks<const L2: bool>(
+    n: usize,
+    x: impl Fn(usize, usize) -> __m512,
+    y: impl Fn(usize, usize) -> __m512,
+) -> f32 {
     let mut acc0 = _mm512_setzero_ps();
     let mut acc1 = _mm512_setzero_ps();
     let mut i = 0;
     while i + 32 <= n {
-        acc0 = accumulate::<L2>(acc0, load_f16x16(pa.add(i), 16), load_f16x16(pb.add(i), 16));
-        acc1 = accumulate::<L2>(
-            acc1,
-            load_f16x16(pa.add(i + 16), 16),
-            load_f16x16(pb.add(i + 16), 16),
-        );
+        acc0 = accumulate::<L2>(acc0, x(i, 16), y(i, 16));
+        acc1 = accumulate::<L2>(acc1, x(i + 16, 16), y(i + 16, 16));
         i += 32;
     }
     while i < n {
         let m = n - i;
-        acc0 = accumulate::<L2>(acc0, load_f16x16(pa.add(i), m), load_f16x16(pb.add(i), m));
+        acc0 = accumulate::<L2>(acc0, x(i, m), y(i, m));
         i += 16;
     }
     _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 }
 
-/// f32 × f16 (widened to f32), as [`f16_avx512`].
+/// f16 × f16, widened to f32.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn f16_avx512<const L2: bool>(a: &[f16], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr() as *const u16, b.as_ptr() as *const u16);
+    // SAFETY: `sum_blocks` asks for elements below `n`, the length both slices have.
+    sum_blocks::<L2>(
+        n,
+        |i, m| unsafe { load_f16x16(pa.add(i), m) },
+        |i, m| unsafe { load_f16x16(pb.add(i), m) },
+    )
+}
+
+/// f32 × f16, the f16 side widened to f32.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn mixed_avx512<const L2: bool>(a: &[f32], b: &[f16]) -> f32 {
     let n = a.len().min(b.len());
     let (pa, pb) = (a.as_ptr(), b.as_ptr() as *const u16);
-    let mut acc0 = _mm512_setzero_ps();
-    let mut acc1 = _mm512_setzero_ps();
-    let mut i = 0;
-    while i + 32 <= n {
-        acc0 = accumulate::<L2>(acc0, load_f32x16(pa.add(i), 16), load_f16x16(pb.add(i), 16));
-        acc1 = accumulate::<L2>(
-            acc1,
-            load_f32x16(pa.add(i + 16), 16),
-            load_f16x16(pb.add(i + 16), 16),
-        );
-        i += 32;
-    }
-    while i < n {
-        let m = n - i;
-        acc0 = accumulate::<L2>(acc0, load_f32x16(pa.add(i), m), load_f16x16(pb.add(i), m));
-        i += 16;
-    }
-    _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
+    // SAFETY: as in `f16_avx512`.
+    sum_blocks::<L2>(
+        n,
+        |i, m| unsafe { load_f32x16(pa.add(i), m) },
+        |i, m| unsafe { load_f16x16(pb.add(i), m) },
+    )
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
