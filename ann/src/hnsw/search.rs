@@ -545,8 +545,9 @@ impl Hnsw {
         let mut ids = Vec::with_capacity(rows);
         match filter {
             Some(Filter::Ids(set)) => {
-                // Word by word: a plain loop over each word's set bits.
-                for (w, &word) in set.words().iter().enumerate() {
+                // Word by word: a plain loop over each word's set bits, up to the last slot.
+                let words = set.words().iter().take((slots as usize).div_ceil(64));
+                for (w, &word) in words.enumerate() {
                     let mut bits = word;
                     while bits != 0 {
                         let id = (w * 64) as u32 + bits.trailing_zeros();
@@ -594,9 +595,8 @@ impl Hnsw {
         let fetch = |group: &[u32]| group.iter().for_each(|&id| quant.prefetch_row(id));
         ids.chunks(4).take(I8_SCAN_AHEAD / 4).for_each(fetch);
         for (g, group) in ids.chunks(4).enumerate() {
-            if let Some(ahead) = ids.chunks(4).nth(g + I8_SCAN_AHEAD / 4) {
-                fetch(ahead);
-            }
+            let ahead = (g * 4 + I8_SCAN_AHEAD).min(ids.len());
+            fetch(&ids[ahead..(ahead + 4).min(ids.len())]);
             // A short last group repeats its last id; only its real rows are kept.
             let at = |j: usize| group[j.min(group.len() - 1)];
             let four = [at(0), at(1), at(2), at(3)];
