@@ -299,11 +299,8 @@ fn a_dated_question_with_only_weak_matches_in_its_range_is_not_left_empty() {
     );
 }
 
-#[test]
-fn graph_is_built_persisted_and_expands_queries() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("m.h5");
-    let mut m = open(&p);
+/// Two linked facts: Alice works at Acme Corp, and Acme Corp builds with Kubernetes and Rust.
+fn save_alice_at_acme(m: &mut AgentMemory) {
     m.save(at("Then Alice joined Acme Corp as an engineer", T0))
         .unwrap();
     m.save(at(
@@ -311,6 +308,14 @@ fn graph_is_built_persisted_and_expands_queries() {
         T0,
     ))
     .unwrap();
+}
+
+#[test]
+fn graph_is_built_persisted_and_expands_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut m = open(&p);
+    save_alice_at_acme(&mut m);
     m.save(at("Later Alicee moved to Berlin", T0)).unwrap();
     m.close().unwrap();
 
@@ -383,13 +388,7 @@ fn a_hybrid_search_embeds_only_its_query_and_expands_by_keywords() {
         ..StoreOptions::default()
     };
     let mut m = AgentMemory::open(&p, opts(), CognitiveConfig::default()).unwrap();
-    m.save(at("Then Alice joined Acme Corp as an engineer", T0))
-        .unwrap();
-    m.save(at(
-        "Acme Corp builds its backend with Kubernetes and Rust",
-        T0,
-    ))
-    .unwrap();
+    save_alice_at_acme(&mut m);
     m.close().unwrap();
     let m = AgentMemory::open(&p, opts(), CognitiveConfig::default()).unwrap();
     embedder.0.lock().unwrap().clear();
