@@ -326,6 +326,17 @@ impl Int8Vectors {
         std::array::from_fn(|j| self.finish(metric, q, ids[j], dots[j]))
     }
 
+    /// [`Int8Vectors::distance`] of every row of `ids` into `out` (same length), four rows per pass
+    /// over the query's codes; a short last group repeats its last id and keeps only its own rows.
+    #[inline]
+    pub fn distances(&self, metric: Metric, q: &QuantQuery, ids: &[u32], out: &mut [f32]) {
+        for (group, dists) in ids.chunks(4).zip(out.chunks_mut(4)) {
+            let at = |j: usize| group[j.min(group.len() - 1)];
+            let d = self.distances_x4(metric, q, [at(0), at(1), at(2), at(3)]);
+            dists.copy_from_slice(&d[..dists.len()]);
+        }
+    }
+
     /// Distance from the raw dot product of row `id`'s stored (offset) codes with the query's codes.
     #[inline]
     fn finish(&self, metric: Metric, q: &QuantQuery, id: u32, offset_dot: i32) -> f32 {
@@ -399,6 +410,10 @@ mod tests {
                         "{m:?} {id}"
                     );
                 }
+                // Any count, through `distances` (a short last group keeps only its own rows).
+                let mut out = [0f32; 3];
+                q8.distances(m, &qq, &ids[..3], &mut out);
+                assert_eq!(out, [four[0], four[1], four[2]]);
             }
         }
         let mut grow = Int8Vectors::new(dim);

@@ -61,16 +61,10 @@ impl Oracle for I8Oracle<'_> {
     fn prefetch(&self, id: u32) {
         self.quant.prefetch_row(id);
     }
-    /// Four rows per pass over the query's codes; a short last group repeats its last id.
+    /// Four rows per pass over the query's codes.
     #[inline]
     fn dist_many(&self, ids: &[u32], out: &mut [f32]) {
-        for (group, dists) in ids.chunks(4).zip(out.chunks_mut(4)) {
-            let at = |j: usize| group[j.min(group.len() - 1)];
-            let d = self
-                .quant
-                .distances_x4(self.metric, &self.query, [at(0), at(1), at(2), at(3)]);
-            dists.copy_from_slice(&d[..dists.len()]);
-        }
+        self.quant.distances(self.metric, &self.query, ids, out);
     }
 }
 
@@ -597,12 +591,10 @@ impl Hnsw {
         for (g, group) in ids.chunks(4).enumerate() {
             let ahead = (g * 4 + I8_SCAN_AHEAD).min(ids.len());
             fetch(&ids[ahead..(ahead + 4).min(ids.len())]);
-            // A short last group repeats its last id; only its real rows are kept.
-            let at = |j: usize| group[j.min(group.len() - 1)];
-            let four = [at(0), at(1), at(2), at(3)];
-            let d = quant.distances_x4(metric, &qq, four);
+            let mut d = [0f32; 4];
+            quant.distances(metric, &qq, group, &mut d[..group.len()]);
             let worst = top.threshold();
-            for (&id, &dist) in four.iter().zip(&d).take(group.len()) {
+            for (&id, &dist) in group.iter().zip(&d) {
                 if dist < worst {
                     top.push(id, dist);
                 }
