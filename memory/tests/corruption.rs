@@ -89,7 +89,7 @@ fn build(p: &Path) -> (Vec<u8>, Vec<u8>, u64) {
 
 fn mutate(r: &mut Rng, seed: &[u8], span: usize, variant: usize) -> Vec<u8> {
     let mut b = seed.to_vec();
-    if variant % 25 == 0 {
+    if variant.is_multiple_of(25) {
         b.truncate(r.below(span as u64) as usize);
         return b;
     }
@@ -148,7 +148,7 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
     let (file, log, frames_end) = build(&dir.path().join("base.h5"));
     let target = dir.path().join("m.h5");
     let target_log = clawhdf5_memory::wal_path(&target);
-    let mut r = Rng(0x5eed_0f_c0ffee);
+    let mut r = Rng(0x5eed_0fc0_ffee);
     let mut failures = Vec::new();
     let checkpointed: Vec<u64> = (1..=RECORDS).filter(|id| ![3, 5, 7].contains(id)).collect();
     // Unmutated, the log brings back every save, the forget and the tag change.
