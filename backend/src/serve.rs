@@ -138,9 +138,23 @@ where
             break;
         }
         if buf.len() > opts.max_line && !buf.ends_with(b"\n") {
-            // Skip the rest of the oversized line.
-            let mut sink = Vec::new();
-            lines.read_until(b'\n', &mut sink).await?;
+            // Skip the rest of the oversized line a buffer at a time, keeping none of it.
+            loop {
+                let chunk = lines.fill_buf().await?;
+                if chunk.is_empty() {
+                    break;
+                }
+                match chunk.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        lines.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let n = chunk.len();
+                        lines.consume(n);
+                    }
+                }
+            }
             let _ = tx.send(response(
                 Value::Null,
                 Err(RpcError::new(
@@ -282,6 +296,51 @@ mod tests {
         drop(lines);
         server.await.unwrap().unwrap();
         out
+    }
+
+    #[tokio::test]
+    async fn an_oversized_request_is_refused_and_the_next_one_answered() {
+        let opts = ServeOptions {
+            max_line: 1024,
+            ..ServeOptions::default()
+        };
+        let (client, server_io) = tokio::io::duplex(1 << 16);
+        let (server_in, server_out) = tokio::io::split(server_io);
+        let server = tokio::spawn(serve_with(
+            Arc::new(Slow {
+                delay: Duration::ZERO,
+            }),
+            server_in,
+            server_out,
+            opts,
+        ));
+        let (read, mut write) = tokio::io::split(client);
+        let writer = tokio::spawn(async move {
+            // 3 MB of one request (far past the duplex buffer and the limit), then a good one.
+            let huge = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"{}\"}}\n",
+                "a".repeat(3 << 20)
+            );
+            write.write_all(huge.as_bytes()).await.unwrap();
+            let ok = json!({"jsonrpc": "2.0", "id": 2, "method": "status", "params": {}});
+            write.write_all(format!("{ok}\n").as_bytes()).await.unwrap();
+            write.shutdown().await.unwrap();
+        });
+        let mut lines = BufReader::new(read).lines();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(first["error"]["code"], rpc::INVALID_REQUEST, "{first}");
+        assert!(first["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 1024 bytes"));
+        let second: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(second["id"], 2);
+        assert_eq!(second["result"]["method"], "status");
+        writer.await.unwrap();
+        drop(lines);
+        server.await.unwrap().unwrap();
     }
 
     #[test]
