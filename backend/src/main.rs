@@ -12,7 +12,9 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
+                use std::io::Write;
+                // Help piped into a reader that stops early is not an error.
+                let _ = write!(std::io::stdout().lock(), "{e}");
                 return ExitCode::SUCCESS;
             }
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     };
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if cli::closed_output(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("clawhdf5: error: {}", cli::one_line(&e));
             ExitCode::FAILURE

@@ -209,3 +209,57 @@ fn embed_backends_give_the_same_vectors_and_a_bad_name_is_an_error() {
         assert!(cos >= 0.9999, "cosine {cos}");
     }
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("m.h5");
+    let s = store.to_str().unwrap();
+    let lines = dir.path().join("in.jsonl");
+    let mut f = std::fs::File::create(&lines).unwrap();
+    for i in 0..3000 {
+        writeln!(
+            f,
+            r#"{{"text": "memory {i} about a long and winding road to somewhere"}}"#
+        )
+        .unwrap();
+    }
+    drop(f);
+    let o = clawhdf5(&[
+        "import",
+        "--store",
+        s,
+        "--no-embed",
+        lines.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Each command writes far more than a pipe holds, into a pipe whose reader has already gone (as
+    // `clawhdf5 export | head -1` does once head exits).
+    for args in [
+        vec!["export", "--store", s],
+        vec![
+            "search",
+            "--store",
+            s,
+            "--no-embed",
+            "-k",
+            "1000",
+            "memory road",
+        ],
+        vec!["h5", "dump", s, "/records/text", "--json"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(o.status.success(), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}

@@ -101,11 +101,11 @@ pub fn embed(a: EmbedArgs) -> anyhow::Result<()> {
             .zip(&vectors)
             .map(|(t, v)| serde_json::json!({"text": t, "model": model.model_id(), "dim": v.len(), "vector": v}))
             .collect();
-        println!("{}", serde_json::to_string(&out)?);
+        outln!("{}", serde_json::to_string(&out)?)?;
     } else {
         for (t, v) in a.texts.iter().zip(&vectors) {
             let head: Vec<String> = v.iter().take(6).map(|x| format!("{x:.4}")).collect();
-            println!("{} dims [{} …]  {t}", v.len(), head.join(", "));
+            outln!("{} dims [{} …]  {t}", v.len(), head.join(", "))?;
         }
     }
     Ok(())
@@ -132,9 +132,9 @@ pub fn model(c: ModelCommand) -> anyhow::Result<()> {
     match c {
         ModelCommand::Fetch { dir, source } => {
             let d = fetch_model_from(dir.as_deref(), source)?;
-            println!("{}", d.display());
+            outln!("{}", d.display())?;
         }
-        ModelCommand::Path => println!("{}", resolve_model_dir(None)?.display()),
+        ModelCommand::Path => outln!("{}", resolve_model_dir(None)?.display())?,
     }
     Ok(())
 }

@@ -32,15 +32,15 @@ pub fn run(c: H5Command) -> anyhow::Result<()> {
         H5Command::Ls { file, object } => {
             let f = H5File::open(&file)?;
             for line in inspect::ls(&f, &object)? {
-                println!("{line}");
+                outln!("{line}")?;
             }
         }
         H5Command::Dump { file, object, .. } => {
             let f = H5File::open(&file)?;
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&inspect::dump_json(&f, &object)?)?
-            );
+            )?;
         }
     }
     Ok(())

@@ -1,5 +1,14 @@
 //! Subcommands of the `clawhdf5` program.
 
+/// `println!` that hands back the write's error instead of panicking: output piped into a program that stops
+/// reading (`clawhdf5 export … | head`) ends the command quietly (see [`closed_output`]).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod embed;
 mod h5;
 mod mcp;
@@ -117,6 +126,15 @@ pub fn first_line(s: &str) -> String {
         .unwrap_or("")
         .trim();
     line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+/// Whether `e` is a write to standard output that failed because its reader went away (a closed pipe): the
+/// program then stops quietly, as Unix tools do.
+pub fn closed_output(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// An error and its causes on one line.

@@ -29,9 +29,9 @@ pub fn get(a: GetArgs) -> anyhow::Result<()> {
         .filter(|r| !r.tombstone)
         .with_context(|| format!("no memory with id {}", a.id))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&record_json(&r))?);
+        outln!("{}", serde_json::to_string_pretty(&record_json(&r))?)?;
     } else {
-        println!("#{} [{}] {}", r.id, r.source.as_str(), r.text);
+        outln!("#{} [{}] {}", r.id, r.source.as_str(), r.text)?;
     }
     Ok(())
 }
@@ -87,16 +87,16 @@ pub fn forget(a: ForgetArgs) -> anyhow::Result<()> {
     }
     store.close()?;
     if a.json {
-        println!("{}", serde_json::json!({ "forgotten": forgotten }));
+        outln!("{}", serde_json::json!({ "forgotten": forgotten }))?;
     } else if forgotten.is_empty() {
-        println!("nothing forgotten");
+        outln!("nothing forgotten")?;
     } else {
-        println!(
+        outln!(
             "forgot {} memor{}: {:?}",
             forgotten.len(),
             if forgotten.len() == 1 { "y" } else { "ies" },
             forgotten
-        );
+        )?;
     }
     if a.id.is_some() && forgotten.is_empty() {
         bail!("no memory with id {}", a.id.unwrap_or_default());
@@ -287,6 +287,6 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     flush(&mut batch, first_line, last_line)?;
     bar.finish_and_clear();
     store.close()?;
-    println!("imported {added} memories ({dup} duplicates, {skipped} forgotten skipped)");
+    outln!("imported {added} memories ({dup} duplicates, {skipped} forgotten skipped)")?;
     Ok(())
 }

@@ -49,10 +49,10 @@ pub fn run(a: SaveArgs) -> anyhow::Result<()> {
         ..NewMemory::default()
     })?;
     // Durable in the log now: acknowledge before folding it into the HDF5 file.
-    println!(
+    outln!(
         "{}",
         serde_json::json!({"id": outcome.id, "deduplicated": outcome.deduplicated})
-    );
+    )?;
     store.close()?;
     Ok(())
 }

@@ -71,18 +71,18 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else if hits.is_empty() {
-        println!("no results");
+        outln!("no results")?;
     } else {
         for (i, h) in hits.iter().enumerate() {
-            println!(
+            outln!(
                 "{:>2}. [{:.3}] #{} {}",
                 i + 1,
                 h.score,
                 h.record.id,
                 h.record.text
-            );
+            )?;
         }
     }
     Ok(())

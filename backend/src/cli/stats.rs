@@ -18,30 +18,32 @@ pub fn run(a: StatsArgs) -> anyhow::Result<()> {
     let store = Store::open_read_only(&a.store.store)?;
     let s = store.stats();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?)?;
     } else {
-        println!("store:          {}", s.path.display());
-        println!("records:        {}", s.records);
-        println!("forgotten:      {}", s.tombstones);
-        println!("file size:      {} bytes", s.file_bytes);
-        println!("log size:       {} bytes", s.wal_bytes);
-        println!("schema version: {}", s.schema_version);
-        println!("generation:     {}", s.generation);
+        outln!("store:          {}", s.path.display())?;
+        outln!("records:        {}", s.records)?;
+        outln!("forgotten:      {}", s.tombstones)?;
+        outln!("file size:      {} bytes", s.file_bytes)?;
+        outln!("log size:       {} bytes", s.wal_bytes)?;
+        outln!("schema version: {}", s.schema_version)?;
+        outln!("generation:     {}", s.generation)?;
         match (&s.embedding_model, s.embedding_dim) {
-            (Some(m), Some(d)) => println!(
+            (Some(m), Some(d)) => outln!(
                 "embeddings:     {} of {} ({m}, {d} dims)",
-                s.embedded, s.records
-            ),
+                s.embedded,
+                s.records
+            )?,
             (None, Some(d)) => {
-                println!("embeddings:     {} of {} ({d} dims)", s.embedded, s.records)
+                outln!("embeddings:     {} of {} ({d} dims)", s.embedded, s.records)?
             }
-            _ => println!("embeddings:     none (keyword-only)"),
+            _ => outln!("embeddings:     none (keyword-only)")?,
         }
         if s.graph_rows > 0 {
-            println!(
+            outln!(
                 "vector graph:   {} rows ({} searched exactly until folded in)",
-                s.graph_rows, s.unindexed_rows
-            );
+                s.graph_rows,
+                s.unindexed_rows
+            )?;
         }
     }
     Ok(())

@@ -36,33 +36,33 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         );
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        println!("signer:     {}", report.public_key);
-        println!("generation: {}", report.signed_generation);
-        println!(
+        outln!("signer:     {}", report.public_key)?;
+        outln!("generation: {}", report.signed_generation)?;
+        outln!(
             "signature:  {}",
             if report.signature_valid {
                 "valid"
             } else {
                 "INVALID"
             }
-        );
-        println!(
+        )?;
+        outln!(
             "merkle:     {}",
             if report.root_matches {
                 "consistent"
             } else {
                 "INCONSISTENT"
             }
-        );
+        )?;
         for (what, ids) in [
             ("changed", &report.changed),
             ("added", &report.added),
             ("removed", &report.removed),
         ] {
             if !ids.is_empty() {
-                println!("{what}: {ids:?}");
+                outln!("{what}: {ids:?}")?;
             }
         }
     }
@@ -70,7 +70,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<()> {
         bail!("verification failed: the store was modified after it was signed, or the signature is wrong");
     }
     if !a.json {
-        println!("ok: every record matches the signed checkpoint");
+        outln!("ok: every record matches the signed checkpoint")?;
     }
     Ok(())
 }
@@ -85,6 +85,6 @@ pub struct KeygenArgs {
 
 pub fn keygen(a: KeygenArgs) -> anyhow::Result<()> {
     let key = load_or_create_key(&a.out)?;
-    println!("{}", hex(&key.verifying_key().to_bytes()));
+    outln!("{}", hex(&key.verifying_key().to_bytes()))?;
     Ok(())
 }
