@@ -258,6 +258,14 @@ pub async fn dispatch(
                 time_to: time_param("time_to", &p.time_to)?,
                 ..Filter::default()
             };
+            if let (Some(from), Some(to)) = (q.filter.time_from, q.filter.time_to) {
+                if from > to {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        format!("time_from ({from} ms) is after time_to ({to} ms)"),
+                    ));
+                }
+            }
             let mode = q.mode;
             let hits = if p.turn {
                 match backend.recall(&p.agent, q).await? {

@@ -146,6 +146,17 @@ fn save_search_get_forget_status_sync_shutdown() {
     assert_eq!(bad["error"]["code"], -32700);
     let bad = s.call("save", json!({"agent": "../evil", "text": "x"}));
     assert_eq!(bad["error"]["code"], -32602);
+    let bad = s.call(
+        "search",
+        json!({"query": "colour", "time_from": "2024-02-01", "time_to": "2024-01-01"}),
+    );
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("time_from")),
+        "{bad}"
+    );
 
     let f = s.ok("forget", json!({"id": id}));
     assert_eq!(f["forgotten"], json!([id]));
