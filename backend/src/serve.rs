@@ -1,6 +1,6 @@
-//! `clawhdf5 serve`: JSON-RPC 2.0 over stdio, one JSON object per line, requests handled concurrently, each
-//! under a deadline (its method's own, else the default one); `shutdown` or end of input checkpoints every store
-//! and exits.
+//! `clawhdf5 serve`: JSON-RPC 2.0 over stdio, one JSON object (or batch array) per line, requests handled
+//! concurrently, each under a deadline (its method's own, else the default one); `shutdown` or end of input
+//! checkpoints every store and exits.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -84,6 +84,91 @@ fn response(id: Value, result: Result<Value, RpcError>) -> Value {
         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err(e) => json!({"jsonrpc": "2.0", "id": id, "error": e.to_json()}),
     }
+}
+
+/// One request, checked against JSON-RPC 2.0's shape.
+struct Call {
+    id: Value,
+    /// A request without an id: it gets no response.
+    notification: bool,
+    method: String,
+    params: Value,
+}
+
+/// Check one request; `Err` holds the error response for a malformed one.
+fn parse_call(req: &Value) -> Result<Call, Value> {
+    let id = req.get("id").cloned().unwrap_or(Value::Null);
+    let refuse = |id: Value, why: &str| response(id, Err(RpcError::new(rpc::INVALID_REQUEST, why)));
+    if !req.is_object() {
+        return Err(refuse(Value::Null, "a request must be a JSON object"));
+    }
+    let Some(method) = req.get("method").and_then(Value::as_str) else {
+        return Err(refuse(id, "missing method"));
+    };
+    if req.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(refuse(id, "jsonrpc must be \"2.0\""));
+    }
+    Ok(Call {
+        notification: req.get("id").is_none(),
+        id,
+        method: method.to_string(),
+        params: req.get("params").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Run `call` under `deadline`: its response, or `None` for a notification.
+async fn answer(handler: Arc<dyn RpcHandler>, deadline: Duration, call: Call) -> Option<Value> {
+    let result =
+        match tokio::time::timeout(deadline, handler.handle(&call.method, call.params)).await {
+            Ok(r) => r,
+            Err(_) => Err(RpcError::new(
+                rpc::DEADLINE_EXCEEDED,
+                format!(
+                    "{} did not finish within {} ms",
+                    call.method,
+                    deadline.as_millis()
+                ),
+            )),
+        };
+    (!call.notification).then(|| response(call.id, result))
+}
+
+/// Answer a batch: its calls run concurrently, each under its own deadline; the responses (none for
+/// notifications) come back in the batch's order. A shutdown cannot be part of a batch.
+async fn answer_batch(
+    handler: Arc<dyn RpcHandler>,
+    opts: &ServeOptions,
+    items: Vec<Value>,
+) -> Vec<Value> {
+    let mut answers: Vec<Option<Value>> = vec![None; items.len()];
+    let mut running = tokio::task::JoinSet::new();
+    for (i, item) in items.iter().enumerate() {
+        match parse_call(item) {
+            Err(refusal) => answers[i] = Some(refusal),
+            Ok(call) if handler.is_shutdown(&call.method) => {
+                if !call.notification {
+                    answers[i] = Some(response(
+                        call.id,
+                        Err(RpcError::new(
+                            rpc::INVALID_REQUEST,
+                            format!("{} cannot be part of a batch", call.method),
+                        )),
+                    ));
+                }
+            }
+            Ok(call) => {
+                let deadline = opts.deadline_for(&call.method);
+                let handler = Arc::clone(&handler);
+                running.spawn(async move { (i, answer(handler, deadline, call).await) });
+            }
+        }
+    }
+    while let Some(done) = running.join_next().await {
+        if let Ok((i, a)) = done {
+            answers[i] = a;
+        }
+    }
+    answers.into_iter().flatten().collect()
 }
 
 /// Serve the clawhdf5 methods read from `input`, writing responses to `output`, until `shutdown` or end of
@@ -179,57 +264,59 @@ where
                 continue;
             }
         };
-        let id = req.get("id").cloned().unwrap_or(Value::Null);
-        let Some(method) = req
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-        else {
-            let _ = tx.send(response(
-                id,
-                Err(RpcError::new(rpc::INVALID_REQUEST, "missing method")),
-            ));
-            continue;
+        let call = match req {
+            Value::Array(items) => {
+                if items.is_empty() {
+                    let _ = tx.send(response(
+                        Value::Null,
+                        Err(RpcError::new(rpc::INVALID_REQUEST, "empty batch")),
+                    ));
+                    continue;
+                }
+                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                    break;
+                };
+                let handler = Arc::clone(&handler);
+                let tx = tx.clone();
+                let opts = opts.clone();
+                tasks.spawn(async move {
+                    let answers = answer_batch(handler, &opts, items).await;
+                    // A batch of notifications only is answered with nothing at all.
+                    if !answers.is_empty() {
+                        let _ = tx.send(Value::Array(answers));
+                    }
+                    drop(permit);
+                });
+                while tasks.try_join_next().is_some() {}
+                continue;
+            }
+            req => match parse_call(&req) {
+                Ok(call) => call,
+                Err(refusal) => {
+                    let _ = tx.send(refusal);
+                    continue;
+                }
+            },
         };
-        if req.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            let _ = tx.send(response(
-                id,
-                Err(RpcError::new(
-                    rpc::INVALID_REQUEST,
-                    "jsonrpc must be \"2.0\"",
-                )),
-            ));
-            continue;
-        }
-        let is_notification = req.get("id").is_none();
-        if handler.is_shutdown(&method) {
+        if handler.is_shutdown(&call.method) {
             while tasks.join_next().await.is_some() {}
             let result = handler.close().await.map(|_| json!({"ok": true}));
-            if !is_notification {
-                let _ = tx.send(response(id, result));
+            if !call.notification {
+                let _ = tx.send(response(call.id, result));
             }
             drop(tx);
             let _ = writer.await;
             return Ok(());
         }
-        let params = req.get("params").cloned().unwrap_or(Value::Null);
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             break;
         };
         let handler = Arc::clone(&handler);
         let tx = tx.clone();
-        let deadline = opts.deadline_for(&method);
+        let deadline = opts.deadline_for(&call.method);
         tasks.spawn(async move {
-            let fut = handler.handle(&method, params);
-            let result = match tokio::time::timeout(deadline, fut).await {
-                Ok(r) => r,
-                Err(_) => Err(RpcError::new(
-                    rpc::DEADLINE_EXCEEDED,
-                    format!("{method} did not finish within {} ms", deadline.as_millis()),
-                )),
-            };
-            if !is_notification {
-                let _ = tx.send(response(id, result));
+            if let Some(r) = answer(handler, deadline, call).await {
+                let _ = tx.send(r);
             }
             drop(permit);
         });
@@ -296,6 +383,69 @@ mod tests {
         drop(lines);
         server.await.unwrap().unwrap();
         out
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_answered_with_an_array_in_its_order() {
+        let (client, server_io) = tokio::io::duplex(1 << 16);
+        let (server_in, server_out) = tokio::io::split(server_io);
+        let server = tokio::spawn(serve_with(
+            Arc::new(Slow {
+                delay: Duration::from_millis(1),
+            }),
+            server_in,
+            server_out,
+            ServeOptions::default(),
+        ));
+        let (read, mut write) = tokio::io::split(client);
+        let batch = json!([
+            {"jsonrpc": "2.0", "id": "a", "method": "status"},
+            {"jsonrpc": "2.0", "method": "note"},
+            {"id": "c", "method": "status"},
+            7,
+            {"jsonrpc": "2.0", "id": "e", "method": "shutdown"},
+            {"jsonrpc": "2.0", "id": "f", "method": "search"}
+        ]);
+        let input = format!("{batch}\n[]\n[{{\"jsonrpc\":\"2.0\",\"method\":\"note\"}}]\n\"x\"\n");
+        write.write_all(input.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(read).lines();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let line = lines.next_line().await.unwrap().unwrap();
+            got.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        write.shutdown().await.unwrap();
+        server.await.unwrap().unwrap();
+        // The batch's answer (the notification gets none), the empty batch's error and the non-object's error;
+        // the batch of one notification is answered with nothing.
+        let batch = got
+            .iter()
+            .find(|v| v.is_array())
+            .and_then(Value::as_array)
+            .expect("an array answers the batch");
+        let ids: Vec<&Value> = batch.iter().map(|r| &r["id"]).collect();
+        assert_eq!(
+            ids,
+            [
+                &json!("a"),
+                &json!("c"),
+                &Value::Null,
+                &json!("e"),
+                &json!("f")
+            ]
+        );
+        assert_eq!(batch[0]["result"]["method"], "status");
+        assert_eq!(batch[1]["error"]["code"], rpc::INVALID_REQUEST);
+        assert_eq!(batch[2]["error"]["code"], rpc::INVALID_REQUEST);
+        assert!(batch[3]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("batch")));
+        assert_eq!(batch[4]["result"]["method"], "search");
+        let singles: Vec<&Value> = got.iter().filter(|v| !v.is_array()).collect();
+        assert_eq!(singles.len(), 2);
+        for e in singles {
+            assert_eq!(e["error"]["code"], rpc::INVALID_REQUEST, "{e}");
+        }
     }
 
     #[tokio::test]
