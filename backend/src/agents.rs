@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::RwLock;
 
 use clawhdf5_memory::cognitive::{AgentMemory, CognitiveConfig};
-use clawhdf5_memory::StoreOptions;
+use clawhdf5_memory::{SaveKit, StoreOptions};
 
 use crate::error::BackendError;
 
@@ -34,7 +34,8 @@ pub type SharedMemory = Arc<RwLock<AgentMemory>>;
 pub struct AgentStores {
     dir: PathBuf,
     options: StoreOptions,
-    open: Mutex<HashMap<String, SharedMemory>>,
+    /// Each open store with what preparing a save for it needs (taken without its lock).
+    open: Mutex<HashMap<String, (SharedMemory, SaveKit)>>,
 }
 
 impl AgentStores {
@@ -63,24 +64,31 @@ impl AgentStores {
 
     /// The agent's store, opening (or creating) it on first use.
     pub fn get(&self, agent: &str) -> Result<SharedMemory, BackendError> {
+        Ok(self.get_with_kit(agent)?.0)
+    }
+
+    /// The agent's store (opened on first use) and its [`SaveKit`], for preparing a save before taking the
+    /// store's lock.
+    pub fn get_with_kit(&self, agent: &str) -> Result<(SharedMemory, SaveKit), BackendError> {
         validate_agent(agent)?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = open.get(agent) {
-            return Ok(Arc::clone(s));
+        if let Some((s, kit)) = open.get(agent) {
+            return Ok((Arc::clone(s), kit.clone()));
         }
         let mut opts = self.options.clone();
         opts.default_agent = agent.to_string();
         let store = AgentMemory::open(&self.path_of(agent), opts, CognitiveConfig::default())?;
+        let kit = store.save_kit();
         let store = Arc::new(RwLock::new(store));
-        open.insert(agent.to_string(), Arc::clone(&store));
-        Ok(store)
+        open.insert(agent.to_string(), (Arc::clone(&store), kit.clone()));
+        Ok((store, kit))
     }
 
     /// Checkpoint every open store; returns the first error but tries them all.
     pub fn checkpoint_all(&self) -> Result<(), BackendError> {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let mut first = None;
-        for store in open.values() {
+        for (store, _) in open.values() {
             let mut s = store.blocking_write();
             if let Err(e) = s.checkpoint() {
                 first.get_or_insert(e);

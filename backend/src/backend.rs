@@ -155,16 +155,18 @@ fn reported_hits(recall: clawhdf5_memory::cognitive::Recall) -> Vec<SearchHit> {
 #[async_trait]
 impl MemoryBackend for HdfBackend {
     async fn save(&self, agent: &str, memory: NewMemory) -> Result<SaveOutcome, BackendError> {
-        let store = self.stores.get(agent)?;
-        let (outcome, ticket) = if memory.embedding.is_some() {
-            // A memory that brings its embedding costs in-memory work and a log append (nothing here waits for
-            // the disk): saved on this task, the lock awaited without holding a thread.
-            store.write().await.save_deferred(memory)?
+        let (store, kit) = self.stores.get_with_kit(agent)?;
+        // The text's terms (and its embedding, when the model runs) are made before the store's lock is
+        // taken, so concurrent saves and searches do not wait for them.
+        let prepared = if memory.embedding.is_some() || !kit.embeds() {
+            kit.prepare(memory)?
         } else {
             // The model runs: on a blocking thread.
-            let shared = Arc::clone(&store);
-            blocking(move || Ok(shared.blocking_write().save_deferred(memory)?)).await?
+            blocking(move || Ok(kit.prepare(memory)?)).await?
         };
+        // What is left is in-memory work and a log append (nothing here waits for the disk): on this task, the
+        // lock awaited without holding a thread.
+        let (outcome, ticket) = store.write().await.save_prepared(prepared)?;
         // Durability is awaited, not blocked on: the save holds neither the lock nor a thread while the log's
         // syncer fsyncs, and concurrent saves share that fsync (group commit).
         if let Some(t) = ticket {
@@ -368,5 +370,56 @@ mod tests {
         .unwrap();
         let reopened = Store::open(&copy).unwrap();
         assert_eq!(reopened.len(), 72);
+    }
+
+    /// A model that takes a second per text.
+    struct SlowModel;
+
+    impl clawhdf5_memory::embed::Embedder for SlowModel {
+        fn model_id(&self) -> &str {
+            "slow-v1"
+        }
+        fn dim(&self) -> usize {
+            8
+        }
+        fn embed_batch(
+            &self,
+            texts: &[&str],
+        ) -> Result<Vec<Vec<f32>>, clawhdf5_memory::embed::EmbedError> {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            Ok(texts.iter().enumerate().map(|(i, _)| vector(i)).collect())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_search_does_not_wait_for_the_model_of_a_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            embedder: Some(Arc::new(SlowModel)),
+            ..StoreOptions::default()
+        };
+        let backend = Arc::new(HdfBackend::new(dir.path(), None, opts).unwrap());
+        let mut first = NewMemory::text("the spare key is under the blue pot");
+        first.embedding = Some(vector(1));
+        backend.save("main", first).await.unwrap();
+        let saving = {
+            let b = Arc::clone(&backend);
+            tokio::spawn(async move { b.save("main", NewMemory::text("the boat is red")).await })
+        };
+        // The save is now inside its model, which holds no lock on the store.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let mut q = SearchQuery::new("spare key", 5);
+        q.mode = clawhdf5_memory::SearchMode::Keyword;
+        let started = std::time::Instant::now();
+        let hits = backend.search("main", q).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        // The model still has most of its second to run.
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(600),
+            "the search waited {:?} for the save's model",
+            started.elapsed()
+        );
+        let saved = saving.await.unwrap().unwrap();
+        assert!(!saved.deduplicated);
     }
 }

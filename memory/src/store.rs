@@ -17,6 +17,7 @@ use crate::integrity::record_hash;
 use crate::keyword_table::KeywordTable;
 use crate::pending::{FileState, Pending};
 use crate::record::{now_ms, NewMemory, Record, Source, Tier};
+use crate::save_ahead::{PreparedSave, SaveKit};
 use crate::schema::{self, Snapshot, StoreMeta, StoreView, SCHEMA_VERSION};
 use crate::search::{fuse, Candidates, SearchHit, SearchMode, SearchQuery};
 use crate::tokenize::{Terms, Tokenizer};
@@ -532,6 +533,11 @@ impl Store {
     }
 
     fn apply(&mut self, entry: WalEntry) -> Result<()> {
+        self.apply_terms(entry, None)
+    }
+
+    /// [`Self::apply`], with the terms of a saved record's text when they are known already.
+    fn apply_terms(&mut self, entry: WalEntry, terms: Option<Terms>) -> Result<()> {
         self.last_lsn = self.last_lsn.max(entry.lsn);
         let op = match entry.op.into_saved() {
             Ok(r) => {
@@ -541,7 +547,7 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                self.index_record(*r, None);
+                self.index_record(*r, terms);
                 return Ok(());
             }
             Err(op) => op,
@@ -678,12 +684,20 @@ impl Store {
     }
 
     fn log_and_apply(&mut self, op: WalOp) -> Result<DurableTicket> {
+        self.log_and_apply_terms(op, None)
+    }
+
+    /// [`Self::log_and_apply`] for a save whose text's terms are known already.
+    fn log_and_apply_terms(&mut self, op: WalOp, terms: Option<Terms>) -> Result<DurableTicket> {
         self.drain_pending_access();
         let ticket = self.writer()?.append(&op)?;
-        self.apply(WalEntry {
-            lsn: ticket.lsn(),
-            op,
-        })?;
+        self.apply_terms(
+            WalEntry {
+                lsn: ticket.lsn(),
+                op,
+            },
+            terms,
+        )?;
         Ok(ticket)
     }
 
@@ -781,6 +795,60 @@ impl Store {
         let id = record.id;
         let ticket = self.log_and_apply(WalOp::save(record, self.half_log()))?;
         // New rows join the graph in the background (searched exactly until then).
+        self.maintain_index();
+        Ok((
+            SaveOutcome {
+                id,
+                deduplicated: false,
+            },
+            Some(ticket),
+        ))
+    }
+
+    /// What preparing a save ahead of this store's lock needs (its tokenizer settings and embedder), detached
+    /// from it: see [`SaveKit::prepare`] and [`Self::save_prepared`].
+    pub fn save_kit(&self) -> SaveKit {
+        SaveKit::new(
+            self.meta.config.tokenizer.clone(),
+            self.opts.embedder.clone(),
+        )
+    }
+
+    /// [`Self::save_deferred`] for a memory whose text was tokenized (and embedded, when this store embeds)
+    /// ahead by a [`SaveKit`]: what is left is validation, the log append and the in-memory update. Terms made
+    /// under other tokenizer settings are ignored and the text tokenized again.
+    pub fn save_prepared(
+        &mut self,
+        p: PreparedSave,
+    ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+        let PreparedSave {
+            memory,
+            terms,
+            tokenizer,
+            embedded_by,
+        } = p;
+        if let Some(model) = &embedded_by {
+            self.check_model_id(model)?;
+        }
+        let embedding = memory.embedding.clone();
+        let record = match self.prepare(&memory, embedding, self.meta.next_id)? {
+            Prepared::Duplicate(id) => {
+                return Ok((
+                    SaveOutcome {
+                        id,
+                        deduplicated: true,
+                    },
+                    None,
+                ))
+            }
+            Prepared::New(r) => r,
+        };
+        if let Some(model) = &embedded_by {
+            self.note_model_id(model)?;
+        }
+        let terms = terms.filter(|_| tokenizer == self.meta.config.tokenizer);
+        let id = record.id;
+        let ticket = self.log_and_apply_terms(WalOp::save(record, self.half_log()), terms)?;
         self.maintain_index();
         Ok((
             SaveOutcome {
@@ -987,11 +1055,15 @@ impl Store {
 
     /// Record the embedding model in the store (and its log) the first time it embeds.
     fn note_model(&mut self, embedder: &dyn Embedder) -> Result<()> {
+        self.note_model_id(embedder.model_id())
+    }
+
+    fn note_model_id(&mut self, model: &str) -> Result<()> {
         if self.meta.config.embedding_model.is_none() {
             self.writer()?.append(&WalOp::EmbeddingModel {
-                model: embedder.model_id().to_string(),
+                model: model.to_string(),
             })?;
-            self.meta.config.embedding_model = Some(embedder.model_id().to_string());
+            self.meta.config.embedding_model = Some(model.to_string());
         }
         Ok(())
     }
@@ -1327,10 +1399,13 @@ impl Store {
 
     /// Refuse an embedder whose model differs from the one the store's vectors came from.
     fn check_model(&self, embedder: &dyn Embedder) -> Result<()> {
+        self.check_model_id(embedder.model_id())
+    }
+
+    fn check_model_id(&self, model: &str) -> Result<()> {
         match &self.meta.config.embedding_model {
-            Some(m) if m != embedder.model_id() => Err(MemoryError::Embedding(format!(
-                "this store's vectors come from {m}; a query embedded by {} cannot be compared with them",
-                embedder.model_id()
+            Some(m) if m != model => Err(MemoryError::Embedding(format!(
+                "this store's vectors come from {m}; a query embedded by {model} cannot be compared with them"
             ))),
             _ => Ok(()),
         }

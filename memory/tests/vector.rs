@@ -228,3 +228,68 @@ fn background_folds_keep_search_exact_through_saves_changes_and_forgets() {
     assert_ne!(top(&s, unit(7, 16)), Some(ids[7]));
     assert_eq!(top(&s, unit(1_234, 16)), Some(ids[1_234]));
 }
+
+#[test]
+fn a_save_prepared_ahead_is_the_same_as_a_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str, model: &'static str| {
+        let opts = StoreOptions {
+            embedder: Some(Arc::new(HashEmbedder(model))),
+            ..StoreOptions::default()
+        };
+        Store::open_with(&dir.path().join(name), opts).unwrap()
+    };
+    let texts = [
+        "The user's sister lives in Porto",
+        "  Deploy keys rotate every Friday  ",
+        "The user's sister lives in Porto",
+        "Running shoes are size 44",
+    ];
+    let mut plain = open("plain.h5", "hash-v1");
+    let mut ahead = open("ahead.h5", "hash-v1");
+    let kit = ahead.save_kit();
+    assert!(kit.embeds());
+    for t in texts {
+        let a = plain.save(NewMemory::text(t)).unwrap();
+        let p = kit.prepare(NewMemory::text(t)).unwrap();
+        assert!(p.memory().embedding.is_some(), "the kit embeds");
+        let (b, ticket) = ahead.save_prepared(p).unwrap();
+        if let Some(t) = ticket {
+            t.wait().unwrap();
+        }
+        assert_eq!((a.id, a.deduplicated), (b.id, b.deduplicated), "{t}");
+    }
+    assert_eq!(ahead.config().embedding_model.as_deref(), Some("hash-v1"));
+    for q in ["sister Porto", "deploy keys", "shoes"] {
+        let hits = |s: &Store| {
+            s.search(&SearchQuery::new(q, 5))
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.record.id, h.keyword_score, h.vector_score, h.record.text))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hits(&plain), hits(&ahead), "{q}");
+    }
+    // After reopening too (the keyword index is rebuilt from what was persisted).
+    drop(ahead);
+    let ahead = open("ahead.h5", "hash-v1");
+    let hits = ahead.search(&SearchQuery::new("deploy keys", 5)).unwrap();
+    assert_eq!(hits[0].record.text, "Deploy keys rotate every Friday");
+
+    // A kit of another model: the save is refused, nothing is stored.
+    let other = open("other.h5", "hash-v2").save_kit();
+    let mut ahead = ahead;
+    let before = ahead.len();
+    let p = other.prepare(NewMemory::text("a new memory")).unwrap();
+    assert!(matches!(
+        ahead.save_prepared(p),
+        Err(MemoryError::Embedding(_))
+    ));
+    assert_eq!(ahead.len(), before);
+    // Bad input is still the save's to refuse, with the same errors.
+    let p = kit.prepare(NewMemory::text("   ")).unwrap();
+    assert!(matches!(
+        ahead.save_prepared(p),
+        Err(MemoryError::InvalidInput(_))
+    ));
+}

@@ -334,8 +334,9 @@ fn committer(
 }
 
 /// Durable saves by `tasks` concurrent async tasks, the way the backend serves concurrent save requests of
-/// memories that bring their embeddings: each task awaits the store's lock (tokio's `RwLock`, as the backend
-/// holds each agent's store), saves ([`Store::save_deferred`]) and then awaits
+/// memories that bring their embeddings: each task tokenizes its text ([`clawhdf5_memory::SaveKit::prepare`]),
+/// awaits the store's lock (tokio's `RwLock`, as the backend holds each agent's store), saves
+/// ([`Store::save_prepared`]) and then awaits
 /// [`clawhdf5_memory::wal::DurableTicket::durable`], so waiting for the shared fsync holds no thread. The
 /// runtime has one worker per core, like `clawhdf5 serve`. Returns µs of wall time per save.
 fn async_tasks(
@@ -348,6 +349,7 @@ fn async_tasks(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .build()
         .map_err(|e| HarnessError::Probe(format!("cannot start a runtime: {e}")))?;
+    let kit = store.save_kit();
     let shared = std::sync::Arc::new(tokio::sync::RwLock::new(store));
     let items: Vec<clawhdf5_memory::NewMemory> = records
         .iter()
@@ -361,15 +363,17 @@ fn async_tasks(
                 .map(|_| {
                     let shared = std::sync::Arc::clone(&shared);
                     let queue = std::sync::Arc::clone(&queue);
+                    let kit = kit.clone();
                     tokio::spawn(async move {
                         loop {
                             let Some(m) = queue.lock().unwrap_or_else(|p| p.into_inner()).next()
                             else {
                                 return Ok::<(), HarnessError>(());
                             };
-                            // As the backend saves a memory that brings its embedding: on this task,
-                            // the lock awaited.
-                            let ticket = shared.write().await.save_deferred(m)?.1;
+                            // As the backend saves a memory that brings its embedding: tokenized, then
+                            // saved on this task, the lock awaited.
+                            let p = kit.prepare(m)?;
+                            let ticket = shared.write().await.save_prepared(p)?.1;
                             if let Some(t) = ticket {
                                 t.durable().await?;
                             }

@@ -367,6 +367,29 @@ impl AgentMemory {
         &mut self,
         mut m: NewMemory,
     ) -> Result<(SaveOutcome, Option<crate::wal::DurableTicket>)> {
+        self.resolve_time(&mut m);
+        let saved = self.store.save_deferred(m)?;
+        self.after_save(saved)
+    }
+
+    /// What [`Self::save_prepared`] needs to prepare a save ahead of this memory's lock (see
+    /// [`Store::save_kit`]).
+    pub fn save_kit(&self) -> crate::SaveKit {
+        self.store.save_kit()
+    }
+
+    /// [`Self::save_deferred`] for a memory whose text work was done ahead by a [`crate::SaveKit`].
+    pub fn save_prepared(
+        &mut self,
+        mut p: crate::PreparedSave,
+    ) -> Result<(SaveOutcome, Option<crate::wal::DurableTicket>)> {
+        self.resolve_time(&mut p.memory);
+        let saved = self.store.save_prepared(p)?;
+        self.after_save(saved)
+    }
+
+    /// A relative time in the text ("yesterday") moves the event time back from when it was said.
+    fn resolve_time(&self, m: &mut NewMemory) {
         if self.cfg.resolve_relative_times {
             if let Some(said) = m.event_time {
                 if let Some(t) = temporal::resolve_event_time(&m.text, said) {
@@ -376,7 +399,14 @@ impl AgentMemory {
                 }
             }
         }
-        let (outcome, mut ticket) = self.store.save_deferred(m)?;
+    }
+
+    /// The layer's own bookkeeping after the store saved a memory: time index, entity graph, sessions,
+    /// knowledge updates, periodic persistence; returns the ticket covering all it logged.
+    fn after_save(
+        &mut self,
+        (outcome, mut ticket): (SaveOutcome, Option<crate::wal::DurableTicket>),
+    ) -> Result<(SaveOutcome, Option<crate::wal::DurableTicket>)> {
         if outcome.deduplicated {
             return Ok((outcome, ticket));
         }
