@@ -765,6 +765,7 @@ impl Store {
     /// fsync). `None` when the memory was a duplicate and nothing was written.
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
         let mut embedding = m.embedding.clone();
+        let mut embedded_by = None;
         if embedding.is_none() && !m.text.trim().is_empty() {
             if let Some(embedder) = self.opts.embedder.clone() {
                 if self.dedup.contains_key(&self.dedup_key_of(&m)) {
@@ -776,11 +777,23 @@ impl Store {
                             .embed_one(m.text.trim())
                             .map_err(|e| MemoryError::Embedding(e.to_string()))?,
                     );
-                    self.note_model(embedder.as_ref())?;
+                    embedded_by = Some(embedder.model_id().to_string());
                 }
             }
         }
-        let record = match self.prepare(&m, embedding, self.meta.next_id)? {
+        self.save_new(&m, embedding, None, embedded_by.as_deref())
+    }
+
+    /// The common end of a single save: validate `m` (with `embedding`) into a record or find its duplicate,
+    /// note the model that embedded it, log and apply it (with its text's `terms` when known already).
+    fn save_new(
+        &mut self,
+        m: &NewMemory,
+        embedding: Option<Vec<f32>>,
+        terms: Option<Terms>,
+        embedded_by: Option<&str>,
+    ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+        let record = match self.prepare(m, embedding, self.meta.next_id)? {
             Prepared::Duplicate(id) => {
                 return Ok((
                     SaveOutcome {
@@ -792,8 +805,11 @@ impl Store {
             }
             Prepared::New(r) => r,
         };
+        if let Some(model) = embedded_by {
+            self.note_model_id(model)?;
+        }
         let id = record.id;
-        let ticket = self.log_and_apply(WalOp::save(record, self.half_log()))?;
+        let ticket = self.log_and_apply_terms(WalOp::save(record, self.half_log()), terms)?;
         // New rows join the graph in the background (searched exactly until then).
         self.maintain_index();
         Ok((
@@ -831,32 +847,8 @@ impl Store {
             self.check_model_id(model)?;
         }
         let embedding = memory.embedding.clone();
-        let record = match self.prepare(&memory, embedding, self.meta.next_id)? {
-            Prepared::Duplicate(id) => {
-                return Ok((
-                    SaveOutcome {
-                        id,
-                        deduplicated: true,
-                    },
-                    None,
-                ))
-            }
-            Prepared::New(r) => r,
-        };
-        if let Some(model) = &embedded_by {
-            self.note_model_id(model)?;
-        }
         let terms = terms.filter(|_| tokenizer == self.meta.config.tokenizer);
-        let id = record.id;
-        let ticket = self.log_and_apply_terms(WalOp::save(record, self.half_log()), terms)?;
-        self.maintain_index();
-        Ok((
-            SaveOutcome {
-                id,
-                deduplicated: false,
-            },
-            Some(ticket),
-        ))
+        self.save_new(&memory, embedding, terms, embedded_by.as_deref())
     }
 
     /// Save many memories at once: one log write and one wait for durability, texts embedded in one batch
