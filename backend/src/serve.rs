@@ -133,11 +133,13 @@ async fn answer(handler: Arc<dyn RpcHandler>, deadline: Duration, call: Call) ->
     (!call.notification).then(|| response(call.id, result))
 }
 
-/// Answer a batch: its calls run concurrently, each under its own deadline; the responses (none for
-/// notifications) come back in the batch's order. A shutdown cannot be part of a batch.
+/// Answer a batch: its calls run concurrently, each under its own deadline and each taking one of the
+/// in-flight `slots` like a request of its own; the responses (none for notifications) come back in the batch's
+/// order. A shutdown cannot be part of a batch.
 async fn answer_batch(
     handler: Arc<dyn RpcHandler>,
     opts: &ServeOptions,
+    slots: &Arc<tokio::sync::Semaphore>,
     items: Vec<Value>,
 ) -> Vec<Value> {
     let mut answers: Vec<Option<Value>> = vec![None; items.len()];
@@ -157,9 +159,16 @@ async fn answer_batch(
                 }
             }
             Ok(call) => {
+                let Ok(permit) = Arc::clone(slots).acquire_owned().await else {
+                    break;
+                };
                 let deadline = opts.deadline_for(&call.method);
                 let handler = Arc::clone(&handler);
-                running.spawn(async move { (i, answer(handler, deadline, call).await) });
+                running.spawn(async move {
+                    let a = answer(handler, deadline, call).await;
+                    drop(permit);
+                    (i, a)
+                });
             }
         }
     }
@@ -273,19 +282,16 @@ where
                     ));
                     continue;
                 }
-                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-                    break;
-                };
                 let handler = Arc::clone(&handler);
                 let tx = tx.clone();
                 let opts = opts.clone();
+                let slots = Arc::clone(&slots);
                 tasks.spawn(async move {
-                    let answers = answer_batch(handler, &opts, items).await;
+                    let answers = answer_batch(handler, &opts, &slots, items).await;
                     // A batch of notifications only is answered with nothing at all.
                     if !answers.is_empty() {
                         let _ = tx.send(Value::Array(answers));
                     }
-                    drop(permit);
                 });
                 while tasks.try_join_next().is_some() {}
                 continue;
@@ -446,6 +452,42 @@ mod tests {
         for e in singles {
             assert_eq!(e["error"]["code"], rpc::INVALID_REQUEST, "{e}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_batch_larger_than_the_in_flight_limit_is_answered_whole() {
+        let (client, server_io) = tokio::io::duplex(1 << 16);
+        let (server_in, server_out) = tokio::io::split(server_io);
+        let opts = ServeOptions {
+            max_in_flight: 2,
+            ..ServeOptions::default()
+        };
+        let server = tokio::spawn(serve_with(
+            Arc::new(Slow {
+                delay: Duration::from_millis(5),
+            }),
+            server_in,
+            server_out,
+            opts,
+        ));
+        let (read, mut write) = tokio::io::split(client);
+        let calls: Vec<Value> = (0..10)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "status"}))
+            .collect();
+        let line = format!("{}\n", Value::Array(calls));
+        write.write_all(line.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(read).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let ids: Vec<u64> = answer
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ids, (0..10).collect::<Vec<u64>>());
+        write.shutdown().await.unwrap();
+        server.await.unwrap().unwrap();
     }
 
     #[tokio::test]
