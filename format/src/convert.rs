@@ -86,10 +86,7 @@ pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
 
 fn trim_fixed(b: &[u8], pad: StrPad) -> String {
     let s = match pad {
-        StrPad::NullTerm | StrPad::NullPad => {
-            let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
-            &b[..end]
-        }
+        StrPad::NullTerm | StrPad::NullPad => &b[..memchr::memchr(0, b).unwrap_or(b.len())],
         StrPad::SpacePad => {
             let end = b
                 .iter()
@@ -176,8 +173,14 @@ fn decode_depth(
         return corrupt("data nested too deeply");
     }
     let size = dt.size();
-    if size == 0 && n > 0 {
+    // No HDF5 datatype has size 0 (a damaged file's may): refused even with no elements, as every
+    // branch below steps through the data `size` bytes at a time.
+    if size == 0 {
         return corrupt("zero-size datatype");
+    }
+    // Only an array whose dimensions overflow gets this size (`Datatype::size` saturates).
+    if size == usize::MAX {
+        return corrupt("array datatype whose size overflows");
     }
     if raw.len() < n.saturating_mul(size) {
         return corrupt("element data shorter than its shape");
@@ -252,7 +255,8 @@ fn decode_depth(
                 }
                 let obj = src.vlen_object(coll, idx)?;
                 let body = &obj[..len.min(obj.len())];
-                let body = match body.iter().position(|&b| b == 0) {
+                // A string may end early at a null byte (found a word at a time, not byte by byte).
+                let body = match memchr::memchr(0, body) {
                     Some(i) => &body[..i],
                     None => body,
                 };
@@ -310,7 +314,8 @@ fn decode_depth(
             }
         }
         Datatype::Array { dims, base } => {
-            let per = dims.iter().product::<u64>() as usize;
+            // `size` (base size times `per`) passed the length check above, so `n * per` fits.
+            let per = size / base.size().max(1);
             Data::ArrayOf {
                 dims: dims.clone(),
                 data: Box::new(decode_depth(base, raw, n * per, src, depth + 1)?),
@@ -574,4 +579,89 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
         Data::ObjectRef(_) => return unsupported("writing object references"),
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::StrPad;
+
+    /// A file with no global heap: every variable-length reference is missing.
+    struct NoHeap;
+
+    impl VlenSource for NoHeap {
+        fn offset_size(&self) -> usize {
+            8
+        }
+        fn vlen_object(&self, coll: u64, _index: u32) -> Result<&[u8]> {
+            corrupt(format!("no collection at {coll:#x}"))
+        }
+    }
+
+    #[test]
+    fn damaged_datatypes_are_errors_even_with_no_elements() {
+        let int = |size| Datatype::Int {
+            size,
+            signed: true,
+            be: false,
+            offset: 0,
+            precision: 8,
+        };
+        for dt in [
+            Datatype::FixedStr {
+                size: 0,
+                pad: StrPad::NullTerm,
+                utf8: false,
+            },
+            Datatype::Reference { size: 0, kind: 0 },
+            Datatype::Array {
+                dims: vec![0, 3],
+                base: Box::new(int(2)),
+            },
+            // Dimensions whose product overflows.
+            Datatype::Array {
+                dims: vec![u64::MAX, u64::MAX],
+                base: Box::new(int(2)),
+            },
+        ] {
+            for n in [0, 1] {
+                assert!(
+                    decode(&dt, &[0u8; 64], n, &NoHeap).is_err(),
+                    "{dt:?} with {n} elements"
+                );
+            }
+        }
+        // A sequence of 2-byte ints whose reference points at no heap: an error, not a panic.
+        let seq = Datatype::VarSeq(Box::new(int(2)));
+        let mut raw = vec![0u8; 16];
+        raw[0] = 1;
+        raw[4] = 0x40;
+        assert!(decode(&seq, &raw, 1, &NoHeap).is_err());
+    }
+
+    #[test]
+    fn decoded_sizes_cover_what_decoding_allocates() {
+        let int = |size| Datatype::Int {
+            size,
+            signed: false,
+            be: false,
+            offset: 0,
+            precision: (size * 8) as u16,
+        };
+        assert_eq!(int(1).decoded_size(), 1);
+        assert_eq!(int(3).decoded_size(), 4);
+        assert!(Datatype::VarStr { utf8: true }.decoded_size() >= std::mem::size_of::<String>());
+        assert!(Datatype::VarSeq(Box::new(int(1))).decoded_size() >= std::mem::size_of::<Data>());
+        let fixed = Datatype::FixedStr {
+            size: 1,
+            pad: StrPad::NullPad,
+            utf8: false,
+        };
+        assert!(fixed.decoded_size() > std::mem::size_of::<String>());
+        let arr = Datatype::Array {
+            dims: vec![u64::MAX, 2],
+            base: Box::new(int(1)),
+        };
+        assert_eq!(arr.decoded_size(), usize::MAX);
+    }
 }

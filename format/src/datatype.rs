@@ -82,8 +82,38 @@ impl Datatype {
             | Datatype::Time { size } => *size,
             Datatype::VarStr { .. } | Datatype::VarSeq(_) => 16,
             Datatype::Enum { base, .. } => base.size(),
-            Datatype::Array { dims, base } => dims.iter().product::<u64>() as usize * base.size(),
+            // Saturating: a damaged file's dims must not overflow (the data length check refuses it).
+            Datatype::Array { dims, base } => {
+                usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(base.size())
+            }
         }
+    }
+
+    /// Bytes one element takes in memory once decoded into [`crate::Data`] (at least its stored
+    /// size): a string becomes a `String`, a variable-length sequence a `Data`, an enum or bitfield
+    /// value a 64-bit integer. Reads bound this, not just the stored size, by the file's size.
+    pub fn decoded_size(&self) -> usize {
+        let decoded = match self {
+            Datatype::Int { size, .. } | Datatype::Float { size, .. } => {
+                size.next_power_of_two().min(8)
+            }
+            Datatype::FixedStr { size, .. } => std::mem::size_of::<String>().saturating_add(*size),
+            Datatype::VarStr { .. } => std::mem::size_of::<String>(),
+            Datatype::VarSeq(_) => std::mem::size_of::<crate::Data>(),
+            Datatype::Compound { members, .. } => members
+                .iter()
+                .fold(0usize, |a, m| a.saturating_add(m.dtype.decoded_size())),
+            Datatype::Enum { .. } | Datatype::Bitfield { .. } | Datatype::Reference { .. } => 8,
+            Datatype::Array { dims, base } => {
+                usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(base.decoded_size())
+            }
+            Datatype::Opaque { .. } | Datatype::Time { .. } => 0,
+        };
+        decoded.max(self.size())
     }
 
     /// A short human-readable description ("i32le", "f64", "vlen-str", ...).

@@ -172,31 +172,39 @@ fn mutated_files_never_panic_hang_or_overallocate() {
         assert!(!common::in_ci(), "corpus missing under CI");
     }
     std::panic::set_hook(Box::new(|_| {}));
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    // Longer hunts: CLAWHDF5_MUTATION_SEED=N CLAWHDF5_MUTATION_VARIANTS=M (CI runs the fixed seed).
+    let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let mut rng = Rng(
+        knob("CLAWHDF5_MUTATION_SEED").map_or(0x5eed_1234_abcd_ef01, |s| {
+            // Spread small seeds over the generator's state (which must not be 0).
+            s.wrapping_mul(0x9e37_79b9_7f4a_7c15).max(1)
+        }),
+    );
+    let wanted = knob("CLAWHDF5_MUTATION_VARIANTS").map_or(20_000, |v| v.max(20_000) as usize);
     let mut variants = 0usize;
     let mut failures = Vec::new();
-    let per_seed = 20_000usize.div_ceil(seeds.len()) + 1;
+    let per_seed = wanted.div_ceil(seeds.len()) + 1;
     for (name, seed) in &seeds {
-        let mut todo: Vec<Vec<u8>> = Vec::new();
-        // Truncation at every 1 KiB.
-        for cut in (0..seed.len()).step_by(1024) {
-            todo.push(seed[..cut].to_vec());
-        }
-        for _ in 0..per_seed {
-            let mut b = seed.clone();
-            let n = 1 + rng.below(8);
-            for _ in 0..n {
-                let i = rng.below(b.len() as u64) as usize;
-                b[i] = match rng.below(4) {
-                    0 => rng.next() as u8,
-                    1 => b[i] ^ (1 << rng.below(8)),
-                    2 => 0xff,
-                    _ => 0,
-                };
-            }
-            todo.push(b);
-        }
-        for b in todo {
+        // Truncation at every 1 KiB, then mutations; each variant is made when its turn comes, so a long
+        // hunt holds one at a time.
+        let cuts = seed.len().div_ceil(1024);
+        for k in 0..cuts + per_seed {
+            let b = if k < cuts {
+                seed[..k * 1024].to_vec()
+            } else {
+                let mut b = seed.clone();
+                let n = 1 + rng.below(8);
+                for _ in 0..n {
+                    let i = rng.below(b.len() as u64) as usize;
+                    b[i] = match rng.below(4) {
+                        0 => rng.next() as u8,
+                        1 => b[i] ^ (1 << rng.below(8)),
+                        2 => 0xff,
+                        _ => 0,
+                    };
+                }
+                b
+            };
             variants += 1;
             let bound = b.len() * 1100 + (64 << 20) + (1 << 20);
             LARGEST.store(0, Ordering::Relaxed);
@@ -204,18 +212,22 @@ fn mutated_files_never_panic_hang_or_overallocate() {
             let r = std::panic::catch_unwind(|| exercise(b.clone()));
             let took = t.elapsed();
             let largest = LARGEST.load(Ordering::Relaxed);
-            if r.is_err() {
-                let dump = std::env::temp_dir().join(format!("clawhdf5-panic-{variants}.h5"));
+            let failure = if r.is_err() {
+                Some("panic".to_string())
+            } else if took > Duration::from_secs(1) {
+                Some(format!("took {took:?}"))
+            } else if largest > bound {
+                Some(format!("allocation of {largest} bytes"))
+            } else {
+                None
+            };
+            if let Some(what) = failure {
+                // Kept for reproduction: `exercise` on these bytes fails the same way.
+                let dump = std::env::temp_dir().join(format!("clawhdf5-mutant-{variants}.h5"));
                 let _ = std::fs::write(&dump, &b);
                 failures.push(format!(
-                    "{name} variant {variants}: panic (saved {})",
+                    "{name} variant {variants}: {what} (saved {})",
                     dump.display()
-                ));
-            } else if took > Duration::from_secs(1) {
-                failures.push(format!("{name} variant {variants}: took {took:?}"));
-            } else if largest > bound {
-                failures.push(format!(
-                    "{name} variant {variants}: allocation of {largest} bytes"
                 ));
             }
         }

@@ -418,11 +418,14 @@ impl<'a> Dataset<'a> {
         }
         let nbytes = self.check_box(&vec![0; r], &out_shape)?;
         let n = nbytes / self.dtype.size().max(1);
-        let sel: Vec<Vec<u64>> = (0..r)
-            .map(|d| {
-                (0..count[d])
-                    .flat_map(|c| (0..block[d]).map(move |b| start[d] + c * stride[d] + b))
-                    .collect()
+        // Each dimension's selection is kept as its pattern, not as a list of indices: a list takes 8
+        // bytes an index, more than the data it selects for narrow types.
+        let sel: Vec<Pattern> = (0..r)
+            .map(|d| Pattern {
+                start: start[d],
+                stride: stride[d],
+                block: block[d],
+                len: out_shape[d],
             })
             .collect();
         let mut out = vec![0u8; nbytes];
@@ -434,15 +437,17 @@ impl<'a> Dataset<'a> {
     }
 
     /// Fills the zeroed `out` (shape `out_shape`) with the elements at the Cartesian product of
-    /// the ascending per-dimension indices `sel`.
-    fn fill_points(&self, sel: &[Vec<u64>], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
+    /// the per-dimension selections `sel`.
+    fn fill_points(&self, sel: &[Pattern], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
         let dims = &self.space.dims;
         let r = dims.len();
         let elem = self.dtype.size();
         let total = self.space.num_elements()?.saturating_mul(elem as u64);
+        // (index in the dataset, index in the selection) along each dimension; only built once the
+        // data they index is known to be in the file, so their size is bounded by the file's.
         let all_pairs = || -> Vec<Vec<(u64, u64)>> {
             sel.iter()
-                .map(|s| s.iter().enumerate().map(|(i, &x)| (x, i as u64)).collect())
+                .map(|p| (0..p.len).map(|i| (p.at(i), i)).collect())
                 .collect()
         };
         match &self.layout {
@@ -474,10 +479,7 @@ impl<'a> Dataset<'a> {
                         .map(|d| {
                             let lo = e.offset[d];
                             let hi = lo.saturating_add(chunk[d]);
-                            (
-                                sel[d].partition_point(|&x| x < lo),
-                                sel[d].partition_point(|&x| x < hi),
-                            )
+                            (sel[d].below(lo) as usize, sel[d].below(hi) as usize)
                         })
                         .collect();
                     if rg.iter().all(|(a, b)| a < b) && (0..r).all(|d| e.offset[d] < dims[d]) {
@@ -506,7 +508,7 @@ impl<'a> Dataset<'a> {
                     let pairs: Vec<Vec<(u64, u64)>> = (0..r)
                         .map(|k| {
                             (rg[k].0..rg[k].1)
-                                .map(|i| (sel[k][i] - e.offset[k], i as u64))
+                                .map(|i| (sel[k].at(i as u64) - e.offset[k], i as u64))
                                 .collect()
                         })
                         .collect();
@@ -532,20 +534,27 @@ impl<'a> Dataset<'a> {
                 ));
             }
         }
-        let elem = self.dtype.size();
-        let n = count
+        let elems = count
             .iter()
             .try_fold(1u64, |a, &c| a.checked_mul(c))
-            .and_then(|n| n.checked_mul(elem as u64))
             .ok_or_else(|| FormatError::Corrupt("selection size overflows".into()))?;
+        let bytes = |per: usize| {
+            elems
+                .checked_mul(per as u64)
+                .ok_or_else(|| FormatError::Corrupt("selection size overflows".into()))
+        };
+        let n = bytes(self.dtype.size())?;
+        // What the selection takes once decoded (strings and sequences take more than their
+        // stored references) is bounded by the file's size, not just its stored bytes.
+        let decoded = bytes(self.dtype.decoded_size())?;
         let len = self.file.bytes().len() as u64;
         let limit = len.saturating_mul(1100).max(64 << 20);
-        if n > limit {
+        if decoded > limit {
             return corrupt(format!(
-                "selection of {n} bytes is implausibly large for a file of {len} bytes"
+                "selection of {decoded} bytes (decoded) is implausibly large for a file of {len} bytes"
             ));
         }
-        Ok(n as usize)
+        usize::try_from(n).map_err(|_| FormatError::Corrupt("selection size overflows".into()))
     }
 
     pub(crate) fn read_box_raw(&self, start: &[u64], count: &[u64]) -> Result<Vec<u8>> {
@@ -800,4 +809,67 @@ fn data_bytes_mut(d: &mut Data) -> Option<&mut [u8]> {
         Data::F64(v) => bytemuck::cast_slice_mut(v.as_mut_slice()),
         _ => return None,
     })
+}
+
+/// One dimension of a strided hyperslab: `len` selected indices, taken `block` at a time every
+/// `stride` (≥ `block`, > 0) from `start`, ascending.
+#[derive(Clone, Copy, Debug)]
+struct Pattern {
+    start: u64,
+    stride: u64,
+    block: u64,
+    len: u64,
+}
+
+impl Pattern {
+    /// The `i`-th selected index (`i < len`, so `block > 0`).
+    fn at(&self, i: u64) -> u64 {
+        self.start + (i / self.block) * self.stride + i % self.block
+    }
+
+    /// How many selected indices are below `x`.
+    fn below(&self, x: u64) -> u64 {
+        if x <= self.start {
+            return 0;
+        }
+        let off = x - self.start;
+        // Whole periods before `off`, then the part of the next block below it (block <= stride,
+        // so the product stays below `off`).
+        let n = (off / self.stride) * self.block + (off % self.stride).min(self.block);
+        n.min(self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pattern;
+
+    /// The pattern answers what the explicit, ascending list of its indices would.
+    #[test]
+    fn a_pattern_matches_its_index_list() {
+        for start in [0u64, 1, 5] {
+            for stride in 1u64..5 {
+                for block in 0..=stride {
+                    for count in 0u64..5 {
+                        let list: Vec<u64> = (0..count)
+                            .flat_map(|c| (0..block).map(move |b| start + c * stride + b))
+                            .collect();
+                        let p = Pattern {
+                            start,
+                            stride,
+                            block,
+                            len: count * block,
+                        };
+                        for (i, &x) in list.iter().enumerate() {
+                            assert_eq!(p.at(i as u64), x);
+                        }
+                        for x in 0..start + stride * count + 3 {
+                            let want = list.partition_point(|&y| y < x) as u64;
+                            assert_eq!(p.below(x), want, "{p:?} below {x}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -411,37 +411,40 @@ impl VlenSource for H5File {
     }
 
     fn vlen_object(&self, coll: u64, index: u32) -> Result<&[u8]> {
-        let idx = {
+        let missing =
+            || FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"));
+        let slot = u16::try_from(index).map_err(|_| missing())?;
+        // Looked up under the cache's lock, so the usual case (the collection of the previous
+        // object) costs no reference counting.
+        let (start, len) = {
             let mut cache = self
                 .gheap
                 .lock()
                 .map_err(|_| FormatError::Corrupt("global heap cache poisoned".into()))?;
-            match &cache.last {
-                Some((a, i)) if *a == coll => i.clone(),
-                _ => {
-                    let i = match cache.map.get(&coll) {
-                        Some(i) => i.clone(),
-                        None => {
-                            let i = Arc::new(read_collection(&self.ctx(), coll)?);
-                            if cache.map.len() > 4096 {
-                                cache.map.clear();
-                            }
-                            cache.map.insert(coll, i.clone());
-                            i
+            if !matches!(&cache.last, Some((a, _)) if *a == coll) {
+                let i = match cache.map.get(&coll) {
+                    Some(i) => i.clone(),
+                    None => {
+                        let i = Arc::new(read_collection(&self.ctx(), coll)?);
+                        if cache.map.len() > 4096 {
+                            cache.map.clear();
                         }
-                    };
-                    cache.last = Some((coll, i.clone()));
-                    i
-                }
+                        cache.map.insert(coll, i.clone());
+                        i
+                    }
+                };
+                cache.last = Some((coll, i));
             }
+            cache
+                .last
+                .as_ref()
+                .and_then(|(_, i)| i.get(slot))
+                .ok_or_else(missing)?
         };
-        let (start, len) = u16::try_from(index)
-            .ok()
-            .and_then(|i| idx.get(i))
-            .ok_or_else(|| {
-                FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"))
-            })?;
-        Ok(&self.bytes()[start..start + len])
+        start
+            .checked_add(len)
+            .and_then(|end| self.bytes().get(start..end))
+            .ok_or_else(missing)
     }
 }
 
