@@ -141,13 +141,25 @@ fn checked(what: &str, variant: usize, f: impl FnOnce() -> Result<(), String>) -
     })
 }
 
+/// Saves a failing variant's bytes for reproduction; returns the message naming where.
+fn keep(message: String, what: &str, variant: usize, bytes: &[u8]) -> String {
+    let dump = std::env::temp_dir().join(format!("clawhdf5-store-mutant-{what}-{variant}"));
+    let _ = std::fs::write(&dump, bytes);
+    format!("{message} (saved {})", dump.display())
+}
+
 #[test]
 fn mutated_store_files_and_logs_are_errors_not_crashes() {
     let dir = tempfile::tempdir().unwrap();
     let (file, log, frames_end) = build(&dir.path().join("base.h5"));
     let target = dir.path().join("m.h5");
     let target_log = clawhdf5_memory::wal_path(&target);
-    let mut r = rng(0x5eed_0fc0_ffee);
+    // Longer hunts: CLAWHDF5_CORRUPTION_SEED=N CLAWHDF5_CORRUPTION_ROUNDS=M runs M times the variants below
+    // from another seed (CI runs the fixed seed once).
+    let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let mut r = rng(knob("CLAWHDF5_CORRUPTION_SEED").unwrap_or(0x5eed_0fc0_ffee));
+    let rounds = knob("CLAWHDF5_CORRUPTION_ROUNDS").map_or(1, |n| n.max(1) as usize);
+    let (file_variants, log_variants) = (1200 * rounds, 400 * rounds);
     let mut failures = Vec::new();
     let checkpointed: Vec<u64> = (1..=RECORDS).filter(|id| ![3, 5, 7].contains(id)).collect();
     // Unmutated, the log brings back every save, the forget and the tag change.
@@ -166,27 +178,28 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
 
     // The file, no log: opened read-only (as `clawhdf5 verify` and readers do).
     let mut opened = 0;
-    for v in 0..1200 {
+    for v in 0..file_variants {
         let b = mutate(&mut r, &file, file.len(), v);
         std::fs::write(&target, &b).unwrap();
-        failures.extend(checked("file", v, || {
+        let failed = checked("file", v, || {
             if let Ok(s) = Store::open_read_only(&target) {
                 opened += 1;
                 exercise(&s);
             }
             Ok(())
-        }));
+        });
+        failures.extend(failed.map(|m| keep(m, "file", v, &b)));
     }
 
     // The intact file with a mutated log: opened for writing, so the log is replayed. Only the log's frames
     // are mutated (the rest of its file is preallocated zeros).
     let span = frames_end as usize + 64;
     let mut replayed = 0;
-    for v in 0..400 {
+    for v in 0..log_variants {
         let b = mutate(&mut r, &log, span, v);
         std::fs::write(&target, &file).unwrap();
         std::fs::write(&target_log, &b).unwrap();
-        failures.extend(checked("log", v, || {
+        let failed = checked("log", v, || {
             let s = match Store::open(&target) {
                 Ok(s) => s,
                 // A log whose header is gone is refused as a whole, with a clear error.
@@ -215,10 +228,13 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
             }
             drop(s);
             Ok(())
-        }));
+        });
+        failures.extend(failed.map(|m| keep(m, "log", v, &b)));
     }
     std::panic::set_hook(hook);
-    eprintln!("file variants opened: {opened} of 1200; log variants replayed: {replayed} of 400");
+    eprintln!(
+        "file variants opened: {opened} of {file_variants}; log variants replayed: {replayed} of {log_variants}"
+    );
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
@@ -232,7 +248,7 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
     );
     // The mutations must reach past the checks: many variants still open and are searched.
     assert!(
-        opened > 300 && replayed > 300,
+        opened > 300 * rounds && replayed > 300 * rounds,
         "opened {opened}, replayed {replayed}"
     );
 }
