@@ -348,3 +348,31 @@ fn large_reads_from_a_file_are_split_and_land_whole_at_any_alignment() {
         .unwrap();
     assert_eq!(&shifted[1..], tail);
 }
+
+/// An empty strided selection whose other dimension is vast (a shape a damaged file can declare):
+/// an empty result, with nothing allocated per position of that dimension.
+#[test]
+fn an_empty_strided_selection_of_a_vast_dimension_reads_nothing() {
+    let wide = 1u64 << 40;
+    for (chunk, compact) in [(None, true), (None, false), (Some(vec![1, 1024]), false)] {
+        let mut w = FileWriter::new();
+        let opts = DatasetOptions {
+            chunk: chunk.clone(),
+            compact,
+            ..Default::default()
+        };
+        w.write_dataset(
+            "/empty",
+            Array::new(vec![0, wide], Data::I8(vec![])).unwrap(),
+            opts,
+        )
+        .unwrap();
+        let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+        let d = f.dataset("/empty").unwrap();
+        let got = d
+            .read_hyperslab(&[0, 0], &[1, 2], &[0, wide / 2], &[1, 1])
+            .unwrap();
+        assert_eq!(got.shape, vec![0, wide / 2], "{chunk:?}");
+        assert_eq!(got.len(), 0);
+    }
+}

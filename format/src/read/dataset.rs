@@ -439,12 +439,17 @@ impl<'a> Dataset<'a> {
     /// Fills the zeroed `out` (shape `out_shape`) with the elements at the Cartesian product of
     /// the per-dimension selections `sel`.
     fn fill_points(&self, sel: &[Pattern], out_shape: &[u64], out: &mut [u8]) -> Result<()> {
+        // An empty selection fills nothing; its other dimensions may be of any length (a damaged
+        // file's), so no per-dimension list below is built for it.
+        if out_shape.contains(&0) {
+            return Ok(());
+        }
         let dims = &self.space.dims;
         let r = dims.len();
         let elem = self.dtype.size();
         let total = self.space.num_elements()?.saturating_mul(elem as u64);
-        // (index in the dataset, index in the selection) along each dimension; only built once the
-        // data they index is known to be in the file, so their size is bounded by the file's.
+        // (index in the dataset, index in the selection) along each dimension: no longer than the
+        // (non-empty) selection, whose size the caller checked against the file's.
         let all_pairs = || -> Vec<Vec<(u64, u64)>> {
             sel.iter()
                 .map(|p| (0..p.len).map(|i| (p.at(i), i)).collect())
