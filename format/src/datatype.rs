@@ -68,6 +68,11 @@ pub enum Datatype {
     Time { size: usize },
 }
 
+/// Elements of an array datatype with these dimensions, saturating at `usize::MAX`.
+fn array_elements(dims: &[u64]) -> usize {
+    usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d))).unwrap_or(usize::MAX)
+}
+
 impl Datatype {
     /// Element size in bytes.
     pub fn size(&self) -> usize {
@@ -83,11 +88,7 @@ impl Datatype {
             Datatype::VarStr { .. } | Datatype::VarSeq(_) => 16,
             Datatype::Enum { base, .. } => base.size(),
             // Saturating: a damaged file's dims must not overflow (the data length check refuses it).
-            Datatype::Array { dims, base } => {
-                usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
-                    .unwrap_or(usize::MAX)
-                    .saturating_mul(base.size())
-            }
+            Datatype::Array { dims, base } => array_elements(dims).saturating_mul(base.size()),
         }
     }
 
@@ -107,9 +108,7 @@ impl Datatype {
                 .fold(0usize, |a, m| a.saturating_add(m.dtype.decoded_size())),
             Datatype::Enum { .. } | Datatype::Bitfield { .. } | Datatype::Reference { .. } => 8,
             Datatype::Array { dims, base } => {
-                usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
-                    .unwrap_or(usize::MAX)
-                    .saturating_mul(base.decoded_size())
+                array_elements(dims).saturating_mul(base.decoded_size())
             }
             Datatype::Opaque { .. } | Datatype::Time { .. } => 0,
         };
