@@ -19,6 +19,7 @@ pub mod ivfpq;
 pub mod kernels;
 pub mod kmeans;
 pub mod metric;
+pub mod pages;
 pub mod quant;
 pub mod rng;
 pub mod store;

@@ -22,7 +22,8 @@ struct AlignedBytes {
 
 impl AlignedBytes {
     fn zeroed(len: usize) -> Self {
-        let buf = vec![0u8; len + ROW_ALIGN - 1];
+        let mut buf = vec![0u8; len + ROW_ALIGN - 1];
+        crate::pages::advise_huge(&mut buf);
         let off = match buf.as_ptr().align_offset(ROW_ALIGN) {
             o if o < ROW_ALIGN => o,
             // align_offset may decline to answer; rows are then merely unaligned.
@@ -157,13 +158,23 @@ impl Int8Vectors {
 
     /// `rows` all-zero rows (fill them with [`Int8Vectors::set`]).
     pub fn zeroed(dim: usize, rows: usize) -> Self {
+        let mut q = Self::unfilled(dim, rows);
+        q.codes
+            .bytes_mut()
+            .iter_mut()
+            .for_each(|c| *c = OFFSET as u8);
+        q
+    }
+
+    /// `rows` rows whose codes are still the allocator's zero bytes (not valid codes: the caller writes
+    /// every byte of every row). Large buffers come as untouched zero pages, so the caller's writes are
+    /// the first and only pass over them.
+    fn unfilled(dim: usize, rows: usize) -> Self {
         let stride = dim.next_multiple_of(ROW_ALIGN);
-        let mut codes = AlignedBytes::zeroed(rows * stride);
-        codes.bytes_mut().iter_mut().for_each(|c| *c = OFFSET as u8);
         Int8Vectors {
             dim,
             stride,
-            codes,
+            codes: AlignedBytes::zeroed(rows * stride),
             scales: vec![0.0; rows],
             norms2: vec![0.0; rows],
         }
@@ -178,7 +189,7 @@ impl Int8Vectors {
     pub fn from_store_prefix<S: VectorStore + ?Sized>(store: &S, rows: usize) -> Self {
         let dim = store.dim();
         let n = rows.min(store.len());
-        let mut q = Int8Vectors::zeroed(dim, n);
+        let mut q = Int8Vectors::unfilled(dim, n);
         if dim > 0 {
             // Blocks of rows per task, each with one conversion buffer (not an allocation per row).
             const BLOCK: usize = 256;
@@ -205,7 +216,9 @@ impl Int8Vectors {
                                 &buf
                             }
                         };
-                        *s = kernels::quantize_i8(v, &mut c[..dim]);
+                        let (codes, pad) = c.split_at_mut(dim);
+                        *s = kernels::quantize_i8(v, codes);
+                        pad.iter_mut().for_each(|b| *b = OFFSET as u8);
                         *nn = kernels::dot_f32(v, v);
                     }
                 });

@@ -108,36 +108,63 @@ fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 }
 
 fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
+    regroup(data, size, false)
+}
+
+fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
+    regroup(data, size, true)
+}
+
+/// The shuffle filter's byte transpose: with `to_planes`, byte `b` of each whole `size`-byte element goes
+/// to plane `b` (the filter's encoding); otherwise the planes are woven back into elements. Bytes after the
+/// last whole element are copied as they are.
+fn regroup(data: &[u8], size: usize, to_planes: bool) -> Vec<u8> {
     if size <= 1 || data.len() < size {
         return data.to_vec();
     }
     let n = data.len() / size;
     let mut out = vec![0u8; data.len()];
-    for b in 0..size {
-        let src = &data[b * n..(b + 1) * n];
-        for (i, v) in src.iter().enumerate() {
-            out[i * size + b] = *v;
+    // Element by element in order on the element side, for the common sizes (a plane at a time touches
+    // every element `size` times over).
+    match size {
+        2 => regroup_fixed::<2>(data, n, &mut out, to_planes),
+        4 => regroup_fixed::<4>(data, n, &mut out, to_planes),
+        8 => regroup_fixed::<8>(data, n, &mut out, to_planes),
+        _ => {
+            for b in 0..size {
+                for i in 0..n {
+                    let (plane, elem) = (b * n + i, i * size + b);
+                    if to_planes {
+                        out[plane] = data[elem];
+                    } else {
+                        out[elem] = data[plane];
+                    }
+                }
+            }
         }
     }
-    // Trailing bytes that do not form a whole element are copied as is.
     out[n * size..].copy_from_slice(&data[n * size..]);
     out
 }
 
-fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
-    if size <= 1 || data.len() < size {
-        return data.to_vec();
-    }
-    let n = data.len() / size;
-    let mut out = vec![0u8; data.len()];
-    for b in 0..size {
-        let dst = &mut out[b * n..(b + 1) * n];
-        for (i, v) in dst.iter_mut().enumerate() {
-            *v = data[i * size + b];
+/// [`regroup`] for elements of `S` bytes, `n` of them.
+fn regroup_fixed<const S: usize>(data: &[u8], n: usize, out: &mut [u8], to_planes: bool) {
+    let whole = n * S;
+    if to_planes {
+        let mut planes: Vec<&mut [u8]> = out[..whole].chunks_exact_mut(n).collect();
+        for (i, elem) in data[..whole].chunks_exact(S).enumerate() {
+            for (plane, &v) in planes.iter_mut().zip(elem) {
+                plane[i] = v;
+            }
+        }
+    } else {
+        let planes: [&[u8]; S] = std::array::from_fn(|b| &data[b * n..(b + 1) * n]);
+        for (i, elem) in out[..whole].chunks_exact_mut(S).enumerate() {
+            for (dst, plane) in elem.iter_mut().zip(&planes) {
+                *dst = plane[i];
+            }
         }
     }
-    out[n * size..].copy_from_slice(&data[n * size..]);
-    out
 }
 
 /// Applies the pipeline to one chunk.
@@ -206,6 +233,32 @@ mod tests {
         let data: Vec<u8> = (0..4003u32).flat_map(|x| (x * 7).to_le_bytes()).collect();
         let enc = encode(&f, &data, 4).unwrap();
         assert_eq!(decode(&f, 0, &enc, 4, data.len()).unwrap(), data);
+    }
+
+    #[test]
+    fn shuffle_matches_the_byte_plane_definition_for_every_size() {
+        for size in 1..=9usize {
+            for len in [0, 1, size - 1, size, 3 * size + 1, 1000 * size + size / 2] {
+                let data: Vec<u8> = (0..len).map(|i| (i * 31 + i / 7) as u8).collect();
+                let n = len / size;
+                // Plane b holds byte b of every whole element; the tail is kept as is.
+                let mut want = Vec::with_capacity(len);
+                if size > 1 && len >= size {
+                    for b in 0..size {
+                        want.extend((0..n).map(|i| data[i * size + b]));
+                    }
+                    want.extend_from_slice(&data[n * size..]);
+                } else {
+                    want.extend_from_slice(&data);
+                }
+                assert_eq!(shuffle(&data, size), want, "shuffle size {size} len {len}");
+                assert_eq!(
+                    unshuffle(&want, size),
+                    data,
+                    "unshuffle size {size} len {len}"
+                );
+            }
+        }
     }
 
     #[test]

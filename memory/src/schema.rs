@@ -995,7 +995,9 @@ impl SnapshotReader<'_> {
             (VectorPrecision::F16, 2) => {
                 let mut chunks = Vec::with_capacity(n.div_ceil(rows_per));
                 for (offset, count, len) in spans {
-                    let mut chunk = vec![half::f16::ZERO; len];
+                    // Zeroed by the allocator (untouched pages for a large chunk), so the read is the
+                    // only pass over it; `vec![f16::ZERO; len]` would write it all first.
+                    let mut chunk: Vec<half::f16> = bytemuck::zeroed_vec(len);
                     d.read_slice_into(&offset, &count, &mut chunk)
                         .map_err(fmt)?;
                     chunks.push(chunk);

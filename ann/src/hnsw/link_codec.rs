@@ -161,6 +161,21 @@ impl<'a> BitReader<'a> {
 
     #[inline(always)]
     fn rice(&mut self, k: u32, max: u32) -> Result<u32, AnnError> {
+        // Fast path: the whole code (q zeros, a one, k bits) is among the bits held after one refill,
+        // as nearly every gap's is; bits above `n` are zero, so a short run of held bits falls through.
+        self.refill();
+        let tz = self.acc.trailing_zeros();
+        let len = tz + 1 + k;
+        if len <= self.n {
+            let low = self.acc.checked_shr(tz + 1).unwrap_or(0) & ((1u64 << k) - 1);
+            self.acc = self.acc.checked_shr(len).unwrap_or(0);
+            self.n -= len;
+            let v = (u64::from(tz) << k) | low;
+            return u32::try_from(v)
+                .ok()
+                .filter(|&v| v <= max)
+                .ok_or_else(|| AnnError::Corrupt(format!("graph links: gap {v} exceeds {max}")));
+        }
         let q = self.unary(max >> k)?;
         let v = (u64::from(q) << k) | u64::from(self.bits(k)?);
         u32::try_from(v)
@@ -351,6 +366,7 @@ pub(super) fn decode(
             .checked_mul(stride0)
             .ok_or_else(|| AnnError::Corrupt("size overflow".into()))?
     ];
+    crate::pages::advise_huge(&mut links0);
     let mut upper: Vec<Vec<u32>> = levels
         .iter()
         .map(|&l| {

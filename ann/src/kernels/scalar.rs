@@ -100,7 +100,7 @@ pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
 }
 
 /// Quantises `v` to int8 codes stored offset by +128 in `out`, scaled so the largest magnitude maps to 127
-/// (rounding half away from zero); returns the scale (`max / 127`, 0 for a zero or non-finite vector).
+/// (rounding to nearest, ties to even); returns the scale (`max / 127`, 0 for a zero or non-finite vector).
 #[inline(always)]
 pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
     use crate::quant::OFFSET;
@@ -122,9 +122,19 @@ pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
         return 0.0;
     }
     let inv = 127.0 / max;
+    // Rounded to nearest (ties to even) by adding 1.5·2²³, whose unit in the last place is 1, and reading
+    // the integer back from the bits: branch-free, so it vectorises (a saturating `as` cast did not). A NaN
+    // element codes as 0.
+    const MAGIC: f32 = 12_582_912.0;
+    const MAGIC_BITS: i32 = 0x4B40_0000;
     for (c, x) in out.iter_mut().zip(v) {
         let y = x * inv;
-        *c = (((y + 0.5f32.copysign(y)) as i32).clamp(-127, 127) + OFFSET) as u8;
+        let y = if y.is_nan() {
+            0.0
+        } else {
+            y.clamp(-127.0, 127.0)
+        };
+        *c = ((y + MAGIC).to_bits() as i32 - MAGIC_BITS + OFFSET) as u8;
     }
     max / 127.0
 }
