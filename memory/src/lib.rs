@@ -18,6 +18,7 @@ pub mod schema;
 pub mod search;
 pub mod store;
 pub mod tokenize;
+pub mod validate;
 pub mod vector_index;
 pub mod vectors;
 pub mod wal;

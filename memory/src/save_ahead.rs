@@ -10,9 +10,6 @@ use crate::error::{MemoryError, Result};
 use crate::record::NewMemory;
 use crate::tokenize::{Terms, Tokenizer, TokenizerConfig};
 
-/// Longest text worth preparing; longer ones are refused by the store, so nothing is spent on them here.
-const MAX_TEXT: usize = 1 << 20;
-
 /// What preparing a save needs from a store, detached from it: its tokenizer settings and its embedder.
 /// Cheap to clone; made by [`crate::Store::save_kit`].
 #[derive(Clone)]
@@ -59,7 +56,8 @@ impl SaveKit {
     /// save.
     pub fn prepare(&self, mut m: NewMemory) -> Result<PreparedSave> {
         let text = m.text.trim();
-        let usable = !text.is_empty() && text.len() <= MAX_TEXT;
+        // A memory the store will refuse is not worth the work (the save reports why).
+        let usable = crate::validate::new_memory(&m).is_ok();
         let mut embedded_by = None;
         if usable && m.embedding.is_none() {
             if let Some(e) = &self.embedder {

@@ -764,6 +764,8 @@ impl Store {
     /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
     /// fsync). `None` when the memory was a duplicate and nothing was written.
     pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+        // Refused before the model runs on it.
+        crate::validate::new_memory(&m)?;
         let mut embedding = m.embedding.clone();
         let mut embedded_by = None;
         if embedding.is_none() && !m.text.trim().is_empty() {
@@ -1062,25 +1064,8 @@ impl Store {
 
     /// Validate a new memory and turn it into the record it would become (id `id`), or find its duplicate.
     fn prepare(&mut self, m: &NewMemory, embedding: Option<Vec<f32>>, id: u64) -> Result<Prepared> {
+        crate::validate::new_memory(m)?;
         let text = m.text.trim();
-        if text.is_empty() {
-            return Err(MemoryError::InvalidInput(
-                "a memory's text must not be empty".into(),
-            ));
-        }
-        if text.len() > 1 << 20 {
-            return Err(MemoryError::InvalidInput(format!(
-                "a memory's text is limited to 1 MiB, got {} bytes",
-                text.len()
-            )));
-        }
-        if let Some(imp) = m.importance {
-            if !(0.0..=1.0).contains(&imp) {
-                return Err(MemoryError::InvalidInput(format!(
-                    "importance {imp} is outside [0, 1]"
-                )));
-            }
-        }
         if let Some(&id) = self.dedup.get(&self.dedup_key_of(m)) {
             // The key is a hash: confirm the stored record really is the same memory.
             let same = self.by_id.get(&id).is_some_and(|&row| {
@@ -1163,6 +1148,9 @@ impl Store {
                 "update_many takes metadata changes only; change a text with update".into(),
             ));
         }
+        for (_, c) in &changes {
+            crate::validate::change(c)?;
+        }
         let ops: Vec<WalOp> = changes
             .into_iter()
             .filter(|(id, _)| {
@@ -1198,6 +1186,7 @@ impl Store {
                 "update_deferred takes metadata changes only; change a text with update".into(),
             ));
         }
+        crate::validate::change(&change)?;
         match self.by_id.get(&id) {
             Some(&row) if !self.records[row as usize].tombstone => {}
             _ => return Err(MemoryError::NoSuchRecord(id)),
@@ -1213,13 +1202,7 @@ impl Store {
             Some(&row) if !self.records[row as usize].tombstone => {}
             _ => return Err(MemoryError::NoSuchRecord(id)),
         }
-        if let RecordChange::Text { text, .. } = &change {
-            if text.trim().is_empty() {
-                return Err(MemoryError::InvalidInput(
-                    "a memory's text must not be empty".into(),
-                ));
-            }
-        }
+        crate::validate::change(&change)?;
         let change = match change {
             RecordChange::Text {
                 text,

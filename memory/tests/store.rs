@@ -304,3 +304,51 @@ fn forgotten_and_superseded_rows_stay_out_of_searches_after_replay_and_reopen() 
     let s = Store::open(&p).unwrap();
     check(&s);
 }
+
+/// Bad fields are refused with an error naming them, by every way in, and leave the store as it was.
+#[test]
+fn bad_fields_are_refused_and_change_nothing() {
+    use clawhdf5_memory::Origin;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    let kept = s.save(NewMemory::text("the cat is called Miso")).unwrap();
+    let backwards = NewMemory {
+        origin: Some(Origin {
+            path: "memory/2026-05-01.md".into(),
+            start_line: 12,
+            end_line: 3,
+        }),
+        ..NewMemory::text("a span that ends before it starts")
+    };
+    let too_many_tags = NewMemory {
+        tags: (0..1000).map(|i| format!("t{i}")).collect(),
+        ..NewMemory::text("a thousand tags")
+    };
+    for bad in [backwards, too_many_tags] {
+        let e = s.save(bad.clone()).unwrap_err();
+        assert!(matches!(e, MemoryError::InvalidInput(_)), "{e}");
+        let e = s.save_deferred(bad.clone()).err().expect("refused");
+        assert!(matches!(e, MemoryError::InvalidInput(_)), "{e}");
+        // All or nothing: the good memory beside it is not saved either.
+        let e = s
+            .save_batch(vec![NewMemory::text("a fine memory"), bad])
+            .unwrap_err();
+        assert!(matches!(e, MemoryError::InvalidInput(_)), "{e}");
+    }
+    let e = s
+        .update(kept.id, RecordChange::Tags(vec!["ok".into(), "".into()]))
+        .unwrap_err();
+    assert!(e.to_string().contains("tag 1"), "{e}");
+    let e = s
+        .update(kept.id, RecordChange::Importance(f32::NAN))
+        .unwrap_err();
+    assert!(e.to_string().contains("importance"), "{e}");
+    assert_eq!(s.len(), 1);
+    drop(s);
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), 1);
+    let r = s.get(kept.id).unwrap();
+    assert!(r.tags.is_empty());
+    assert_eq!(r.importance, 0.5);
+}
