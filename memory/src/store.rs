@@ -763,10 +763,13 @@ impl Store {
 
     /// Save without waiting: returns the ticket to wait on (outside any lock, so concurrent saves share an
     /// fsync). `None` when the memory was a duplicate and nothing was written.
-    pub fn save_deferred(&mut self, m: NewMemory) -> Result<(SaveOutcome, Option<DurableTicket>)> {
+    pub fn save_deferred(
+        &mut self,
+        mut m: NewMemory,
+    ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
         // Refused before the model runs on it.
         crate::validate::new_memory(&m)?;
-        let mut embedding = m.embedding.clone();
+        let mut embedding = m.embedding.take();
         let mut embedded_by = None;
         if embedding.is_none() && !m.text.trim().is_empty() {
             if let Some(embedder) = self.opts.embedder.clone() {
@@ -783,14 +786,14 @@ impl Store {
                 }
             }
         }
-        self.save_new(&m, embedding, None, embedded_by.as_deref())
+        self.save_new(m, embedding, None, embedded_by.as_deref())
     }
 
     /// The common end of a single save: validate `m` (with `embedding`) into a record or find its duplicate,
     /// note the model that embedded it, log and apply it (with its text's `terms` when known already).
     fn save_new(
         &mut self,
-        m: &NewMemory,
+        m: NewMemory,
         embedding: Option<Vec<f32>>,
         terms: Option<Terms>,
         embedded_by: Option<&str>,
@@ -840,7 +843,7 @@ impl Store {
         p: PreparedSave,
     ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
         let PreparedSave {
-            memory,
+            mut memory,
             terms,
             tokenizer,
             embedded_by,
@@ -848,9 +851,9 @@ impl Store {
         if let Some(model) = &embedded_by {
             self.check_model_id(model)?;
         }
-        let embedding = memory.embedding.clone();
+        let embedding = memory.embedding.take();
         let terms = terms.filter(|_| tokenizer == self.meta.config.tokenizer);
-        self.save_new(&memory, embedding, terms, embedded_by.as_deref())
+        self.save_new(memory, embedding, terms, embedded_by.as_deref())
     }
 
     /// Save many memories at once: one log write and one wait for durability, texts embedded in one batch
@@ -902,7 +905,7 @@ impl Store {
         let mut in_batch: crate::FastMap<u64, usize> = crate::FastMap::default();
         let mut next_id = self.meta.next_id;
         let mut batch_dim = self.meta.config.embedding_dim.map(|d| d as usize);
-        for (m, e) in items.iter().zip(embeddings) {
+        for (m, e) in items.into_iter().zip(embeddings) {
             if let Some(v) = &e {
                 match batch_dim {
                     Some(d) if d != v.len() => {
@@ -1063,10 +1066,11 @@ impl Store {
     }
 
     /// Validate a new memory and turn it into the record it would become (id `id`), or find its duplicate.
-    fn prepare(&mut self, m: &NewMemory, embedding: Option<Vec<f32>>, id: u64) -> Result<Prepared> {
-        crate::validate::new_memory(m)?;
+    /// The memory's fields are moved into the record, not copied.
+    fn prepare(&mut self, m: NewMemory, embedding: Option<Vec<f32>>, id: u64) -> Result<Prepared> {
+        crate::validate::new_memory(&m)?;
         let text = m.text.trim();
-        if let Some(&id) = self.dedup.get(&self.dedup_key_of(m)) {
+        if let Some(&id) = self.dedup.get(&self.dedup_key_of(&m)) {
             // The key is a hash: confirm the stored record really is the same memory.
             let same = self.by_id.get(&id).is_some_and(|&row| {
                 let r = &self.records[row as usize];
@@ -1079,10 +1083,13 @@ impl Store {
                 return Ok(Prepared::Duplicate(id));
             }
         }
-        let agent = m
-            .agent
-            .clone()
-            .unwrap_or_else(|| self.opts.default_agent.clone());
+        let source = Source::parse(m.source.as_deref().unwrap_or(""));
+        let text = if text.len() == m.text.len() {
+            m.text
+        } else {
+            text.to_string()
+        };
+        let agent = m.agent.unwrap_or_else(|| self.opts.default_agent.clone());
         let mut embedding = embedding;
         if let Some(e) = embedding.as_mut() {
             if e.iter().any(|x| !x.is_finite()) {
@@ -1104,12 +1111,12 @@ impl Store {
         }
         Ok(Prepared::New(Box::new(Record {
             id,
-            text: text.to_string(),
-            source: Source::parse(m.source.as_deref().unwrap_or("")),
+            text,
+            source,
             agent,
-            session: m.session.clone().unwrap_or_default(),
-            origin: m.origin.clone(),
-            tags: m.tags.clone(),
+            session: m.session.unwrap_or_default(),
+            origin: m.origin,
+            tags: m.tags,
             event_time: m.event_time,
             created_at: now_ms(),
             importance: m.importance.unwrap_or(0.5),
