@@ -3,7 +3,8 @@
 //! A fresh 4 KiB page costs a fault and a zeroing on first touch; a store opened with 100K rows touches
 //! about 50 MiB of int8 codes and graph lists this way. Asking for 2 MiB pages (`MADV_HUGEPAGE`) before the
 //! first touch turns 512 faults into one. It is advice only: where the kernel declines (THP off, other
-//! systems) nothing changes but the speed.
+//! systems) nothing changes but the speed. (`clawhdf5-format` gives the same advice to its large read
+//! buffers in its own `hugepages` module: the two crates do not depend on each other.)
 
 /// Buffers smaller than this are left alone (a huge page must fit inside, aligned, with room to spare).
 pub const MIN_BYTES: usize = 4 << 20;
