@@ -171,42 +171,52 @@ impl Tokenizer {
         if word.is_empty() {
             return;
         }
-        if word.ends_with("'s") {
-            word.truncate(word.len() - 2);
+        if word.contains('\'') {
+            if word.ends_with("'s") {
+                word.truncate(word.len() - 2);
+            }
+            word.retain(|c| c != '\'');
         }
-        word.retain(|c| c != '\'');
-        if word.is_empty() || (self.config.stop_words && is_stop_word(word)) {
-            word.clear();
+        if word.is_empty() {
             return;
         }
         if self.config.stemming && word.bytes().all(|c| c.is_ascii_alphabetic()) {
+            // One lookup answers both questions for the common case.
             self.stem_into(word, out);
-        } else {
+        } else if !(self.config.stop_words && is_stop_word(word)) {
             out.push(word);
         }
         word.clear();
     }
 
-    /// Appends the Snowball stem of an ASCII word, remembered per thread (words repeat: most of a text's words
-    /// were stemmed before).
+    /// Appends the Snowball stem of an ASCII word unless it is a stop word this tokenizer drops. Both answers
+    /// are remembered per thread (words repeat: most of a text's words were seen before).
     fn stem_into(&self, w: &str, out: &mut Terms) {
         const MAX_CACHED: usize = 1 << 16;
+        /// A word's stem, and whether the word is a stop word.
+        type Seen = (String, bool);
         thread_local! {
-            static STEMS: std::cell::RefCell<crate::FastMap<String, String>> =
+            static STEMS: std::cell::RefCell<crate::FastMap<String, Seen>> =
                 std::cell::RefCell::new(crate::FastMap::default());
         }
+        let drop_stop = self.config.stop_words;
         STEMS.with(|cell| {
             let mut cache = cell.borrow_mut();
-            if let Some(s) = cache.get(w) {
-                out.push(s);
+            if let Some((stem, stop)) = cache.get(w) {
+                if !(drop_stop && *stop) {
+                    out.push(stem);
+                }
                 return;
             }
+            let stop = is_stop_word(w);
             let stem = self.stemmer.stem(w).into_owned();
-            out.push(&stem);
+            if !(drop_stop && stop) {
+                out.push(&stem);
+            }
             if cache.len() >= MAX_CACHED {
                 cache.clear();
             }
-            cache.insert(w.to_string(), stem);
+            cache.insert(w.to_string(), (stem, stop));
         })
     }
 }
