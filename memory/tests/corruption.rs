@@ -121,24 +121,42 @@ fn exercise(s: &Store) {
     let _ = s.stats();
 }
 
-/// Runs `f` with panics caught (and not printed); a failure message names the variant.
-fn checked(what: &str, variant: usize, f: impl FnOnce() -> Result<(), String>) -> Option<String> {
-    let t = Instant::now();
-    let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Err(e) => Some(format!(
-            "{what} variant {variant}: panic: {}",
-            e.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        )),
-        Ok(Err(m)) => Some(format!("{what} variant {variant}: {m}")),
-        Ok(Ok(())) => None,
+/// Runs `f` with panics caught (and not printed); a failure message names the variant. `f` says whether the
+/// store opened. A variant that only ran past the time limit is run once more and fails only if it is slow
+/// again: a hang repeats, a stall of the machine's disk or scheduler does not.
+fn checked(
+    what: &str,
+    variant: usize,
+    mut f: impl FnMut() -> Result<bool, String>,
+) -> (Option<String>, bool) {
+    let mut attempt = || {
+        let t = Instant::now();
+        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut f)) {
+            Err(e) => Err(format!(
+                "{what} variant {variant}: panic: {}",
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            )),
+            Ok(Err(m)) => Err(format!("{what} variant {variant}: {m}")),
+            Ok(Ok(opened)) => Ok(opened),
+        };
+        (out, t.elapsed())
     };
-    let took = t.elapsed();
-    out.or_else(|| {
-        (took > Duration::from_secs(1)).then(|| format!("{what} variant {variant}: took {took:?}"))
-    })
+    let limit = Duration::from_secs(1);
+    let (mut out, mut took) = attempt();
+    if out.is_ok() && took > limit {
+        (out, took) = attempt();
+    }
+    match out {
+        Err(m) => (Some(m), false),
+        Ok(opened) if took > limit => (
+            Some(format!("{what} variant {variant}: took {took:?} (twice)")),
+            opened,
+        ),
+        Ok(opened) => (None, opened),
+    }
 }
 
 /// Saves a failing variant's bytes for reproduction; returns the message naming where.
@@ -180,14 +198,17 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
     let mut opened = 0;
     for v in 0..file_variants {
         let b = mutate(&mut r, &file, file.len(), v);
-        std::fs::write(&target, &b).unwrap();
-        let failed = checked("file", v, || {
-            if let Ok(s) = Store::open_read_only(&target) {
-                opened += 1;
-                exercise(&s);
-            }
-            Ok(())
+        let (failed, ok) = checked("file", v, || {
+            std::fs::write(&target, &b).map_err(|e| e.to_string())?;
+            Ok(match Store::open_read_only(&target) {
+                Ok(s) => {
+                    exercise(&s);
+                    true
+                }
+                Err(_) => false,
+            })
         });
+        opened += usize::from(ok);
         failures.extend(failed.map(|m| keep(m, "file", v, &b)));
     }
 
@@ -197,16 +218,15 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
     let mut replayed = 0;
     for v in 0..log_variants {
         let b = mutate(&mut r, &log, span, v);
-        std::fs::write(&target, &file).unwrap();
-        std::fs::write(&target_log, &b).unwrap();
-        let failed = checked("log", v, || {
+        let (failed, ok) = checked("log", v, || {
+            std::fs::write(&target, &file).map_err(|e| e.to_string())?;
+            std::fs::write(&target_log, &b).map_err(|e| e.to_string())?;
             let s = match Store::open(&target) {
                 Ok(s) => s,
                 // A log whose header is gone is refused as a whole, with a clear error.
-                Err(e) if e.to_string().contains("header") => return Ok(()),
+                Err(e) if e.to_string().contains("header") => return Ok(false),
                 Err(e) => return Err(format!("open failed: {e}")),
             };
-            replayed += 1;
             exercise(&s);
             let lost: Vec<u64> = checkpointed
                 .iter()
@@ -227,8 +247,9 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
                 return Err(format!("replayed saves are not a prefix: {kept:?}"));
             }
             drop(s);
-            Ok(())
+            Ok(true)
         });
+        replayed += usize::from(ok);
         failures.extend(failed.map(|m| keep(m, "log", v, &b)));
     }
     std::panic::set_hook(hook);
