@@ -767,12 +767,12 @@ impl Store {
         &mut self,
         mut m: NewMemory,
     ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
-        // Refused before the model runs on it.
-        crate::validate::new_memory(&m)?;
         let mut embedding = m.embedding.take();
         let mut embedded_by = None;
         if embedding.is_none() && !m.text.trim().is_empty() {
             if let Some(embedder) = self.opts.embedder.clone() {
+                // Refused before the model runs on it (otherwise `prepare` checks it, once).
+                crate::validate::new_memory(&m)?;
                 if self.dedup.contains_key(&self.dedup_key_of(&m)) {
                     embedding = None;
                 } else {
