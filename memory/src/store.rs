@@ -121,7 +121,8 @@ pub struct StoreStats {
     pub keywords_from_file: bool,
     /// Rows the vector graph holds (0 while the store searches vectors exactly).
     pub graph_rows: usize,
-    /// Rows the graph does not place yet (saved or re-embedded since): searched exactly until folded in.
+    /// Rows the graph does not place yet (saved or re-embedded since it was built, or all of them while the
+    /// first graph is being built): searched exactly until folded in.
     pub unindexed_rows: usize,
     /// Whether a background job is building or folding the vector graph.
     pub indexing: bool,
@@ -1453,7 +1454,7 @@ impl Store {
             full_checkpoints: self.checkpoints.1,
             keywords_from_file: self.keywords_from_file,
             graph_rows: self.index.graph().map_or(0, |h| h.slots()),
-            unindexed_rows: self.index.tail(&self.vectors),
+            unindexed_rows: self.index.unplaced(&self.vectors),
             indexing: self.index.busy(),
         }
     }

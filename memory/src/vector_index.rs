@@ -199,6 +199,15 @@ impl VectorIndex {
         }
     }
 
+    /// Rows searched exactly because no graph places them: [`Self::tail`], or every row while a background
+    /// job builds the first graph.
+    pub fn unplaced(&self, table: &VectorTable) -> usize {
+        match (&self.hnsw, &self.job) {
+            (None, Some(_)) => table.rows(),
+            _ => self.tail(table),
+        }
+    }
+
     /// Whether the store is big enough to want a graph.
     fn wanted(table: &VectorTable, config: &StoreConfig) -> bool {
         table.dim() > 0 && table.rows() >= config.exact_search_threshold as usize
@@ -315,15 +324,34 @@ impl VectorIndex {
         }
     }
 
-    /// Bring the graph fully up to date now, on every core: wait for a background job, then build the graph
-    /// or fold in every row it does not place yet.
+    /// Cancel a running background job without waiting for it: its thread runs at idle priority, so on a
+    /// busy machine a wait could last seconds. Its rows stay for the caller to fold; rows forgotten while it
+    /// ran leave the graph now. The thread stops at its next step and drops its copy of the graph.
+    fn abandon(&mut self) {
+        let Some(mut job) = self.job.take() else {
+            return;
+        };
+        // Dropping the job raises its cancel flag; the handle is detached, not joined.
+        let deleted = std::mem::take(&mut job.deleted);
+        drop(job);
+        if let Some(g) = self.hnsw.as_mut() {
+            let g = Arc::make_mut(g);
+            for row in deleted {
+                g.delete(row);
+            }
+        }
+    }
+
+    /// Bring the graph fully up to date now, on every core: take in a finished background job (a running
+    /// one is cancelled, not waited for), then build the graph or fold in every row it does not place yet.
     pub fn ensure(
         &mut self,
         table: &VectorTable,
         config: &StoreConfig,
         live: &dyn Fn(u32) -> bool,
     ) -> Result<()> {
-        self.finish(table, live);
+        self.poll(table, live);
+        self.abandon();
         if !Self::wanted(table, config) {
             self.hnsw = None;
             self.dirty.clear();
@@ -491,5 +519,31 @@ mod tests {
         assert!(ix.is_current());
         assert_eq!(top(&ix, &t, &fresh), 500);
         assert_eq!(top(&ix, &t, &v(1_000)), 1_000);
+    }
+    #[test]
+    fn ensure_does_not_wait_for_a_running_job_and_keeps_its_forgets() {
+        let config = StoreConfig {
+            exact_search_threshold: 64,
+            ..StoreConfig::default()
+        };
+        let mut t = VectorTable::new(16);
+        for i in 0..200 {
+            t.push(Some(&v(i)));
+        }
+        let mut ix = VectorIndex::default();
+        ix.ensure(&t, &config, &|_| true).unwrap();
+        for i in 200..200 + 4 * CHEAP_TAIL {
+            t.push(Some(&v(i)));
+        }
+        ix.start_background(&t, &config);
+        assert!(ix.busy());
+        // Row 7 is forgotten while the job runs; the graph still shares it, so it stays placed for now.
+        ix.deleted(7);
+        let live = |row: u32| row != 7;
+        ix.ensure(&t, &config, &live).unwrap();
+        assert!(!ix.busy());
+        assert_eq!(ix.graph().map(|h| h.slots()), Some(t.rows()));
+        assert_ne!(top(&ix, &t, &v(7)), 7);
+        assert_eq!(top(&ix, &t, &v(3_000)), 3_000);
     }
 }
