@@ -15,6 +15,9 @@ impl Default for Bm25Params {
     }
 }
 
+/// What [`Bm25Index::known_ids`] gives a term the vocabulary does not have yet.
+pub const UNKNOWN_TERM: u32 = u32::MAX;
+
 /// An inverted index kept up to date document by document; never rebuilt per query.
 #[derive(Clone, Debug, Default)]
 pub struct Bm25Index {
@@ -93,21 +96,60 @@ impl Bm25Index {
     ) -> Vec<u32> {
         let mut ids: Vec<u32> = tokens
             .into_iter()
-            .map(|t| match self.vocab.get(t.as_ref()) {
-                Some(&id) => id,
-                None => {
-                    let t = t.as_ref();
-                    let id = self.terms.len() as u32;
-                    self.vocab.insert(t.to_string(), id);
-                    self.terms.push(t.to_string());
-                    self.postings.push(Vec::new());
-                    self.doc_freq.push(0);
-                    id
-                }
-            })
+            .map(|t| self.intern(t.as_ref()))
             .collect();
         ids.sort_unstable();
         // Sorted and in range by construction.
+        self.add_ids(doc, &ids);
+        ids
+    }
+
+    /// The id of `term`, added to the vocabulary when new.
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.vocab.get(term) {
+            return id;
+        }
+        let id = self.terms.len() as u32;
+        self.vocab.insert(term.to_string(), id);
+        self.terms.push(term.to_string());
+        self.postings.push(Vec::new());
+        self.doc_freq.push(0);
+        id
+    }
+
+    /// The ids the vocabulary already has for `tokens`, in token order, [`UNKNOWN_TERM`] for new terms. It
+    /// only reads the index, so a batch's documents can be looked up on many threads before
+    /// [`Self::add_known`] indexes them one by one.
+    pub fn known_ids<'a>(&self, tokens: impl IntoIterator<Item = &'a str>) -> Vec<u32> {
+        tokens
+            .into_iter()
+            .map(|t| self.vocab.get(t).copied().unwrap_or(UNKNOWN_TERM))
+            .collect()
+    }
+
+    /// [`Self::add`] for tokens whose ids [`Self::known_ids`] looked up earlier on this index (ids are never
+    /// reused, so they still hold): only the unknown ones are looked up, and added, now.
+    pub fn add_known<'a>(
+        &mut self,
+        doc: u32,
+        tokens: impl IntoIterator<Item = &'a str>,
+        mut ids: Vec<u32>,
+    ) -> Vec<u32> {
+        let mut n = 0;
+        for t in tokens {
+            match ids.get_mut(n) {
+                Some(id) if *id != UNKNOWN_TERM && (*id as usize) < self.terms.len() => {}
+                Some(id) => *id = self.intern(t),
+                None => {
+                    let id = self.intern(t);
+                    ids.push(id);
+                }
+            }
+            n += 1;
+        }
+        // Ids past the last token belong to nothing.
+        ids.truncate(n);
+        ids.sort_unstable();
         self.add_ids(doc, &ids);
         ids
     }
@@ -346,6 +388,36 @@ mod tests {
             ix.add(i as u32, &toks(d));
         }
         ix
+    }
+
+    #[test]
+    fn ids_looked_up_ahead_index_like_add() {
+        let docs = ["cat sat mat", "new cat words", "mat words cat cat", "zebra"];
+        let plain = index(&docs);
+        let mut ahead = index(&docs[..1]);
+        // All three looked up before any is added: later documents' new terms are unknown at lookup.
+        let looked: Vec<Vec<u32>> = docs[1..]
+            .iter()
+            .map(|d| ahead.known_ids(d.split_whitespace()))
+            .collect();
+        assert!(looked[0].contains(&UNKNOWN_TERM));
+        for (i, (d, ids)) in docs[1..].iter().zip(looked).enumerate() {
+            let got = ahead.add_known(i as u32 + 1, d.split_whitespace(), ids);
+            assert_eq!(got.len(), d.split_whitespace().count());
+        }
+        assert_eq!(ahead.terms(), plain.terms());
+        for q in ["cat", "words", "zebra mat"] {
+            assert_eq!(
+                ahead.search(&toks(q), 10, &|_| true),
+                plain.search(&toks(q), 10, &|_| true)
+            );
+        }
+        // Too few or too many ids: every token is still indexed once.
+        let mut ix = index(&["a b"]);
+        let got = ix.add_known(1, "a b c".split_whitespace(), vec![0]);
+        assert_eq!(got, vec![0, 1, 2]);
+        let got = ix.add_known(2, "b".split_whitespace(), vec![1, 0, 7]);
+        assert_eq!(got, vec![1]);
     }
 
     #[test]

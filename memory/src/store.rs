@@ -455,6 +455,14 @@ impl Store {
     }
 
     /// Add a record read from the file to the row tables (not to the keyword index).
+    /// Room for `n` more records in the per-row tables, so a large batch grows each of them once.
+    fn reserve(&mut self, n: usize) {
+        self.records.reserve(n);
+        self.row_flags.reserve(n);
+        self.by_id.reserve(n);
+        self.dedup.reserve(n);
+    }
+
     fn push_record(&mut self, mut r: Record, key: Option<u64>) {
         let row = self.records.len() as u32;
         if let Some(key) = key {
@@ -495,12 +503,15 @@ impl Store {
     }
 
     /// Add a new record (a save, live or replayed from the log) to every in-memory structure.
-    fn index_record(&mut self, r: Record, tokens: Option<Terms>) {
+    /// Add a record to the in-memory tables and indexes; `tokens` are its text's terms when already known,
+    /// with the term ids [`Bm25Index::known_ids`] found for them (or none).
+    fn index_record(&mut self, r: Record, tokens: Option<(Terms, Vec<u32>)>) {
         let row = self.records.len() as u32;
         self.vectors.push(r.embedding.as_deref());
         if !r.tombstone {
-            let toks = tokens.unwrap_or_else(|| self.tokenizer.terms(&r.text));
-            let ids = self.bm25.add(row, toks.iter());
+            let (toks, known) =
+                tokens.unwrap_or_else(|| (self.tokenizer.terms(&r.text), Vec::new()));
+            let ids = self.bm25.add_known(row, toks.iter(), known);
             self.pending.row_terms.insert(row, ids);
         }
         let key = (!r.tombstone).then(|| record_dedup_key(&r));
@@ -548,7 +559,7 @@ impl Store {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                self.index_record(*r, terms);
+                self.index_record(*r, terms.map(|t| (t, Vec::new())));
                 return Ok(());
             }
             Err(op) => op,
@@ -979,14 +990,18 @@ impl Store {
             .into_iter()
             .map(|r| WalOp::save(Box::new(r), half))
             .collect();
-        // Tokenising is most of a save's CPU: do the batch's texts on every core first.
-        let tokens: Vec<Terms> = {
+        // Tokenising, and looking up the terms the keyword index knows, is most of a save's CPU: do the
+        // batch's texts on every core first.
+        let tokens: Vec<(Terms, Vec<u32>)> = {
             use rayon::prelude::*;
-            let tokenizer = &self.tokenizer;
+            let (tokenizer, bm25) = (&self.tokenizer, &self.bm25);
             ops.par_iter()
                 .map(|op| {
-                    op.saved()
-                        .map_or_else(Terms::default, |r| tokenizer.terms(&r.text))
+                    let terms = op
+                        .saved()
+                        .map_or_else(Terms::default, |r| tokenizer.terms(&r.text));
+                    let known = bm25.known_ids(terms.iter());
+                    (terms, known)
                 })
                 .collect()
         };
@@ -1022,9 +1037,10 @@ impl Store {
     fn save_in_file(
         &mut self,
         ops: Vec<WalOp>,
-        tokens: Vec<Terms>,
+        tokens: Vec<(Terms, Vec<u32>)>,
         outcomes: Vec<Result<SaveOutcome>>,
     ) -> Result<Vec<Result<SaveOutcome>>> {
+        self.reserve(ops.len());
         for (op, toks) in ops.into_iter().zip(tokens) {
             if let Ok(r) = op.into_saved() {
                 if let Some(e) = &r.embedding {
@@ -1093,7 +1109,7 @@ impl Store {
         let agent = m.agent.unwrap_or_else(|| self.opts.default_agent.clone());
         let mut embedding = embedding;
         if let Some(e) = embedding.as_mut() {
-            if e.iter().any(|x| !x.is_finite()) {
+            if !crate::vectors::all_finite(e) {
                 return Err(MemoryError::InvalidInput(
                     "embedding contains NaN or infinity".into(),
                 ));

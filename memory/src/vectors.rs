@@ -303,10 +303,34 @@ impl VectorTable {
 
 /// Scale `v` to unit length (left as is when it is all zeros).
 pub fn normalize(v: &mut [f32]) {
-    let n: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
+    let n = sum_of_squares(v).sqrt();
+    if n > 0.0 && n.is_finite() {
         v.iter_mut().for_each(|x| *x /= n);
+    } else if n.is_infinite() && all_finite(v) {
+        // Finite values whose squares overflow f32.
+        let n = v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        v.iter_mut().for_each(|x| *x = (f64::from(*x) / n) as f32);
     }
+}
+
+/// Sum of the squares, in 16 running sums that the compiler keeps in vector registers (a single running sum
+/// is one long chain of dependent additions).
+fn sum_of_squares(v: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut acc = [0f32; LANES];
+    let mut chunks = v.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += x * x;
+        }
+    }
+    let rest: f32 = chunks.remainder().iter().map(|x| x * x).sum();
+    acc.iter().sum::<f32>() + rest
+}
+
+/// Whether no value is NaN or infinite (one pass without early exit, so it vectorises).
+pub fn all_finite(v: &[f32]) -> bool {
+    v.iter().fold(true, |ok, x| ok & x.is_finite())
 }
 
 #[cfg(test)]
@@ -411,6 +435,24 @@ mod tests {
         assert_eq!(f32s(t.row(1)), [0.0, 0.0]);
         t.set(0, Some(&[1.0, 0.0]));
         assert!(t.has(0) && !t.has(1));
+    }
+
+    #[test]
+    fn normalizes_long_and_huge_vectors() {
+        for len in [1, 15, 16, 17, 384, 1001] {
+            let mut v: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin() + 0.01).collect();
+            normalize(&mut v);
+            let n: f64 = v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            assert!((n - 1.0).abs() < 1e-5, "length {len}: norm {n}");
+        }
+        let mut big = vec![3e30f32, 4e30];
+        normalize(&mut big);
+        assert!(
+            (big[0] - 0.6).abs() < 1e-6 && (big[1] - 0.8).abs() < 1e-6,
+            "{big:?}"
+        );
+        assert!(all_finite(&big));
+        assert!(!all_finite(&[1.0, f32::NAN]) && !all_finite(&[f32::INFINITY]));
     }
 
     #[test]
