@@ -1,5 +1,7 @@
 //! Incremental BM25 keyword index over dense document numbers (the store's row numbers).
 
+use crate::tokenize::Terms;
+
 /// BM25 parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bm25Params {
@@ -125,6 +127,51 @@ impl Bm25Index {
             .into_iter()
             .map(|t| self.vocab.get(t).copied().unwrap_or(UNKNOWN_TERM))
             .collect()
+    }
+
+    /// Give ids to the new terms of a batch of documents looked up with [`Self::known_ids`] (`(terms, ids)`
+    /// pairs): each new term is added once, in order of first appearance (the ids [`Self::add_known`] would
+    /// give them one document at a time), and the documents' unknown ids are filled in on every core. Worth it
+    /// when a batch brings many new terms, as a fresh store's first batch does; returns how many were added.
+    pub fn add_new_terms(&mut self, docs: &mut [(Terms, Vec<u32>)]) -> usize {
+        use rayon::prelude::*;
+        type Firsts<'a> = crate::FastMap<&'a str, u64>;
+        fn keep_first<'a>(mut a: Firsts<'a>, b: Firsts<'a>) -> Firsts<'a> {
+            for (t, at) in b {
+                a.entry(t).and_modify(|x| *x = (*x).min(at)).or_insert(at);
+            }
+            a
+        }
+        let added = {
+            let firsts: Firsts<'_> = docs
+                .par_iter()
+                .enumerate()
+                .fold(Firsts::default, |mut m, (d, (terms, ids))| {
+                    for (pos, (t, &id)) in terms.iter().zip(ids).enumerate() {
+                        if id == UNKNOWN_TERM {
+                            m.entry(t).or_insert(((d as u64) << 32) | pos as u64);
+                        }
+                    }
+                    m
+                })
+                .reduce(Firsts::default, keep_first);
+            let mut order: Vec<(&str, u64)> = firsts.into_iter().collect();
+            order.sort_unstable_by_key(|&(_, at)| at);
+            let before = self.terms.len();
+            for (t, _) in order {
+                self.intern(t);
+            }
+            self.terms.len() - before
+        };
+        let vocab = &self.vocab;
+        docs.par_iter_mut().for_each(|(terms, ids)| {
+            for (t, id) in terms.iter().zip(ids.iter_mut()) {
+                if *id == UNKNOWN_TERM {
+                    *id = vocab.get(t).copied().unwrap_or(UNKNOWN_TERM);
+                }
+            }
+        });
+        added
     }
 
     /// [`Self::add`] for tokens whose ids [`Self::known_ids`] looked up earlier on this index (ids are never
@@ -418,6 +465,41 @@ mod tests {
         assert_eq!(got, vec![0, 1, 2]);
         let got = ix.add_known(2, "b".split_whitespace(), vec![1, 0, 7]);
         assert_eq!(got, vec![1]);
+    }
+
+    #[test]
+    fn new_terms_added_in_one_pass_get_the_ids_of_one_by_one() {
+        use crate::tokenize::{Tokenizer, TokenizerConfig};
+        let tk = Tokenizer::new(TokenizerConfig::default());
+        let texts: Vec<String> = (0..300)
+            .map(|i| {
+                format!(
+                    "note {i} about topic{} and word{} again {}",
+                    i % 7,
+                    i % 13,
+                    i % 5
+                )
+            })
+            .collect();
+        let mut plain = index(&["about again"]);
+        let mut batch = plain.clone();
+        let mut docs: Vec<(Terms, Vec<u32>)> = texts
+            .iter()
+            .map(|t| {
+                let terms = tk.terms(t);
+                let ids = batch.known_ids(terms.iter());
+                (terms, ids)
+            })
+            .collect();
+        let added = batch.add_new_terms(&mut docs);
+        assert!(added > 300, "{added}");
+        assert!(docs.iter().all(|(_, ids)| !ids.contains(&UNKNOWN_TERM)));
+        for (i, (t, (terms, ids))) in texts.iter().zip(docs).enumerate() {
+            let a = plain.add(i as u32 + 1, tk.terms(t).iter());
+            let b = batch.add_known(i as u32 + 1, terms.iter(), ids);
+            assert_eq!(a, b, "{t}");
+        }
+        assert_eq!(plain.terms(), batch.terms());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use clawhdf5_embed::Embedder;
 
-use crate::bm25::{Bm25Index, Bm25Params};
+use crate::bm25::{Bm25Index, Bm25Params, UNKNOWN_TERM};
 use crate::checkpoint::{self, Increment};
 use crate::config::{StoreConfig, VectorPrecision};
 use crate::dictionary::Dictionaries;
@@ -218,6 +218,11 @@ pub(crate) fn record_dedup_key(r: &Record) -> u64 {
 /// A 64-bit hash of what makes two saves the same memory (kept in memory only, never in the file; a hit is
 /// confirmed against the stored record). aHash with fixed seeds: several times faster than SipHash over a
 /// memory's text, which every save and every record at open hashes.
+/// A batch whose tokens include at least this many the keyword index does not know yet gives its new terms
+/// their ids in one pass on every core ([`Bm25Index::add_new_terms`]) instead of one lookup per token while
+/// indexing.
+const NEW_TERMS_IN_PARALLEL: usize = 4096;
+
 fn dedup_key(agent: &str, session: &str, source: &str, text: &str) -> u64 {
     static SEEDS: ahash::RandomState = ahash::RandomState::with_seeds(
         0x6a09_e667_f3bc_c908,
@@ -992,7 +997,7 @@ impl Store {
             .collect();
         // Tokenising, and looking up the terms the keyword index knows, is most of a save's CPU: do the
         // batch's texts on every core first.
-        let tokens: Vec<(Terms, Vec<u32>)> = {
+        let mut tokens: Vec<(Terms, Vec<u32>)> = {
             use rayon::prelude::*;
             let (tokenizer, bm25) = (&self.tokenizer, &self.bm25);
             ops.par_iter()
@@ -1005,6 +1010,13 @@ impl Store {
                 })
                 .collect()
         };
+        let unknown: usize = tokens
+            .iter()
+            .map(|(_, ids)| ids.iter().filter(|&&id| id == UNKNOWN_TERM).count())
+            .sum();
+        if unknown >= NEW_TERMS_IN_PARALLEL {
+            self.bm25.add_new_terms(&mut tokens);
+        }
         if bulk {
             return self.save_in_file(ops, tokens, outcomes);
         }
