@@ -80,6 +80,9 @@ pub struct SearchArgs {
     /// Runs of each group-commit way and writer count; the table gives their median and range.
     #[arg(long, default_value_t = 5)]
     pub group_rounds: usize,
+    /// Batch ingests of each size, each into a fresh store; the table gives their median and range.
+    #[arg(long, default_value_t = 5)]
+    pub ingest_rounds: usize,
     /// Sequential durable saves by one writer.
     #[arg(long, default_value_t = 200)]
     pub single_saves: usize,
@@ -197,6 +200,7 @@ fn search_options(a: &SearchArgs) -> SearchOptions {
         writers: a.writers.clone(),
         group_saves: a.group_saves,
         group_rounds: a.group_rounds,
+        ingest_rounds: a.ingest_rounds,
         single_saves: a.single_saves,
     }
 }
