@@ -707,8 +707,8 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
          = the writers share the store behind a mutex and each waits for its fsync outside it; group commit, \
          one committer = the writers send their saves to one thread that saves everything waiting with \
          `Store::save_each` (one log write, one fsync) and answers each writer, as a server does with \
-         concurrent requests; group commit, async tasks = as many tokio tasks, each awaiting the store's \
-         lock, saving (`save_deferred`) and then awaiting `DurableTicket::durable` (the log's syncer thread \
+         concurrent requests; group commit, async tasks = as many tokio tasks, each tokenizing its memory \
+         (`SaveKit::prepare`), awaiting the store's lock, saving (`save_prepared`) and then awaiting `DurableTicket::durable` (the log's syncer thread \
          fsyncs for every waiting task at once), which is how `clawhdf5 serve` and `clawhdf5 mcp` handle \
          concurrent saves; all three are wall time of all the saves divided by their number. For each writer count \
          the three ways take turns, {} runs of {} saves each, and the table gives the median run with the \
