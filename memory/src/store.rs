@@ -215,14 +215,14 @@ pub(crate) fn record_dedup_key(r: &Record) -> u64 {
     dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text)
 }
 
-/// A 64-bit hash of what makes two saves the same memory (kept in memory only, never in the file; a hit is
-/// confirmed against the stored record). aHash with fixed seeds: several times faster than SipHash over a
-/// memory's text, which every save and every record at open hashes.
 /// A batch whose tokens include at least this many the keyword index does not know yet gives its new terms
 /// their ids in one pass on every core ([`Bm25Index::add_new_terms`]) instead of one lookup per token while
 /// indexing.
 const NEW_TERMS_IN_PARALLEL: usize = 4096;
 
+/// A 64-bit hash of what makes two saves the same memory (kept in memory only, never in the file; a hit is
+/// confirmed against the stored record). aHash with fixed seeds: several times faster than SipHash over a
+/// memory's text, which every save and every record at open hashes.
 fn dedup_key(agent: &str, session: &str, source: &str, text: &str) -> u64 {
     static SEEDS: ahash::RandomState = ahash::RandomState::with_seeds(
         0x6a09_e667_f3bc_c908,
@@ -459,7 +459,6 @@ impl Store {
         }
     }
 
-    /// Add a record read from the file to the row tables (not to the keyword index).
     /// Room for `n` more records in the per-row tables, so a large batch grows each of them once.
     fn reserve(&mut self, n: usize) {
         self.records.reserve(n);
@@ -468,6 +467,7 @@ impl Store {
         self.dedup.reserve(n);
     }
 
+    /// Add a record read from the file to the row tables (not to the keyword index).
     fn push_record(&mut self, mut r: Record, key: Option<u64>) {
         let row = self.records.len() as u32;
         if let Some(key) = key {
@@ -507,9 +507,8 @@ impl Store {
         self.refresh_index()
     }
 
-    /// Add a new record (a save, live or replayed from the log) to every in-memory structure.
-    /// Add a record to the in-memory tables and indexes; `tokens` are its text's terms when already known,
-    /// with the term ids [`Bm25Index::known_ids`] found for them (or none).
+    /// Add a new record (a save, live or replayed from the log) to every in-memory structure; `tokens` are its
+    /// text's terms when already known, with the term ids [`Bm25Index::known_ids`] found for them (or none).
     fn index_record(&mut self, r: Record, tokens: Option<(Terms, Vec<u32>)>) {
         let row = self.records.len() as u32;
         self.vectors.push(r.embedding.as_deref());

@@ -520,6 +520,7 @@ mod tests {
         assert_eq!(top(&ix, &t, &fresh), 500);
         assert_eq!(top(&ix, &t, &v(1_000)), 1_000);
     }
+
     #[test]
     fn ensure_does_not_wait_for_a_running_job_and_keeps_its_forgets() {
         let config = StoreConfig {
