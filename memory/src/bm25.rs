@@ -96,14 +96,7 @@ impl Bm25Index {
         doc: u32,
         tokens: impl IntoIterator<Item = &'a T>,
     ) -> Vec<u32> {
-        let mut ids: Vec<u32> = tokens
-            .into_iter()
-            .map(|t| self.intern(t.as_ref()))
-            .collect();
-        ids.sort_unstable();
-        // Sorted and in range by construction.
-        self.add_ids(doc, &ids);
-        ids
+        self.add_known(doc, tokens.into_iter().map(AsRef::as_ref), Vec::new())
     }
 
     /// The id of `term`, added to the vocabulary when new.
