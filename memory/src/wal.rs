@@ -7,6 +7,9 @@
 //! after an append overwrites blocks the file already has and need not commit a new file size (on ext4 a
 //! `fdatasync` then skips the journal: about 40 % less time). Zeros after the last frame are free space, not
 //! a torn tail.
+//!
+//! Every-save logs queue frames and write them in one durable write for every save waiting at that moment
+//! (group commit); on Linux that write is direct and synchronous (`O_DIRECT | O_DSYNC`, module `wal::writer`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -21,7 +24,9 @@ use crate::error::{io_err, MemoryError, Result};
 use crate::record::Record;
 
 mod syncer;
+mod writer;
 pub use syncer::Durable;
+use writer::SyncWriter;
 
 const MAGIC: &[u8; 8] = b"CLAWWAL1";
 const HEADER_LEN: u64 = 16;
@@ -358,6 +363,25 @@ impl Appender {
         let _ = self.file.seek(SeekFrom::Start(self.len));
     }
 
+    /// Take the queued frames for a durable write, reserving their place: the log's length moves past them,
+    /// and the file grows (written zeros) to hold them. Returns the frames, their last LSN, and whether the
+    /// file grew.
+    fn take_queued(&mut self) -> Option<(Vec<u8>, u64, bool)> {
+        if self.queued.is_empty() {
+            return None;
+        }
+        let bytes = std::mem::take(&mut self.queued);
+        let end = self.len + bytes.len() as u64;
+        let grew = self.preallocate && end > self.allocated;
+        if grew {
+            self.grow(end);
+        }
+        self.len = end;
+        // A direct write fills its last block with zeros; growing later starts past that block.
+        self.allocated = self.allocated.max(end.next_multiple_of(4096));
+        Some((bytes, self.queued_last, grew))
+    }
+
     /// Write the queued frames, if any; returns the last LSN now in the file.
     fn write_queued(&mut self, shared_path: &Path, written: &AtomicU64) -> Result<u64> {
         self.check(shared_path)?;
@@ -380,6 +404,9 @@ struct Shared {
     appender: Mutex<Appender>,
     /// A second handle on the log, for fsync without the appender's lock (replaced when the log is reset).
     sync_file: Mutex<File>,
+    /// Every-save logs: what writes the queued frames and makes them durable, outside the appender's lock
+    /// (replaced when the log is reset). Lock order: the appender, then this.
+    writer: Option<Mutex<SyncWriter>>,
     /// True while one caller fsyncs for everyone (group commit); the others wait on `sync_done`.
     syncing: Mutex<bool>,
     sync_done: Condvar,
@@ -391,6 +418,44 @@ struct Shared {
 }
 
 impl Shared {
+    /// Every-save logs: write the queued frames through `writer` and wait for the disk, with `appender`
+    /// (locked by the caller) released as soon as the frames are taken, so saves keep queueing. Returns the
+    /// last LSN on disk: with nothing queued, that of the write in flight, which this waits for.
+    fn write_durably(
+        &self,
+        writer: &Mutex<SyncWriter>,
+        mut appender: std::sync::MutexGuard<'_, Appender>,
+    ) -> Result<u64> {
+        appender.check(&self.path)?;
+        let taken = appender.take_queued();
+        let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
+        drop(appender);
+        if let Some((bytes, last, grew)) = taken {
+            let res = if grew {
+                // The new zeros reach the disk once, so the frames' writes overwrite blocks the file already
+                // has instead of allocating them one write at a time.
+                w.settle().and_then(|()| w.write_durably(&bytes))
+            } else {
+                w.write_durably(&bytes)
+            };
+            if let Err(e) = res {
+                drop(w);
+                let reason = format!("writing queued entries failed: {e}");
+                self.appender
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .failed
+                    .get_or_insert_with(|| reason.clone());
+                return Err(MemoryError::Wal {
+                    path: self.path.clone(),
+                    reason,
+                });
+            }
+            self.written_lsn.fetch_max(last, Ordering::AcqRel);
+        }
+        Ok(self.written_lsn.load(Ordering::Acquire))
+    }
+
     /// Whether every entry up to `lsn` is on disk.
     fn synced(&self, lsn: u64) -> bool {
         self.synced_lsn.load(Ordering::Acquire) >= lsn
@@ -411,21 +476,23 @@ impl Shared {
                 *syncing = true;
                 drop(syncing);
                 // Everything appended so far (at least `lsn`, appended before this call), written first.
-                // The appender is unlocked before the fsync, so saves keep appending meanwhile and the next
-                // fsync covers them all (holding it through the fsync gave one fsync per save or two).
-                let written = self
-                    .appender
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .write_queued(&self.path, &self.written_lsn);
-                let res = written.and_then(|target| {
-                    self.sync_file
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .sync_data()
-                        .map_err(io_err(&self.path))?;
-                    Ok(target)
-                });
+                // The appender is unlocked before the disk is waited for, so saves keep appending meanwhile
+                // and the next round covers them all (holding it throughout gave one fsync per save or two).
+                let mut appender = self.appender.lock().unwrap_or_else(|p| p.into_inner());
+                let res = match &self.writer {
+                    Some(writer) => self.write_durably(writer, appender),
+                    None => appender
+                        .write_queued(&self.path, &self.written_lsn)
+                        .and_then(|target| {
+                            drop(appender);
+                            self.sync_file
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .sync_data()
+                                .map_err(io_err(&self.path))?;
+                            Ok(target)
+                        }),
+                };
                 let mut done = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
                 *done = false;
                 if let Ok(target) = res {
@@ -532,6 +599,14 @@ impl Wal {
             .unwrap_or(recovery.base_lsn)
             .max(checkpoint_lsn);
         let sync_file = file.try_clone().map_err(io_err(path))?;
+        let writer = match durability {
+            Durability::EverySave => {
+                let handle = file.try_clone().map_err(io_err(path))?;
+                let w = SyncWriter::open(path, handle, recovery.good_len).map_err(io_err(path))?;
+                Some(Mutex::new(w))
+            }
+            _ => None,
+        };
         let shared = Arc::new(Shared {
             path: path.to_path_buf(),
             appender: Mutex::new(Appender {
@@ -545,6 +620,7 @@ impl Wal {
                 failed: None,
             }),
             sync_file: Mutex::new(sync_file),
+            writer,
             syncing: Mutex::new(false),
             sync_done: Condvar::new(),
             written_lsn: AtomicU64::new(last),
@@ -639,7 +715,14 @@ impl Wal {
                 a.queued_last = last;
                 a.next_lsn = lsn;
                 if a.queued.len() > MAX_QUEUED {
-                    a.write_queued(&self.shared.path, &self.shared.written_lsn)?;
+                    match &self.shared.writer {
+                        Some(writer) => {
+                            self.shared.write_durably(writer, a)?;
+                        }
+                        None => {
+                            a.write_queued(&self.shared.path, &self.shared.written_lsn)?;
+                        }
+                    }
                 }
             } else {
                 a.write(&buf, &self.shared.path)?;
@@ -694,6 +777,11 @@ impl Wal {
             .map_err(io_err(path))?;
         file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
         let handle = file.try_clone().map_err(io_err(path))?;
+        if let Some(writer) = &self.shared.writer {
+            let for_writer = file.try_clone().map_err(io_err(path))?;
+            let w = SyncWriter::open(path, for_writer, HEADER_LEN).map_err(io_err(path))?;
+            *writer.lock().unwrap_or_else(|p| p.into_inner()) = w;
+        }
         *self
             .shared
             .sync_file
