@@ -296,7 +296,8 @@ struct Appender {
     len: u64,
     /// The file's length: `len` plus preallocated zeros.
     allocated: u64,
-    /// Whether appends grow the file by [`PREALLOC`] zeros at a time (durable logs).
+    /// Whether appends grow the file by [`PREALLOC`] zeros at a time (logs synced every N ms; every-save logs
+    /// grow through their [`SyncWriter`]).
     preallocate: bool,
     /// Frames appended but not written yet (every-save mode): whoever fsyncs next writes them first, so one
     /// write and one fsync serve every save waiting at that moment.
@@ -363,23 +364,15 @@ impl Appender {
         let _ = self.file.seek(SeekFrom::Start(self.len));
     }
 
-    /// Take the queued frames for a durable write, reserving their place: the log's length moves past them,
-    /// and the file grows (written zeros) to hold them. Returns the frames, their last LSN, and whether the
-    /// file grew.
-    fn take_queued(&mut self) -> Option<(Vec<u8>, u64, bool)> {
+    /// Take the queued frames for the log's [`SyncWriter`] (which also grows the file), with their last
+    /// LSN; the log's length moves past them.
+    fn take_queued(&mut self) -> Option<(Vec<u8>, u64)> {
         if self.queued.is_empty() {
             return None;
         }
         let bytes = std::mem::take(&mut self.queued);
-        let end = self.len + bytes.len() as u64;
-        let grew = self.preallocate && end > self.allocated;
-        if grew {
-            self.grow(end);
-        }
-        self.len = end;
-        // A direct write fills its last block with zeros; growing later starts past that block.
-        self.allocated = self.allocated.max(end.next_multiple_of(4096));
-        Some((bytes, self.queued_last, grew))
+        self.len += bytes.len() as u64;
+        Some((bytes, self.queued_last))
     }
 
     /// Write the queued frames, if any; returns the last LSN now in the file.
@@ -430,15 +423,8 @@ impl Shared {
         let taken = appender.take_queued();
         let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
         drop(appender);
-        if let Some((bytes, last, grew)) = taken {
-            let res = if grew {
-                // The new zeros reach the disk once, so the frames' writes overwrite blocks the file already
-                // has instead of allocating them one write at a time.
-                w.settle().and_then(|()| w.write_durably(&bytes))
-            } else {
-                w.write_durably(&bytes)
-            };
-            if let Err(e) = res {
+        if let Some((bytes, last)) = taken {
+            if let Err(e) = w.write_durably(&bytes) {
                 drop(w);
                 let reason = format!("writing queued entries failed: {e}");
                 self.appender
@@ -602,7 +588,8 @@ impl Wal {
         let writer = match durability {
             Durability::EverySave => {
                 let handle = file.try_clone().map_err(io_err(path))?;
-                let w = SyncWriter::open(path, handle, recovery.good_len).map_err(io_err(path))?;
+                let w = SyncWriter::open(path, handle, recovery.good_len, allocated)
+                    .map_err(io_err(path))?;
                 Some(Mutex::new(w))
             }
             _ => None,
@@ -614,7 +601,7 @@ impl Wal {
                 next_lsn: last + 1,
                 len: recovery.good_len,
                 allocated,
-                preallocate: durability != Durability::None,
+                preallocate: matches!(durability, Durability::WithinMs(_)),
                 queued: Vec::new(),
                 queued_last: last,
                 failed: None,
@@ -779,7 +766,8 @@ impl Wal {
         let handle = file.try_clone().map_err(io_err(path))?;
         if let Some(writer) = &self.shared.writer {
             let for_writer = file.try_clone().map_err(io_err(path))?;
-            let w = SyncWriter::open(path, for_writer, HEADER_LEN).map_err(io_err(path))?;
+            let w =
+                SyncWriter::open(path, for_writer, HEADER_LEN, HEADER_LEN).map_err(io_err(path))?;
             *writer.lock().unwrap_or_else(|p| p.into_inner()) = w;
         }
         *self

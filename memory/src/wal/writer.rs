@@ -4,6 +4,10 @@
 //! page-cache writeback and no separate `fdatasync`. Where the file system refuses direct I/O (tmpfs on older
 //! kernels, other systems) it writes at the log's end and calls `fdatasync`, as the log always did.
 //!
+//! The file grows [`PREALLOC`] bytes of written zeros at a time, ahead of the frames, in one write of its
+//! own (direct and synchronous too), so that a frame's write overwrites blocks the file already has and
+//! commits no new size or allocation.
+//!
 //! Writing a block again is safe: its earlier bytes are the same in the old and the new copy, so a crash
 //! mid-write can only tear the new frames, which recovery then cuts off.
 
@@ -12,8 +16,16 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use super::PREALLOC;
+
 /// The unit of a direct write: offsets, lengths and the buffer's address are multiples of it.
 const BLOCK: usize = 4096;
+
+/// Zeros to grow the file with, aligned for direct writes (in `.bss`: it costs no memory until read, and
+/// then only the kernel's shared zero page).
+#[repr(align(4096))]
+struct Zeros([u8; PREALLOC as usize]);
+static ZEROS: Zeros = Zeros([0; PREALLOC as usize]);
 
 /// A scratch buffer bigger than this is released after the write that needed it (a large batch).
 const KEEP_SCRATCH: usize = 4 << 20;
@@ -26,6 +38,8 @@ pub(super) struct SyncWriter {
     direct: Option<File>,
     /// Where the log ends: the next frame goes here.
     end: u64,
+    /// The file's length: `end` plus zeros written ahead.
+    allocated: u64,
     /// The log's bytes from the start of the block holding `end` up to `end` (written again with the next
     /// frames).
     tail: Vec<u8>,
@@ -36,8 +50,14 @@ pub(super) struct SyncWriter {
 }
 
 impl SyncWriter {
-    /// A writer for the log at `path` whose frames end at `end`; `file` is an open, writable handle on it.
-    pub(super) fn open(path: &Path, file: File, end: u64) -> io::Result<SyncWriter> {
+    /// A writer for the log at `path` whose frames end at `end` in a file `allocated` bytes long (zeros
+    /// after `end`); `file` is an open, writable handle on it.
+    pub(super) fn open(
+        path: &Path,
+        file: File,
+        end: u64,
+        allocated: u64,
+    ) -> io::Result<SyncWriter> {
         let start = end - end % BLOCK as u64;
         let mut tail = vec![0u8; (end - start) as usize];
         file.read_exact_at(&mut tail, start)?;
@@ -45,16 +65,11 @@ impl SyncWriter {
             plain: file,
             direct: open_direct(path),
             end,
+            allocated: allocated.max(end),
             tail,
             scratch: Vec::new(),
             failed: None,
         })
-    }
-
-    /// Make everything written to the file through any handle durable (`fdatasync`): called once after the
-    /// log grows, so that the zeros it grew by are on disk before frames overwrite them.
-    pub(super) fn settle(&self) -> io::Result<()> {
-        self.plain.sync_data()
     }
 
     /// Append `bytes` at the log's end and return once they are on disk.
@@ -73,6 +88,10 @@ impl SyncWriter {
     }
 
     fn write_inner(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let new_end = self.end + bytes.len() as u64;
+        if new_end > self.allocated {
+            self.grow(new_end)?;
+        }
         if self.direct.is_some() {
             match self.write_direct(bytes) {
                 Ok(()) => return Ok(()),
@@ -112,6 +131,37 @@ impl SyncWriter {
             self.scratch = Vec::new();
         }
         res
+    }
+
+    /// Extend the file with zeros to the next multiple of [`PREALLOC`] at or past `upto`. The zeros start at
+    /// the first block after the log's end (the block holding the end is written with the next frames) or
+    /// at the block holding the file's end, whichever is later: never over a frame.
+    fn grow(&mut self, upto: u64) -> io::Result<()> {
+        let block = BLOCK as u64;
+        let target = upto.div_ceil(PREALLOC) * PREALLOC;
+        let from = self
+            .end
+            .next_multiple_of(block)
+            .max(self.allocated - self.allocated % block);
+        let mut at = from;
+        while at < target {
+            let zeros = &ZEROS.0[..(target - at).min(PREALLOC) as usize];
+            let direct = match &self.direct {
+                Some(file) => file.write_all_at(zeros, at),
+                None => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            };
+            if let Err(e) = direct {
+                if self.direct.is_some() && e.raw_os_error() != Some(libc::EINVAL) {
+                    return Err(e);
+                }
+                // The plain way: the frames' `fdatasync` makes these zeros durable with them.
+                self.direct = None;
+                self.plain.write_all_at(zeros, at)?;
+            }
+            at += zeros.len() as u64;
+        }
+        self.allocated = self.allocated.max(target);
+        Ok(())
     }
 
     /// Move the end past `bytes` (just written) and keep the new partial block's bytes.
@@ -159,7 +209,7 @@ mod tests {
             .write(true)
             .open(&p)
             .unwrap();
-        let w = SyncWriter::open(&p, f, initial.len() as u64).unwrap();
+        let w = SyncWriter::open(&p, f, initial.len() as u64, initial.len() as u64).unwrap();
         (p, w)
     }
 
@@ -202,6 +252,46 @@ mod tests {
         let got = std::fs::read(&p).unwrap();
         assert_eq!(&got[..6000], &initial[..]);
         assert_eq!(&got[6000..6004], b"more");
+    }
+
+    #[test]
+    fn the_file_grows_by_whole_preallocations_of_zeros_that_never_cover_a_frame() {
+        for direct in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("w.log");
+            // Frames end at 5,000 bytes; zeros follow to 9,000 (a file cut back after a torn tail, say).
+            let mut initial: Vec<u8> = (0..5000u32).map(|i| (i % 200 + 1) as u8).collect();
+            initial.resize(9000, 0);
+            std::fs::write(&p, &initial).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&p)
+                .unwrap();
+            let mut w = SyncWriter::open(&p, f, 5000, 9000).unwrap();
+            if !direct {
+                w.direct = None;
+            }
+            // Inside the zeros the file has: no growth.
+            w.write_durably(b"next").unwrap();
+            assert_eq!(std::fs::metadata(&p).unwrap().len(), 9000);
+            // Past them: the file grows to a whole preallocation.
+            let more = vec![9u8; 6000];
+            w.write_durably(&more).unwrap();
+            let got = std::fs::read(&p).unwrap();
+            assert_eq!(got.len() as u64, PREALLOC);
+            assert_eq!(&got[..5000], &initial[..5000]);
+            assert_eq!(&got[5000..5004], b"next");
+            assert_eq!(&got[5004..11_004], &more[..]);
+            assert!(got[11_004..].iter().all(|&b| b == 0));
+            // Past the preallocation: one more whole step.
+            let big = vec![7u8; PREALLOC as usize];
+            w.write_durably(&big).unwrap();
+            let got = std::fs::read(&p).unwrap();
+            assert_eq!(got.len() as u64, 2 * PREALLOC);
+            assert_eq!(&got[11_004..11_004 + big.len()], &big[..]);
+            assert!(got[11_004 + big.len()..].iter().all(|&b| b == 0));
+        }
     }
 
     #[test]
