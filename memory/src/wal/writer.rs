@@ -90,7 +90,7 @@ impl SyncWriter {
     fn write_inner(&mut self, bytes: &[u8]) -> io::Result<()> {
         let new_end = self.end + bytes.len() as u64;
         if new_end > self.allocated {
-            self.grow(new_end)?;
+            self.grow(new_end);
         }
         if self.direct.is_some() {
             match self.write_direct(bytes) {
@@ -135,8 +135,9 @@ impl SyncWriter {
 
     /// Extend the file with zeros to the next multiple of [`PREALLOC`] at or past `upto`. The zeros start at
     /// the first block after the log's end (the block holding the end is written with the next frames) or
-    /// at the block holding the file's end, whichever is later: never over a frame.
-    fn grow(&mut self, upto: u64) -> io::Result<()> {
+    /// at the block holding the file's end, whichever is later: never over a frame. If that fails (a full
+    /// disk), the file keeps what it got and the frames' write extends it as far as it needs.
+    fn grow(&mut self, upto: u64) {
         let block = BLOCK as u64;
         let target = upto.div_ceil(PREALLOC) * PREALLOC;
         let from = self
@@ -152,16 +153,17 @@ impl SyncWriter {
             };
             if let Err(e) = direct {
                 if self.direct.is_some() && e.raw_os_error() != Some(libc::EINVAL) {
-                    return Err(e);
+                    return;
                 }
                 // The plain way: the frames' `fdatasync` makes these zeros durable with them.
                 self.direct = None;
-                self.plain.write_all_at(zeros, at)?;
+                if self.plain.write_all_at(zeros, at).is_err() {
+                    return;
+                }
             }
             at += zeros.len() as u64;
+            self.allocated = self.allocated.max(at);
         }
-        self.allocated = self.allocated.max(target);
-        Ok(())
     }
 
     /// Move the end past `bytes` (just written) and keep the new partial block's bytes.
