@@ -273,16 +273,21 @@ struct WalEntryRef<'a> {
     op: &'a WalOp,
 }
 
+/// Room a frame's buffer starts with: a typical saved record (text, f16 vector, fields) fits without growing.
+const FRAME_START_CAPACITY: usize = 2048;
+
 fn encode_frame(lsn: u64, op: &WalOp) -> std::result::Result<Vec<u8>, String> {
-    let payload = postcard::to_allocvec(&WalEntryRef { lsn, op }).map_err(|e| e.to_string())?;
-    let len = u32::try_from(payload.len()).map_err(|_| "entry too large".to_string())?;
+    // The payload is encoded after eight bytes kept for its length and CRC, in the buffer the frame is.
+    let mut out = Vec::with_capacity(FRAME_START_CAPACITY);
+    out.extend_from_slice(&[0u8; 8]);
+    let mut out = postcard::to_extend(&WalEntryRef { lsn, op }, out).map_err(|e| e.to_string())?;
+    let len = u32::try_from(out.len() - 8).map_err(|_| "entry too large".to_string())?;
     if len > MAX_FRAME {
         return Err("entry too large".into());
     }
-    let mut out = Vec::with_capacity(payload.len() + 8);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let crc = crc32fast::hash(&out[8..]);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    out[4..8].copy_from_slice(&crc.to_le_bytes());
     Ok(out)
 }
 
@@ -688,7 +693,12 @@ impl Wal {
                 path: self.shared.path.clone(),
                 reason,
             })?;
-            buf.extend_from_slice(&frame);
+            if buf.is_empty() {
+                // One operation (a single save): its frame is the buffer, not copied into one.
+                buf = frame;
+            } else {
+                buf.extend_from_slice(&frame);
+            }
             lsn += 1;
         }
         let last = lsn.saturating_sub(1);
