@@ -237,12 +237,7 @@ impl VectorIndex {
             .and_then(|r| r.ok());
         drop(job);
         let Some(mut h) = done else {
-            if let Some(g) = self.hnsw.as_mut() {
-                let g = Arc::make_mut(g);
-                for row in deleted {
-                    g.delete(row);
-                }
-            }
+            self.delete_from_graph(deleted);
             return;
         };
         let old_slots = self.hnsw.as_ref().map_or(0, |g| g.slots());
@@ -334,9 +329,14 @@ impl VectorIndex {
         // Dropping the job raises its cancel flag; the handle is detached, not joined.
         let deleted = std::mem::take(&mut job.deleted);
         drop(job);
+        self.delete_from_graph(deleted);
+    }
+
+    /// Remove `rows` (forgotten while a job that did not land ran) from the current graph, if any.
+    fn delete_from_graph(&mut self, rows: Vec<u32>) {
         if let Some(g) = self.hnsw.as_mut() {
             let g = Arc::make_mut(g);
-            for row in deleted {
+            for row in rows {
                 g.delete(row);
             }
         }

@@ -346,7 +346,7 @@ impl Appender {
     /// Extend the file with written zeros to the next multiple of [`PREALLOC`] at or past `end`. If that
     /// fails (a full disk), the file is cut back and the append simply extends it.
     fn grow(&mut self, end: u64) {
-        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let zeros = &writer::ZEROS.0;
         let target = end.div_ceil(PREALLOC) * PREALLOC;
         let filled = self
             .file
@@ -354,8 +354,8 @@ impl Appender {
             .and_then(|_| {
                 let mut at = self.allocated;
                 while at < target {
-                    let n = (target - at).min(ZEROS.len() as u64) as usize;
-                    self.file.write_all(&ZEROS[..n])?;
+                    let n = (target - at).min(zeros.len() as u64) as usize;
+                    self.file.write_all(&zeros[..n])?;
                     at += n as u64;
                 }
                 Ok(())

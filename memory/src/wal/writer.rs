@@ -21,11 +21,11 @@ use super::PREALLOC;
 /// The unit of a direct write: offsets, lengths and the buffer's address are multiples of it.
 const BLOCK: usize = 4096;
 
-/// Zeros to grow the file with, aligned for direct writes (in `.bss`: it costs no memory until read, and
-/// then only the kernel's shared zero page).
+/// Zeros a log grows by (this writer's direct writes, and the appender's buffered ones in `wal.rs`), aligned
+/// for direct writes; in `.bss`, so it costs no memory until read, and then only the kernel's zero page.
 #[repr(align(4096))]
-struct Zeros([u8; PREALLOC as usize]);
-static ZEROS: Zeros = Zeros([0; PREALLOC as usize]);
+pub(super) struct Zeros(pub(super) [u8; PREALLOC as usize]);
+pub(super) static ZEROS: Zeros = Zeros([0; PREALLOC as usize]);
 
 /// A scratch buffer bigger than this is released after the write that needed it (a large batch).
 const KEEP_SCRATCH: usize = 4 << 20;
