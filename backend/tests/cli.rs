@@ -86,6 +86,106 @@ fn keyword_mode_returns_only_matching_memories() {
 }
 
 #[test]
+fn search_filters_by_source_tags_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let s = s.to_str().unwrap();
+    let save = |args: &[&str]| {
+        let mut all = vec!["save", "--store", s, "--no-embed"];
+        all.extend_from_slice(args);
+        let o = clawhdf5(&all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(stdout(&o).trim()).unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let old = save(&[
+        "--event-time",
+        "2024-03-01",
+        "--tags",
+        "pets, home",
+        "The cat sleeps on the sofa",
+    ]);
+    let new = save(&[
+        "--event-time",
+        "2025-06-01",
+        "--tag",
+        "pets",
+        "The cat now sleeps in the garden",
+    ]);
+    let fix = save(&[
+        "--source",
+        "user_correction",
+        "--tag",
+        "work",
+        "The cat is not allowed at work",
+    ]);
+    let ids = |extra: &[&str]| -> Vec<u64> {
+        let mut all = vec![
+            "search", "--store", s, "--mode", "keyword", "--json", "-k", "10",
+        ];
+        all.extend_from_slice(extra);
+        all.push("cat");
+        let o = clawhdf5(&all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let hits: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let mut ids: Vec<u64> = hits
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_u64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(ids(&[]), vec![old, new, fix]);
+    assert_eq!(ids(&["--tag", "pets"]), vec![old, new]);
+    assert_eq!(
+        ids(&["--tags", "pets,home"]),
+        vec![old],
+        "all the tags are required"
+    );
+    assert_eq!(ids(&["--source", "user_correction"]), vec![fix]);
+    assert_eq!(
+        ids(&["--source", "user_correction", "--source", "conversation"]).len(),
+        3
+    );
+    assert_eq!(
+        ids(&[
+            "--from",
+            "2025-01-01",
+            "--to",
+            "2025-12-31",
+            "--tag",
+            "pets"
+        ]),
+        vec![new]
+    );
+    assert_eq!(ids(&["--to", "2025-01-01"]), vec![old]);
+    assert!(ids(&["--min-score", "1.01"]).is_empty());
+    // Each saved tag is stored trimmed, and a search's JSON lists them.
+    let o = clawhdf5(&[
+        "search", "--store", s, "--mode", "keyword", "--json", "--tag", "home", "sofa",
+    ]);
+    let hits: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(hits[0]["tags"], serde_json::json!(["pets", "home"]));
+
+    let o = clawhdf5(&[
+        "search",
+        "--store",
+        s,
+        "--from",
+        "2025-01-01",
+        "--to",
+        "2024-01-01",
+        "cat",
+    ]);
+    assert_one_line_error(&o, "--from");
+    let o = clawhdf5(&["search", "--store", s, "--to", "next tuesday", "cat"]);
+    assert_one_line_error(&o, "next tuesday");
+}
+
+#[test]
 fn identical_save_is_deduplicated() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");

@@ -21,8 +21,8 @@ pub struct SaveArgs {
     /// Agent id (default "main").
     #[arg(long)]
     agent: Option<String>,
-    /// Tag (repeatable).
-    #[arg(long = "tag")]
+    /// Tag (repeatable or comma-separated).
+    #[arg(long = "tag", alias = "tags", value_delimiter = ',')]
     tags: Vec<String>,
     /// When it happened: RFC 3339, YYYY-MM-DD or ms since epoch.
     #[arg(long)]
@@ -44,7 +44,7 @@ pub fn run(a: SaveArgs) -> anyhow::Result<()> {
         source: a.source,
         agent: a.agent,
         session: a.session,
-        tags: a.tags,
+        tags: a.tags.iter().map(|t| t.trim().to_string()).collect(),
         event_time,
         ..NewMemory::default()
     })?;

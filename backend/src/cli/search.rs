@@ -1,6 +1,7 @@
 //! `clawhdf5 search`: ranked results for a query.
 
-use clawhdf5_memory::{format_time, SearchMode, SearchQuery, Store};
+use anyhow::Context;
+use clawhdf5_memory::{format_time, parse_time, SearchMode, SearchQuery, Store};
 
 use super::StoreArg;
 
@@ -21,6 +22,22 @@ pub struct SearchArgs {
     /// Only this session's memories.
     #[arg(long)]
     session: Option<String>,
+    /// Only memories from this source (repeatable: any of them).
+    #[arg(long = "source")]
+    sources: Vec<String>,
+    /// Only memories carrying this tag (repeatable or comma-separated: all of them).
+    #[arg(long = "tag", alias = "tags", value_delimiter = ',')]
+    tags: Vec<String>,
+    /// Only memories that happened at or after this time (event time, else when saved): RFC 3339,
+    /// YYYY-MM-DD or ms since epoch.
+    #[arg(long)]
+    from: Option<String>,
+    /// Only memories that happened before this time (same forms as --from).
+    #[arg(long)]
+    to: Option<String>,
+    /// Drop results scoring below this (scores are in [0, 1]).
+    #[arg(long)]
+    min_score: Option<f32>,
     /// hybrid (default: keyword + vector when the model is installed), keyword, vector or rrf.
     #[arg(long, default_value = "hybrid")]
     mode: String,
@@ -30,10 +47,30 @@ pub struct SearchArgs {
     query: String,
 }
 
+/// `--from` / `--to` as ms since epoch.
+fn time_arg(flag: &str, v: &Option<String>) -> anyhow::Result<Option<i64>> {
+    v.as_deref()
+        .map(|s| parse_time(s).with_context(|| format!("{flag} {s:?} is not a date or time")))
+        .transpose()
+}
+
 pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
         anyhow::anyhow!("--mode {:?}: use hybrid, keyword, vector or rrf", a.mode)
     })?;
+    let (from, to) = (time_arg("--from", &a.from)?, time_arg("--to", &a.to)?);
+    if let (Some(f), Some(t)) = (from, to) {
+        anyhow::ensure!(f <= t, "--from ({f} ms) is after --to ({t} ms)");
+    }
+    if let Some(m) = a.min_score {
+        anyhow::ensure!(m.is_finite(), "--min-score must be a number");
+    }
+    let tags: Vec<String> = a
+        .tags
+        .iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
     let embedder = if mode == SearchMode::Keyword {
         None
     } else {
@@ -52,6 +89,11 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     q.mode = mode;
     q.filter.agent = a.agent;
     q.filter.session = a.session;
+    q.filter.sources = a.sources;
+    q.filter.tags = tags;
+    q.filter.time_from = from;
+    q.filter.time_to = to;
+    q.min_score = a.min_score;
     let hits = store.search(&q)?;
     if a.json {
         let out: Vec<serde_json::Value> = hits
@@ -65,6 +107,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
                     "text": h.record.text,
                     "source": h.record.source.as_str(),
                     "session": h.record.session,
+                    "tags": h.record.tags,
                     "agent": h.record.agent,
                     "created_at": format_time(h.record.created_at),
                     "event_time": h.record.event_time.map(format_time),
