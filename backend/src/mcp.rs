@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use clawhdf5_memory::{Filter, NewMemory, SearchQuery};
+use clawhdf5_memory::{parse_time, Filter, NewMemory, SearchQuery};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -30,8 +30,41 @@ pub struct MemorySearchInput {
     pub min_score: Option<f32>,
     /// Only memories from this session.
     pub session: Option<String>,
+    /// Only memories from this source (conversation, user_correction, document, tool, system, ...).
+    pub source: Option<String>,
+    /// Only memories carrying all of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Only memories that happened at or after this time (RFC 3339 or YYYY-MM-DD; when they were saved if no
+    /// event time was given).
+    pub time_from: Option<String>,
+    /// Only memories that happened before this time (RFC 3339 or YYYY-MM-DD).
+    pub time_to: Option<String>,
     /// Agent whose memory to search (default "main").
     pub agent: Option<String>,
+}
+
+/// `memory_search`'s filter from its input, or what is wrong with it.
+fn search_filter(i: &mut MemorySearchInput) -> Result<Filter, String> {
+    let time = |name: &str, v: &Option<String>| -> Result<Option<i64>, String> {
+        v.as_deref()
+            .map(|s| parse_time(s).ok_or_else(|| format!("{name} {s:?} is not a date or time")))
+            .transpose()
+    };
+    let (from, to) = (time("timeFrom", &i.time_from)?, time("timeTo", &i.time_to)?);
+    if let (Some(f), Some(t)) = (from, to) {
+        if f > t {
+            return Err(format!("timeFrom ({f} ms) is after timeTo ({t} ms)"));
+        }
+    }
+    Ok(Filter {
+        session: i.session.take(),
+        sources: i.source.take().into_iter().collect(),
+        tags: std::mem::take(&mut i.tags),
+        time_from: from,
+        time_to: to,
+        ..Filter::default()
+    })
 }
 
 /// Input of `memory_get`.
@@ -122,25 +155,25 @@ impl McpServer {
         let agent = |a: &Option<String>| a.clone().unwrap_or_else(|| "main".into());
         let outcome: Result<Value, String> = match name {
             "memory_search" => match parse::<MemorySearchInput>(name, args) {
-                Ok(i) => {
-                    let mut q = SearchQuery::new(
-                        i.query,
-                        i.max_results.unwrap_or(6).clamp(1, 100) as usize,
-                    );
-                    q.min_score = i.min_score;
-                    q.filter = Filter {
-                        session: i.session,
-                        ..Filter::default()
-                    };
-                    self.backend
-                        .search(&agent(&i.agent), q)
-                        .await
-                        .map(|hits| {
-                            let results: Vec<Value> = hits.iter().map(hit_json).collect();
-                            json!({"results": results, "count": results.len()})
-                        })
-                        .map_err(|e| e.to_string())
-                }
+                Ok(mut i) => match search_filter(&mut i) {
+                    Ok(filter) => {
+                        let mut q = SearchQuery::new(
+                            i.query,
+                            i.max_results.unwrap_or(6).clamp(1, 100) as usize,
+                        );
+                        q.min_score = i.min_score;
+                        q.filter = filter;
+                        self.backend
+                            .search(&agent(&i.agent), q)
+                            .await
+                            .map(|hits| {
+                                let results: Vec<Value> = hits.iter().map(hit_json).collect();
+                                json!({"results": results, "count": results.len()})
+                            })
+                            .map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             },
             "memory_get" => match parse::<MemoryGetInput>(name, args) {

@@ -40,6 +40,15 @@ async def main(binary, store_dir, workspace):
             found = payload(await session.call_tool("memory_search", {"query": "which port does the staging database use", "maxResults": 3}))
             assert found["results"][0]["id"] == stored["id"], found
             assert found["results"][0]["tags"] == ["infra"]
+            # Filters are exact: a tag, a source, a time range.
+            tagged = payload(await session.call_tool("memory_search", {"query": "ramen staging lunch port", "tags": ["infra"]}))
+            assert [r["id"] for r in tagged["results"]] == [stored["id"]], tagged
+            other_source = payload(await session.call_tool("memory_search", {"query": "staging database port", "source": "document"}))
+            assert other_source["results"] == [], other_source
+            future = payload(await session.call_tool("memory_search", {"query": "staging database port", "timeFrom": "2999-01-01"}))
+            assert future["results"] == [], future
+            bad_time = await session.call_tool("memory_search", {"query": "x", "timeTo": "someday"})
+            assert is_error(bad_time) and "someday" in str(bad_time.content), bad_time
 
             got = payload(await session.call_tool("memory_get", {"id": stored["id"]}))
             assert got["record"]["text"].startswith("The staging database"), got
