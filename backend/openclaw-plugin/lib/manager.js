@@ -91,6 +91,10 @@ export class ClawMemoryManager {
       mode: opts.lexicalOnly ? "keyword" : this.settings.searchMode,
     });
     if (typeof opts.minScore === "number" && Number.isFinite(opts.minScore)) params.min_score = opts.minScore;
+    if (Array.isArray(opts.tags)) {
+      const tags = opts.tags.filter((t) => typeof t === "string" && t.trim()).map((t) => t.trim());
+      if (tags.length > 0) params.tags = tags;
+    }
     // A user's turn for automatic recall: the server's decision gate may skip it (no search, no results).
     if (opts.turn === true) params.turn = true;
     const res = await this.client.call("search", params, { signal: opts.signal });

@@ -26,6 +26,12 @@ export const MEMORY_SEARCH_SCHEMA = Object.freeze({
       enum: ["memory", "wiki", "all", "sessions"],
       description: "memory (default) and all search clawhdf5; wiki and sessions are not indexed by clawhdf5.",
     },
+    tags: {
+      type: "array",
+      items: { type: "string" },
+      maxItems: 16,
+      description: "Only memories saved with all of these tags (memory_store's tags).",
+    },
   },
   required: ["query"],
   additionalProperties: false,
@@ -169,6 +175,7 @@ export function createMemoryTools({ getManager, ctx = {} }) {
         const results = await manager.search(query, {
           maxResults: params.maxResults ?? 6,
           minScore: params.minScore,
+          tags: params.tags,
           sessionKey: ctx.sessionKey,
           signal,
           citations: mode !== "off",

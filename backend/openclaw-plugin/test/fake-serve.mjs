@@ -132,6 +132,7 @@ const methods = {
       if (r.source === "user_correction") sc = Math.min(1, sc * 1.1);
       if (sc <= 0) continue;
       if (p.min_score !== undefined && sc < p.min_score) continue;
+      if (Array.isArray(p.tags) && !p.tags.every((t) => (r.tags ?? []).includes(t))) continue;
       hits.push({ ...publicRecord(r), score: sc, keyword_score: sc });
     }
     hits.sort((a, b) => b.score - a.score || a.id - b.id);

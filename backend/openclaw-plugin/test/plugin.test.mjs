@@ -58,10 +58,12 @@ test("the entry is a memory-kind plugin and registers the runtime and four tools
   assert.equal(pkg.type, "module");
 });
 
-test("memory_search and memory_get keep memory-core's argument schemas", () => {
+test("memory_search and memory_get keep memory-core's argument schemas (memory_search adds optional tags)", () => {
   assert.deepEqual(MEMORY_SEARCH_SCHEMA.required, ["query"]);
   assert.equal(MEMORY_SEARCH_SCHEMA.additionalProperties, false);
-  assert.deepEqual(Object.keys(MEMORY_SEARCH_SCHEMA.properties), ["query", "maxResults", "minScore", "corpus"]);
+  // Every memory-core call stays valid; `tags` is the one optional addition.
+  assert.deepEqual(Object.keys(MEMORY_SEARCH_SCHEMA.properties), ["query", "maxResults", "minScore", "corpus", "tags"]);
+  assert.equal(MEMORY_SEARCH_SCHEMA.properties.tags.type, "array");
   assert.deepEqual(MEMORY_SEARCH_SCHEMA.properties.corpus.enum, ["memory", "wiki", "all", "sessions"]);
   assert.deepEqual(MEMORY_GET_SCHEMA.required, ["path"]);
   assert.deepEqual(Object.keys(MEMORY_GET_SCHEMA.properties), ["path", "from", "lines", "corpus"]);
@@ -156,6 +158,14 @@ test("tools: store, search (memory-core payload), get a synthetic path, forget",
   assert.ok(hit, "stored memory is found");
   assert.equal(hit.citation, `${stored.path}#L1`);
   assert.equal(hit.corpus, "memory");
+
+  const tagged = await call(rec, "memory_search", { query: "green tea", tags: ["pref"] });
+  assert.deepEqual(tagged.results.map((r) => r.path), [stored.path]);
+  const otherTag = await call(rec, "memory_search", { query: "green tea", tags: ["work"] });
+  assert.deepEqual(otherTag.results, []);
+  const badTags = await call(rec, "memory_search", { query: "green tea", tags: "pref" });
+  assert.equal(badTags.disabled, true);
+  assert.match(badTags.error, /tags must be an array of strings/);
 
   const got = await call(rec, "memory_get", { path: stored.path });
   assert.equal(got.status, "ok");

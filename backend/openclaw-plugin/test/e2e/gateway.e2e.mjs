@@ -159,6 +159,16 @@ test("POST /tools/invoke memory_forget by query deletes one clear match and list
   assert.equal(after.results.find((r) => r.path === `clawhdf5/${a.id}`), undefined);
 });
 
+test("POST /tools/invoke memory_search keeps only memories with the given tags", async () => {
+  const work = await invoke("memory_store", { text: "The quarterly budget review is on Thursday.", tags: ["work"] });
+  const home = await invoke("memory_store", { text: "The budget for the kitchen renovation is 9000 euros.", tags: ["home"] });
+  const all = await invoke("memory_search", { query: "budget", maxResults: 10 });
+  const paths = all.results.map((r) => r.path);
+  assert.ok(paths.includes(`clawhdf5/${work.id}`) && paths.includes(`clawhdf5/${home.id}`), JSON.stringify(paths));
+  const onlyWork = await invoke("memory_search", { query: "budget", maxResults: 10, tags: ["work"] });
+  assert.deepEqual(onlyWork.results.map((r) => r.path), [`clawhdf5/${work.id}`]);
+});
+
 test("POST /tools/invoke memory_search finds CJK memories", async () => {
   const zh = await invoke("memory_store", { text: "我的猫叫小花，它喜欢吃鱼。" });
   const ja = await invoke("memory_store", { text: "東京の会議は月曜日です。" });
