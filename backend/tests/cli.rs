@@ -186,6 +186,33 @@ fn search_filters_by_source_tags_and_time() {
 }
 
 #[test]
+fn import_reports_its_summary_as_text_or_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let s = s.to_str().unwrap();
+    let lines = dir.path().join("in.jsonl");
+    std::fs::write(
+        &lines,
+        "{\"text\": \"The boat is called Nautilus\", \"tags\": [\"boat\"]}\n{\"text\": \"The boat is called Nautilus\"}\n{\"text\": \"Mooring fee is due in May\"}\n",
+    )
+    .unwrap();
+    let l = lines.to_str().unwrap();
+    let o = clawhdf5(&["import", "--store", s, "--no-embed", "--quiet", l]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "imported 2 memories (1 duplicates, 0 forgotten skipped)"
+    );
+    let o = clawhdf5(&["import", "--store", s, "--no-embed", "--quiet", "--json", l]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({"imported": 0, "duplicates": 3, "forgotten_skipped": 0})
+    );
+}
+
+#[test]
 fn identical_save_is_deduplicated() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");

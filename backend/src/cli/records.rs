@@ -181,6 +181,9 @@ pub struct ImportArgs {
     /// Hide the progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Print the summary as JSON ({"imported", "duplicates", "forgotten_skipped"}).
+    #[arg(long)]
+    json: bool,
     /// JSON-lines file (one object per line with at least "text"), or - for standard input.
     file: PathBuf,
 }
@@ -287,6 +290,13 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     flush(&mut batch, first_line, last_line)?;
     bar.finish_and_clear();
     store.close()?;
-    outln!("imported {added} memories ({dup} duplicates, {skipped} forgotten skipped)")?;
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::json!({"imported": added, "duplicates": dup, "forgotten_skipped": skipped})
+        )?;
+    } else {
+        outln!("imported {added} memories ({dup} duplicates, {skipped} forgotten skipped)")?;
+    }
     Ok(())
 }
