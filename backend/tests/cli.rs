@@ -213,6 +213,49 @@ fn import_reports_its_summary_as_text_or_json() {
 }
 
 #[test]
+fn h5_ls_lists_a_store_one_group_or_all_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("m.h5");
+    let s = store.to_str().unwrap();
+    let o = clawhdf5(&["save", "--store", s, "--no-embed", "a memory to list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first_words = |o: &std::process::Output| -> Vec<String> {
+        stdout(o)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let o = clawhdf5(&["h5", "ls", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        first_words(&o).contains(&"records".to_string()),
+        "{}",
+        stdout(&o)
+    );
+    let o = clawhdf5(&["h5", "ls", s, "/records"]);
+    assert!(
+        first_words(&o).contains(&"text".to_string()),
+        "{}",
+        stdout(&o)
+    );
+    let o = clawhdf5(&["h5", "ls", "-r", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = first_words(&o);
+    assert_eq!(all[0], "/");
+    for p in ["/records", "/records/text", "/records/id"] {
+        assert!(all.contains(&p.to_string()), "{p} missing: {}", stdout(&o));
+    }
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("/records/text"))
+        .unwrap();
+    assert!(line.contains("Dataset {1/Inf} vlen-str"), "{line}");
+    let o = clawhdf5(&["h5", "ls", "--recursive", s, "/nope"]);
+    assert_one_line_error(&o, "/nope");
+}
+
+#[test]
 fn identical_save_is_deduplicated() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");

@@ -95,39 +95,91 @@ fn shape_str(shape: &[u64], max: Option<&[Option<u64>]>) -> String {
     }
 }
 
+/// One h5ls-style line for the object at `full_path` (shown as `label`) of kind `kind`.
+fn entry_line(file: &H5File, full_path: &str, label: &str, kind: &EntryKind) -> String {
+    match kind {
+        EntryKind::Group => format!("{label:<24} Group"),
+        EntryKind::Dataset => match file.dataset(full_path) {
+            Ok(d) => format!(
+                "{label:<24} Dataset {} {}",
+                shape_str(d.shape(), d.max_shape()),
+                d.dtype().describe()
+            ),
+            Err(err) => format!("{label:<24} Dataset (unreadable: {err})"),
+        },
+        EntryKind::SoftLink(t) => format!("{label:<24} Soft Link {{{t}}}"),
+        EntryKind::ExternalLink { file, path } => {
+            format!("{label:<24} External Link {{{file}/{path}}}")
+        }
+        EntryKind::Other => format!("{label:<24} Other"),
+    }
+}
+
 /// One line per link of the group at `path` (h5ls style: name, kind, shape, type).
 pub fn ls(file: &H5File, path: &str) -> Result<Vec<String>> {
     let kind = file.kind(path)?;
     if kind == EntryKind::Dataset {
-        let d = file.dataset(path)?;
-        return Ok(vec![format!(
-            "{:<24} Dataset {} {}",
+        return Ok(vec![entry_line(
+            file,
+            path,
             path.rsplit('/').next().unwrap_or(path),
-            shape_str(d.shape(), d.max_shape()),
-            d.dtype().describe()
+            &kind,
         )]);
     }
     let base = path.trim_end_matches('/');
+    Ok(file
+        .list(path)?
+        .iter()
+        .map(|e| entry_line(file, &format!("{base}/{}", e.name), &e.name, &e.kind))
+        .collect())
+}
+
+/// Every object at and below `path`, depth first in name order, one line each named by its full path
+/// (h5ls -r style). Soft and external links are listed, not followed. A group reached again through another
+/// hard link is listed as "Group, same as FIRST-PATH" and not entered twice (so a cycle of hard links ends);
+/// a group that cannot be read gets its error on its own line and the listing goes on.
+pub fn ls_recursive(file: &H5File, path: &str) -> Result<Vec<String>> {
+    let kind = file.kind(path)?;
+    let top = match path.trim_end_matches('/') {
+        "" => "/".to_string(),
+        p if p.starts_with('/') => p.to_string(),
+        p => format!("/{p}"),
+    };
     let mut out = Vec::new();
-    for e in file.list(path)? {
-        let line = match &e.kind {
-            EntryKind::Group => format!("{:<24} Group", e.name),
-            EntryKind::Dataset => match file.dataset(&format!("{base}/{}", e.name)) {
-                Ok(d) => format!(
-                    "{:<24} Dataset {} {}",
-                    e.name,
-                    shape_str(d.shape(), d.max_shape()),
-                    d.dtype().describe()
-                ),
-                Err(err) => format!("{:<24} Dataset (unreadable: {err})", e.name),
-            },
-            EntryKind::SoftLink(t) => format!("{:<24} Soft Link {{{t}}}", e.name),
-            EntryKind::ExternalLink { file, path } => {
-                format!("{:<24} External Link {{{file}/{path}}}", e.name)
+    let mut seen = std::collections::HashMap::new();
+    // Objects still to print, next one last: an explicit stack (pre-order, members in name order), so a
+    // deeply nested file cannot exhaust the thread's stack.
+    let mut pending = vec![(top, kind)];
+    while let Some((full, kind)) = pending.pop() {
+        if kind != EntryKind::Group {
+            out.push(entry_line(file, &full, &full, &kind));
+            continue;
+        }
+        let addr = match file.resolve(&full) {
+            Ok(a) => a,
+            Err(err) => {
+                out.push(format!("{full:<24} Group (unreadable: {err})"));
+                continue;
             }
-            EntryKind::Other => format!("{:<24} Other", e.name),
         };
-        out.push(line);
+        if let Some(first) = seen.get(&addr) {
+            out.push(format!("{full:<24} Group, same as {first}"));
+            continue;
+        }
+        seen.insert(addr, full.clone());
+        out.push(entry_line(file, &full, &full, &kind));
+        match file.list(&full) {
+            Ok(members) => {
+                for m in members.into_iter().rev() {
+                    let child = match full.as_str() {
+                        "/" => format!("/{}", m.name),
+                        g => format!("{g}/{}", m.name),
+                    };
+                    pending.push((child, m.kind));
+                }
+            }
+            Err(err) => out.push(format!("{full:<24} (members unreadable: {err})")),
+        }
     }
     Ok(out)
 }

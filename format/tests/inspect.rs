@@ -1,8 +1,10 @@
 //! `inspect::ls` and `inspect::dump_json` (behind `clawhdf5 h5 ls/dump --json`).
 
-use clawhdf5_format::inspect::{dump_json, ls};
+use clawhdf5_format::inspect::{dump_json, ls, ls_recursive};
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, H5File};
 use serde_json::json;
+
+mod common;
 
 fn file() -> H5File {
     let mut w = FileWriter::new();
@@ -47,6 +49,85 @@ fn ls_lists_groups_and_datasets() {
         "{mem:?}"
     );
     assert!(ls(&f, "/nope").is_err());
+}
+
+#[test]
+fn ls_recursive_lists_every_object_by_full_path_in_order() {
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/mem/v",
+        Array::vector(Data::F32(vec![1.0])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.create_group("/mem/deep/er").unwrap();
+    w.create_group("/sessions").unwrap();
+    w.soft_link("/mem/alias", "/mem/v").unwrap();
+    let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+    let names: Vec<String> = ls_recursive(&f, "/")
+        .unwrap()
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "/",
+            "/mem",
+            "/mem/alias",
+            "/mem/deep",
+            "/mem/deep/er",
+            "/mem/v",
+            "/sessions"
+        ]
+    );
+    let under = ls_recursive(&f, "mem/deep").unwrap();
+    assert_eq!(under.len(), 2, "{under:?}");
+    assert!(under[1].starts_with("/mem/deep/er") && under[1].contains("Group"));
+    let one = ls_recursive(&f, "/mem/v").unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(one[0].starts_with("/mem/v") && one[0].contains("Dataset {1}"));
+    assert!(ls_recursive(&f, "/mem/alias").unwrap()[0].contains("Dataset"));
+    assert!(ls_recursive(&f, "/nope").is_err());
+}
+
+#[test]
+fn ls_recursive_ends_on_a_cycle_of_hard_links() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cycle.h5");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, h5py\n\
+             with h5py.File(sys.argv[1], 'w') as f:\n\
+             \x20   g = f.create_group('a/b')\n\
+             \x20   g['up'] = f['a']\n\
+             \x20   f['also_b'] = g\n\
+             \x20   g['x'] = [1, 2]\n",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "h5py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = H5File::open(&path).unwrap();
+    let lines = ls_recursive(&f, "/").unwrap();
+    let find = |p: &str| {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(p))
+            .unwrap_or_else(|| panic!("{p} missing from {lines:?}"))
+    };
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(find("/a/b/up").contains("same as /a"), "{lines:?}");
+    assert!(find("/also_b").contains("same as /a/b"), "{lines:?}");
+    assert!(find("/a/b/x").contains("Dataset {2}"), "{lines:?}");
 }
 
 #[test]

@@ -7,13 +7,16 @@ use clawhdf5_memory::format::{inspect, H5File};
 /// `h5` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum H5Command {
-    /// List a group's members (default: the root group).
+    /// List a group's members (default: the root group); with -r, everything below it by full path.
     Ls {
         /// HDF5 file.
         file: PathBuf,
         /// Group path.
         #[arg(default_value = "/")]
         object: String,
+        /// List every group and dataset below OBJECT, each by its full path (like h5ls -r).
+        #[arg(short, long)]
+        recursive: bool,
     },
     /// Print a dataset or group: dtype, shape, layout, filters, attributes and values.
     Dump {
@@ -29,9 +32,18 @@ pub enum H5Command {
 
 pub fn run(c: H5Command) -> anyhow::Result<()> {
     match c {
-        H5Command::Ls { file, object } => {
+        H5Command::Ls {
+            file,
+            object,
+            recursive,
+        } => {
             let f = H5File::open(&file)?;
-            for line in inspect::ls(&f, &object)? {
+            let lines = if recursive {
+                inspect::ls_recursive(&f, &object)?
+            } else {
+                inspect::ls(&f, &object)?
+            };
+            for line in lines {
                 outln!("{line}")?;
             }
         }
