@@ -419,6 +419,7 @@ fn output_into_a_closed_pipe_ends_quietly() {
             "memory road",
         ],
         vec!["h5", "dump", s, "/records/text", "--json"],
+        vec!["h5", "ls", "-r", s],
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
             .args(&args)

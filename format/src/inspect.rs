@@ -3,8 +3,11 @@
 use crate::array::{Array, Data};
 use crate::error::Result;
 use crate::filters::filter_name;
+use crate::read::dataset::Dataset;
 use crate::read::file::{EntryKind, H5File};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 fn f64_json(v: f64) -> Value {
     serde_json::Number::from_f64(v)
@@ -95,11 +98,15 @@ fn shape_str(shape: &[u64], max: Option<&[Option<u64>]>) -> String {
     }
 }
 
-/// One h5ls-style line for the object at `full_path` (shown as `label`) of kind `kind`.
-fn entry_line(file: &H5File, full_path: &str, label: &str, kind: &EntryKind) -> String {
+/// One h5ls-style line for an object (shown as `label`) of kind `kind`; `dataset` opens it when it is one.
+fn entry_line<'f>(
+    label: &str,
+    kind: &EntryKind,
+    dataset: impl FnOnce() -> Result<Dataset<'f>>,
+) -> String {
     match kind {
         EntryKind::Group => format!("{label:<24} Group"),
-        EntryKind::Dataset => match file.dataset(full_path) {
+        EntryKind::Dataset => match dataset() {
             Ok(d) => format!(
                 "{label:<24} Dataset {} {}",
                 shape_str(d.shape(), d.max_shape()),
@@ -119,69 +126,81 @@ fn entry_line(file: &H5File, full_path: &str, label: &str, kind: &EntryKind) -> 
 pub fn ls(file: &H5File, path: &str) -> Result<Vec<String>> {
     let kind = file.kind(path)?;
     if kind == EntryKind::Dataset {
-        return Ok(vec![entry_line(
-            file,
-            path,
-            path.rsplit('/').next().unwrap_or(path),
-            &kind,
-        )]);
+        let name = path.rsplit('/').next().unwrap_or(path);
+        return Ok(vec![entry_line(name, &kind, || file.dataset(path))]);
     }
     let base = path.trim_end_matches('/');
     Ok(file
         .list(path)?
         .iter()
-        .map(|e| entry_line(file, &format!("{base}/{}", e.name), &e.name, &e.kind))
+        .map(|e| {
+            entry_line(&e.name, &e.kind, || {
+                file.dataset(&format!("{base}/{}", e.name))
+            })
+        })
         .collect())
 }
 
-/// Every object at and below `path`, depth first in name order, one line each named by its full path
-/// (h5ls -r style). Soft and external links are listed, not followed. A group reached again through another
-/// hard link is listed as "Group, same as FIRST-PATH" and not entered twice (so a cycle of hard links ends);
-/// a group that cannot be read gets its error on its own line and the listing goes on.
+/// [`ls_recursive_each`] collected into lines.
 pub fn ls_recursive(file: &H5File, path: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    ls_recursive_each(file, path, &mut |line| {
+        out.push(line);
+        ControlFlow::Continue(())
+    })?;
+    Ok(out)
+}
+
+/// Every object at and below `path`, depth first in name order, one line each named by its full path
+/// (h5ls -r style), handed to `emit` as it is found (which may stop the walk). Soft and external links are
+/// listed, not followed. A group reached again through another hard link is listed as "Group, same as
+/// FIRST-PATH" and not entered twice, so a cycle of hard links ends and every group is read once; a group
+/// that cannot be read gets its error on its own line and the walk goes on.
+pub fn ls_recursive_each(
+    file: &H5File,
+    path: &str,
+    emit: &mut dyn FnMut(String) -> ControlFlow<()>,
+) -> Result<()> {
     let kind = file.kind(path)?;
     let top = match path.trim_end_matches('/') {
         "" => "/".to_string(),
         p if p.starts_with('/') => p.to_string(),
         p => format!("/{p}"),
     };
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashMap::new();
+    let mut seen = HashMap::new();
     // Objects still to print, next one last: an explicit stack (pre-order, members in name order), so a
-    // deeply nested file cannot exhaust the thread's stack.
-    let mut pending = vec![(top, kind)];
-    while let Some((full, kind)) = pending.pop() {
-        if kind != EntryKind::Group {
-            out.push(entry_line(file, &full, &full, &kind));
-            continue;
-        }
-        let addr = match file.resolve(&full) {
-            Ok(a) => a,
-            Err(err) => {
-                out.push(format!("{full:<24} Group (unreadable: {err})"));
-                continue;
-            }
-        };
-        if let Some(first) = seen.get(&addr) {
-            out.push(format!("{full:<24} Group, same as {first}"));
-            continue;
-        }
-        seen.insert(addr, full.clone());
-        out.push(entry_line(file, &full, &full, &kind));
-        match file.list(&full) {
-            Ok(members) => {
-                for m in members.into_iter().rev() {
-                    let child = match full.as_str() {
-                        "/" => format!("/{}", m.name),
-                        g => format!("{g}/{}", m.name),
-                    };
-                    pending.push((child, m.kind));
+    // deeply nested file cannot exhaust the thread's stack. Objects are reached by address, never by
+    // resolving their path again, so a deep file costs no more than a wide one.
+    let mut pending = vec![(top, kind, Some(file.resolve(path)?))];
+    while let Some((full, kind, addr)) = pending.pop() {
+        let line = match (&kind, addr) {
+            (EntryKind::Group, Some(addr)) => match seen.get(&addr) {
+                Some(first) => format!("{full:<24} Group, same as {first}"),
+                None => {
+                    seen.insert(addr, full.clone());
+                    match file.list_at(addr, &full) {
+                        Ok(members) => {
+                            for (m, target) in members.into_iter().rev() {
+                                let child = match full.as_str() {
+                                    "/" => format!("/{}", m.name),
+                                    g => format!("{g}/{}", m.name),
+                                };
+                                pending.push((child, m.kind, target));
+                            }
+                            entry_line(&full, &kind, || file.dataset_at(addr))
+                        }
+                        Err(err) => format!("{full:<24} Group (members unreadable: {err})"),
+                    }
                 }
-            }
-            Err(err) => out.push(format!("{full:<24} (members unreadable: {err})")),
+            },
+            (_, Some(addr)) => entry_line(&full, &kind, || file.dataset_at(addr)),
+            (_, None) => entry_line(&full, &kind, || file.dataset(&full)),
+        };
+        if emit(line).is_break() {
+            break;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn attrs_json(file: &H5File, path: &str) -> Result<Value> {

@@ -92,6 +92,29 @@ fn ls_recursive_lists_every_object_by_full_path_in_order() {
 }
 
 #[test]
+fn ls_recursive_walks_a_deep_file_by_address_and_can_stop_early() {
+    let depth = 600;
+    let path: String = (0..depth).map(|i| format!("/g{i}")).collect();
+    let mut w = FileWriter::new();
+    w.create_group(&path).unwrap();
+    let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+    let lines = ls_recursive(&f, "/").unwrap();
+    assert_eq!(lines.len(), depth + 1);
+    assert!(lines[depth].starts_with(&path), "{}", lines[depth]);
+    let mut n = 0;
+    clawhdf5_format::inspect::ls_recursive_each(&f, "/", &mut |_| {
+        n += 1;
+        if n == 3 {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(n, 3);
+}
+
+#[test]
 fn ls_recursive_ends_on_a_cycle_of_hard_links() {
     if !common::have_python_module("h5py") {
         return;

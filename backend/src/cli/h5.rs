@@ -1,5 +1,6 @@
 //! `clawhdf5 h5 ls|dump`: inspect any HDF5 file (a store or not) with our own reader.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use clawhdf5_memory::format::{inspect, H5File};
@@ -38,13 +39,23 @@ pub fn run(c: H5Command) -> anyhow::Result<()> {
             recursive,
         } => {
             let f = H5File::open(&file)?;
-            let lines = if recursive {
-                inspect::ls_recursive(&f, &object)?
+            if recursive {
+                // Printed as found: a large file's listing starts at once and never sits whole in memory.
+                let mut failed = None;
+                inspect::ls_recursive_each(&f, &object, &mut |line| match outln!("{line}") {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(e) => {
+                        failed = Some(e);
+                        ControlFlow::Break(())
+                    }
+                })?;
+                if let Some(e) = failed {
+                    return Err(e.into());
+                }
             } else {
-                inspect::ls(&f, &object)?
-            };
-            for line in lines {
-                outln!("{line}")?;
+                for line in inspect::ls(&f, &object)? {
+                    outln!("{line}")?;
+                }
             }
         }
         H5Command::Dump { file, object, .. } => {

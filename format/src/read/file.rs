@@ -277,32 +277,45 @@ impl H5File {
 
     /// The links of a group, sorted by name.
     pub fn list(&self, group_path: &str) -> Result<Vec<Entry>> {
-        let ctx = self.ctx();
         let addr = self.resolve(group_path)?;
+        Ok(self
+            .list_at(addr, group_path)?
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect())
+    }
+
+    /// The links of the group whose object header is at `addr` (`what` names it in errors), sorted by name,
+    /// each with its target's address when it is a hard link.
+    pub(crate) fn list_at(&self, addr: u64, what: &str) -> Result<Vec<(Entry, Option<u64>)>> {
+        let ctx = self.ctx();
         let oh = object_header::parse(&ctx, addr)?;
         if groups::kind(&oh) != ObjectKind::Group {
-            return Err(FormatError::TypeMismatch(format!(
-                "{group_path} is not a group"
-            )));
+            return Err(FormatError::TypeMismatch(format!("{what} is not a group")));
         }
         let mut links = groups::links(&ctx, &oh)?;
         links.sort_by(|a, b| a.name.cmp(&b.name));
         let mut out = Vec::with_capacity(links.len());
         for l in links {
-            let kind = match l.target {
-                LinkTarget::Hard(a) => match object_header::parse(&ctx, a) {
-                    Ok(h) => match groups::kind(&h) {
-                        ObjectKind::Group => EntryKind::Group,
-                        ObjectKind::Dataset => EntryKind::Dataset,
-                        ObjectKind::Other => EntryKind::Other,
+            let (kind, target) = match l.target {
+                LinkTarget::Hard(a) => (
+                    match object_header::parse(&ctx, a) {
+                        Ok(h) => match groups::kind(&h) {
+                            ObjectKind::Group => EntryKind::Group,
+                            ObjectKind::Dataset => EntryKind::Dataset,
+                            ObjectKind::Other => EntryKind::Other,
+                        },
+                        Err(_) => EntryKind::Other,
                     },
-                    Err(_) => EntryKind::Other,
-                },
-                LinkTarget::Soft(s) => EntryKind::SoftLink(s),
-                LinkTarget::External { file, path } => EntryKind::ExternalLink { file, path },
-                LinkTarget::Other(_) => EntryKind::Other,
+                    Some(a),
+                ),
+                LinkTarget::Soft(s) => (EntryKind::SoftLink(s), None),
+                LinkTarget::External { file, path } => {
+                    (EntryKind::ExternalLink { file, path }, None)
+                }
+                LinkTarget::Other(_) => (EntryKind::Other, None),
             };
-            out.push(Entry { name: l.name, kind });
+            out.push((Entry { name: l.name, kind }, target));
         }
         Ok(out)
     }
