@@ -1,4 +1,5 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32 (others are reported by name).
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and lzf on read (others are reported by
+//! name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -8,6 +9,8 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
+/// h5py's LZF filter (registered id 32000), read only.
+pub const LZF: u16 = 32000;
 
 /// Name of a registered filter id (for messages).
 pub fn filter_name(id: u16) -> &'static str {
@@ -46,6 +49,7 @@ pub fn decode(
         }
         buf = match f.id {
             DEFLATE => inflate(&buf, max_out)?.into(),
+            LZF => crate::lzf::decompress(&buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
                 unshuffle(&buf, size).into()
@@ -264,12 +268,12 @@ mod tests {
     #[test]
     fn unknown_filter_is_named() {
         let f = vec![Filter {
-            id: 32000,
+            id: 32001,
             flags: 0,
             name: String::new(),
             params: vec![],
         }];
         let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
-        assert!(e.contains("lzf"), "{e}");
+        assert!(e.contains("blosc"), "{e}");
     }
 }

@@ -23,6 +23,7 @@ pub(crate) mod hugepages;
 pub mod inspect;
 
 pub mod io;
+pub mod lzf;
 pub mod messages;
 pub mod object_header;
 pub mod read;

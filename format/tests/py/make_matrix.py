@@ -39,6 +39,13 @@ def fill(f):
     data = rng.integers(0, 1000, size=(50, 20)).astype("i4")
     g.create_dataset("gzip", data=data, chunks=(8, 5), compression="gzip", shuffle=True)
     g.create_dataset("fletcher", data=data, chunks=(16, 20), fletcher32=True)
+    # h5py's own LZF filter (id 32000): plain, after shuffle, long runs (long back references), and
+    # incompressible chunks (the filter gives up on them and libhdf5 stores them raw, flagged in the mask).
+    g.create_dataset("lzf", data=data, chunks=(8, 5), compression="lzf")
+    g.create_dataset("lzf_shuffle", data=np.linspace(0, 1, 3000), chunks=(256,), compression="lzf", shuffle=True)
+    g.create_dataset("lzf_runs", data=np.repeat(np.arange(40, dtype="u1"), 500), chunks=(4096,), compression="lzf")
+    g.create_dataset("lzf_random", data=rng.integers(0, 2**63, size=600, dtype="u8"), chunks=(100,), compression="lzf")
+    g.create_dataset("lzf_vlen", data=np.array(["row %d" % i for i in range(300)], dtype=h5py.string_dtype()), chunks=(64,), compression="lzf")
     g.create_dataset("single", data=data, chunks=(50, 20), compression="gzip")
     g.create_dataset("fixed_big", data=np.arange(20000, dtype="u2"), chunks=(10,))
     g.create_dataset("grow1", data=data, chunks=(4, 20), maxshape=(None, 20))
