@@ -1,5 +1,5 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and lzf on read (others are reported by
-//! name).
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf and scale-offset (others
+//! are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -9,6 +9,8 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
+/// libhdf5's scale-offset filter, read only.
+pub const SCALEOFFSET: u16 = 6;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
 
@@ -50,6 +52,7 @@ pub fn decode(
         buf = match f.id {
             DEFLATE => inflate(&buf, max_out)?.into(),
             LZF => crate::lzf::decompress(&buf, max_out)?.into(),
+            SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
                 unshuffle(&buf, size).into()

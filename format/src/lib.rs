@@ -27,6 +27,7 @@ pub mod lzf;
 pub mod messages;
 pub mod object_header;
 pub mod read;
+pub mod scaleoffset;
 pub mod select;
 pub mod superblock;
 pub mod write;

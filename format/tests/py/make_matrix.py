@@ -45,6 +45,20 @@ def fill(f):
     g.create_dataset("lzf_shuffle", data=np.linspace(0, 1, 3000), chunks=(256,), compression="lzf", shuffle=True)
     g.create_dataset("lzf_runs", data=np.repeat(np.arange(40, dtype="u1"), 500), chunks=(4096,), compression="lzf")
     g.create_dataset("lzf_random", data=rng.integers(0, 2**63, size=600, dtype="u8"), chunks=(100,), compression="lzf")
+    # libhdf5's scale-offset filter (id 6): integers of several widths, signs and byte orders, a fixed bit
+    # width, a fill value (its elements become the all-ones offset), chunks too wide to pack (stored whole),
+    # and D-scaled floats.
+    g.create_dataset("so_i4", data=data, chunks=(8, 5), scaleoffset=0)
+    g.create_dataset("so_i4_bits", data=data, chunks=(10, 10), scaleoffset=12)
+    g.create_dataset("so_i8", data=np.arange(-500, 500, dtype="i8") * 3, chunks=(128,), scaleoffset=0)
+    g.create_dataset("so_u1", data=np.arange(200, dtype="u1"), chunks=(50,), scaleoffset=0)
+    g.create_dataset("so_be", data=np.arange(-100, 100, dtype=">i2"), chunks=(64,), scaleoffset=0)
+    g.create_dataset("so_fill", data=np.arange(30, dtype="u2") % 9, chunks=(16,), scaleoffset=0, fillvalue=7)
+    g.create_dataset("so_wide", data=rng.integers(-2**62, 2**62, size=300, dtype="i8"), chunks=(100,), scaleoffset=0)
+    g.create_dataset("so_f4", data=np.linspace(-2, 2, 500).astype("f4"), chunks=(100,), scaleoffset=3)
+    g.create_dataset("so_f8", data=np.linspace(-2, 2, 500), chunks=(100,), scaleoffset=4)
+    g.create_dataset("so_f8_be", data=np.linspace(0, 1, 300).astype(">f8"), chunks=(64,), scaleoffset=2)
+    g.create_dataset("so_gzip", data=data, chunks=(8, 5), scaleoffset=0, compression="gzip")
     g.create_dataset("lzf_vlen", data=np.array(["row %d" % i for i in range(300)], dtype=h5py.string_dtype()), chunks=(64,), compression="lzf")
     g.create_dataset("single", data=data, chunks=(50, 20), compression="gzip")
     g.create_dataset("fixed_big", data=np.arange(20000, dtype="u2"), chunks=(10,))

@@ -1,0 +1,324 @@
+//! Decoding HDF5's scale-offset filter (id 6), which libhdf5 always carries and h5py applies with
+//! `scaleoffset=`: integers packed losslessly as offsets from the chunk's minimum in the fewest bits that hold
+//! them, or floats scaled by 10^D, rounded and packed the same way (lossy "D-scale").
+//!
+//! A stored chunk starts with a 21-byte header: the bit width `minbits` (4 bytes, little-endian), the byte
+//! size of the minimum (one byte, 8 in practice), the minimum (that many bytes, little-endian: the integer's
+//! two's-complement bits, or a float's own bits), zero padding; then every element's offset in `minbits` bits,
+//! most significant bit first, packed without gaps. `minbits` equal to the element's full width means the
+//! elements follow unpacked (little-endian); 0 means every offset is 0. With a fill value defined (the
+//! default for h5py datasets), the all-ones offset stands for the fill value.
+//!
+//! The filter's client data (`cd_values`): 0 scale type (0 float D-scale, 1 float E-scale, 2 integer),
+//! 1 scale factor (D, or the integer bit width asked for), 2 elements per chunk, 3 class (0 integer,
+//! 1 float), 4 element size, 5 sign (1 signed), 6 byte order of the dataset (0 little, 1 big), 7 whether a
+//! fill value is defined, 8.. the fill value's bytes, four per value, least significant first.
+
+use crate::error::{corrupt, unsupported, Result};
+
+/// Bytes before the packed offsets.
+const HEADER: usize = 21;
+
+/// Decodes one stored chunk `data` of the scale-offset filter with client data `cd`; `max_out` bounds the
+/// decoded size (the chunk's nominal size).
+pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    if cd.len() < 8 {
+        return corrupt(format!(
+            "scale-offset filter with {} parameters (needs at least 8)",
+            cd.len()
+        ));
+    }
+    let (scale_type, scale_factor) = (cd[0], cd[1] as i32);
+    let n = cd[2] as usize;
+    // cd[5], the sign, needs no case of its own: the minimum is stored sign-extended, so a wrapping add
+    // truncated to the element's width gives signed and unsigned elements alike.
+    let (float, size, big_endian) = (cd[3] == 1, cd[4] as usize, cd[6] == 1);
+    let fill_defined = cd[7] == 1;
+    if !matches!(size, 1 | 2 | 4 | 8) || (float && !matches!(size, 4 | 8)) {
+        return unsupported(format!(
+            "scale-offset filter on {size}-byte {}",
+            if float { "floats" } else { "integers" }
+        ));
+    }
+    let width = size * 8;
+    match (float, scale_type) {
+        (false, 2) => {
+            // An integer chunk asked to keep every bit was stored as it came (no header).
+            if scale_factor == width as i32 {
+                if data.len() > max_out {
+                    return corrupt("scale-offset chunk larger than the chunk size");
+                }
+                return Ok(data.to_vec());
+            }
+        }
+        (true, 0) => {}
+        (true, 1) => return unsupported("scale-offset filter's E-scale method (libhdf5 has none)"),
+        _ => {
+            return corrupt(format!(
+                "scale-offset scale type {scale_type} for {}",
+                if float { "floats" } else { "integers" }
+            ))
+        }
+    }
+    let out_len = n.checked_mul(size).filter(|&l| l <= max_out).map_or_else(
+        || corrupt("scale-offset chunk larger than the chunk size"),
+        Ok,
+    )?;
+    if data.len() < HEADER {
+        return corrupt("scale-offset chunk shorter than its header");
+    }
+    let minbits = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
+    if minbits > width {
+        return corrupt(format!(
+            "scale-offset chunk packs {minbits} bits into {size}-byte elements"
+        ));
+    }
+    let min_len = (data[4] as usize).min(8);
+    let mut minval = 0u64;
+    for (i, b) in data[5..5 + min_len].iter().enumerate() {
+        minval |= (*b as u64) << (8 * i);
+    }
+    let payload = &data[HEADER..];
+    let mut out = Vec::with_capacity(out_len);
+    if minbits == width {
+        let Some(raw) = payload.get(..out_len) else {
+            return corrupt("scale-offset chunk shorter than its elements");
+        };
+        out.extend_from_slice(raw);
+    } else {
+        let needed = (n as u128 * minbits as u128).div_ceil(8);
+        if (payload.len() as u128) < needed {
+            return corrupt("scale-offset chunk shorter than its packed elements");
+        }
+        let mut bits = BitReader::new(payload);
+        let all_ones = if minbits == 0 {
+            0
+        } else {
+            u64::MAX >> (64 - minbits)
+        };
+        let fill = fill_defined.then(|| fill_value(cd, size)).transpose()?;
+        for _ in 0..n {
+            let offset = bits.take(minbits);
+            let value = match fill {
+                Some(f) if minbits > 0 && offset == all_ones => f,
+                _ if float => unscale(offset, minval, size, scale_factor),
+                _ => offset.wrapping_add(minval),
+            };
+            out.extend_from_slice(&value.to_le_bytes()[..size]);
+        }
+    }
+    if big_endian && size > 1 {
+        for e in out.chunks_exact_mut(size) {
+            e.reverse();
+        }
+    }
+    Ok(out)
+}
+
+/// The fill value's bytes (little-endian, the element's width) from client data entries 8 onward.
+fn fill_value(cd: &[u32], size: usize) -> Result<u64> {
+    let words = size.div_ceil(4);
+    let Some(w) = cd.get(8..8 + words) else {
+        return corrupt("scale-offset filter without its fill value parameters");
+    };
+    let mut v = 0u64;
+    for (i, x) in w.iter().enumerate() {
+        v |= (*x as u64) << (32 * i);
+    }
+    Ok(if size < 8 {
+        v & (u64::MAX >> (64 - 8 * size))
+    } else {
+        v
+    })
+}
+
+/// A D-scaled float's bits: `offset / 10^D + min`, in the element's own precision (as libhdf5 computes it).
+fn unscale(offset: u64, minval: u64, size: usize, d: i32) -> u64 {
+    if size == 4 {
+        let min = f32::from_bits(minval as u32);
+        let v = (offset as u32 as i32) as f32 / 10f32.powf(d as f32) + min;
+        v.to_bits() as u64
+    } else {
+        let min = f64::from_bits(minval);
+        let v = (offset as i64) as f64 / 10f64.powf(d as f64) + min;
+        v.to_bits()
+    }
+}
+
+/// Reads bit fields most significant bit first.
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    /// Next bit, counted from the first byte's most significant bit.
+    pos: usize,
+}
+
+impl<'a> BitReader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        BitReader { bytes, pos: 0 }
+    }
+
+    /// The next `n` (≤ 64) bits as an unsigned number; bits past the end read as 0 (callers check the length).
+    fn take(&mut self, n: usize) -> u64 {
+        let mut v = 0u64;
+        let mut left = n;
+        while left > 0 {
+            let byte = self.bytes.get(self.pos / 8).copied().unwrap_or(0);
+            let used = self.pos % 8;
+            let avail = 8 - used;
+            let k = avail.min(left);
+            let chunk = (byte >> (avail - k)) & (0xffu8 >> (8 - k));
+            v = (v << k) | chunk as u64;
+            left -= k;
+            self.pos += k;
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(minbits: u32, minval: u64) -> Vec<u8> {
+        let mut h = minbits.to_le_bytes().to_vec();
+        h.push(8);
+        h.extend_from_slice(&minval.to_le_bytes());
+        h.resize(HEADER, 0);
+        h
+    }
+
+    fn cd(scale_type: u32, factor: u32, n: u32, float: bool, size: u32, signed: bool) -> Vec<u32> {
+        vec![
+            scale_type,
+            factor,
+            n,
+            float as u32,
+            size,
+            signed as u32,
+            0,
+            0,
+            0,
+            0,
+        ]
+    }
+
+    #[test]
+    fn integers_unpack_as_offsets_from_the_minimum() {
+        // Offsets 0, 5, 3, 7 in 3 bits: 000 101 011 111 -> 0001_0101 1111_0000.
+        let mut chunk = header(3, 100);
+        chunk.extend_from_slice(&[0b0001_0101, 0b1111_0000]);
+        let out = decode(&cd(2, 0, 4, false, 2, false), &chunk, 8).unwrap();
+        let v: Vec<u16> = out
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(v, [100, 105, 103, 107]);
+    }
+
+    #[test]
+    fn signed_minimum_and_big_endian_output() {
+        let mut chunk = header(2, (-3i64) as u64);
+        chunk.push(0b00_01_10_11);
+        let mut p = cd(2, 0, 4, false, 4, true);
+        p[6] = 1;
+        let out = decode(&p, &chunk, 16).unwrap();
+        let v: Vec<i32> = out
+            .chunks(4)
+            .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(v, [-3, -2, -1, 0]);
+    }
+
+    #[test]
+    fn the_all_ones_offset_is_the_fill_value() {
+        let mut chunk = header(2, 10);
+        chunk.push(0b11_00_01_11);
+        let mut p = cd(2, 0, 4, false, 1, false);
+        p[7] = 1;
+        p[8] = 42;
+        assert_eq!(decode(&p, &chunk, 4).unwrap(), [42, 10, 11, 42]);
+    }
+
+    #[test]
+    fn d_scaled_floats_divide_by_ten_to_the_d() {
+        let mut chunk = header(4, 1.5f64.to_bits());
+        chunk.extend_from_slice(&[0x0f, 0x30]);
+        let out = decode(&cd(0, 1, 3, true, 8, false), &chunk, 24).unwrap();
+        let v: Vec<f64> = out
+            .chunks(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(v, [1.5, 1.5 + 15.0 / 10.0, 1.5 + 3.0 / 10.0]);
+    }
+
+    #[test]
+    fn zero_bits_and_full_width_chunks() {
+        let chunk = header(0, 7);
+        assert_eq!(
+            decode(&cd(2, 0, 3, false, 1, false), &chunk, 3).unwrap(),
+            [7, 7, 7]
+        );
+        let mut chunk = header(16, 0);
+        chunk.extend_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(
+            decode(&cd(2, 0, 2, false, 2, false), &chunk, 4).unwrap(),
+            [1, 2, 3, 4]
+        );
+        // An integer chunk asked to keep all its bits is stored as it came.
+        assert_eq!(
+            decode(&cd(2, 16, 2, false, 2, false), &[9, 8, 7, 6], 4).unwrap(),
+            [9, 8, 7, 6]
+        );
+    }
+
+    #[test]
+    fn damaged_chunks_are_errors() {
+        let p = cd(2, 0, 4, false, 2, false);
+        assert!(decode(&p, &[0; 10], 8).is_err(), "short header");
+        assert!(decode(&p, &header(17, 0), 8).is_err(), "too many bits");
+        assert!(decode(&p, &header(3, 0), 8).is_err(), "payload missing");
+        assert!(
+            decode(&cd(2, 0, 400, false, 2, false), &header(0, 0), 8).is_err(),
+            "too many elements"
+        );
+        assert!(
+            decode(&p[..5], &header(0, 0), 8).is_err(),
+            "too few parameters"
+        );
+        assert!(
+            decode(&cd(1, 2, 4, true, 4, false), &header(0, 0), 16).is_err(),
+            "E-scale"
+        );
+        assert!(
+            decode(&cd(2, 0, 4, false, 3, false), &header(0, 0), 16).is_err(),
+            "odd size"
+        );
+        let mut fill = p.clone();
+        fill[7] = 1;
+        fill.truncate(8);
+        let mut chunk = header(1, 0);
+        chunk.push(0xf0);
+        assert!(decode(&fill, &chunk, 8).is_err(), "fill value missing");
+    }
+
+    #[test]
+    fn random_chunks_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..5_000 {
+            let mut p: Vec<u32> = (0..10).map(|_| (next() % 10) as u32).collect();
+            p[4] = [1, 2, 4, 8, 3][(next() % 5) as usize];
+            let len = (next() % 64) as usize;
+            let chunk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let max = (next() % 128) as usize;
+            if let Ok(out) = decode(&p, &chunk, max) {
+                assert!(out.len() <= max);
+            }
+        }
+    }
+}
