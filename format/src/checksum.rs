@@ -111,9 +111,39 @@ pub fn fletcher32(data: &[u8]) -> u32 {
     (sum2 << 16) | sum1
 }
 
+/// Adler-32 (RFC 1950) of `data`, as zlib and liblzo compute it.
+pub fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65_521;
+    let (mut a, mut b) = (1u32, 0u32);
+    // 5,552 bytes is the most that can be summed before `b` could overflow 32 bits.
+    for block in data.chunks(5_552) {
+        for &x in block {
+            a += x as u32;
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adler32_known_values() {
+        assert_eq!(adler32(b""), 1);
+        assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+        let long = vec![0xffu8; 100_000];
+        // Computed term by term: no overflow across the 5,552-byte blocks.
+        let (mut a, mut b) = (1u64, 0u64);
+        for &x in &long {
+            a = (a + x as u64) % 65_521;
+            b = (b + a) % 65_521;
+        }
+        assert_eq!(adler32(&long), ((b << 16) | a) as u32);
+    }
 
     #[test]
     fn lookup3_known_vectors() {

@@ -1,5 +1,5 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf and scale-offset (others
-//! are reported by name).
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo and scale-offset
+//! (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -11,6 +11,8 @@ pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
 /// libhdf5's scale-offset filter, read only.
 pub const SCALEOFFSET: u16 = 6;
+/// PyTables' LZO filter (registered id 305), read only.
+pub const LZO: u16 = 305;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
 
@@ -52,6 +54,7 @@ pub fn decode(
         buf = match f.id {
             DEFLATE => inflate(&buf, max_out)?.into(),
             LZF => crate::lzf::decompress(&buf, max_out)?.into(),
+            LZO => unlzo(&buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
@@ -81,6 +84,27 @@ pub fn decode(
         };
     }
     Ok(buf.into_owned())
+}
+
+/// Decodes a PyTables LZO chunk: an LZO1X stream, which some PyTables versions follow with the Adler-32 of
+/// the decoded bytes (4 bytes, in the writer's byte order), checked when present.
+fn unlzo(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let (out, used) = crate::lzo::decompress(data, max_out)?;
+    match &data[used..] {
+        [] => Ok(out),
+        &[a, b, c, d] => {
+            let sum = crate::checksum::adler32(&out);
+            if sum == u32::from_le_bytes([a, b, c, d]) || sum == u32::from_be_bytes([a, b, c, d]) {
+                Ok(out)
+            } else {
+                corrupt("lzo chunk checksum mismatch")
+            }
+        }
+        rest => corrupt(format!(
+            "lzo chunk: {} bytes after the end of its stream",
+            rest.len()
+        )),
+    }
 }
 
 /// Inflates a zlib stream straight into one buffer of at most `max_out` bytes.

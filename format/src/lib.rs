@@ -24,6 +24,7 @@ pub mod inspect;
 
 pub mod io;
 pub mod lzf;
+pub mod lzo;
 pub mod messages;
 pub mod object_header;
 pub mod read;
