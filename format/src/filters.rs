@@ -1,5 +1,5 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo and scale-offset
-//! (others are reported by name).
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd and
+//! scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -13,6 +13,10 @@ pub const FLETCHER32: u16 = 3;
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305), read only.
 pub const LZO: u16 = 305;
+/// The LZ4 plugin filter (registered id 32004), read only.
+pub const LZ4: u16 = 32004;
+/// The zstd plugin filter (registered id 32015), read only.
+pub const ZSTD: u16 = 32015;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
 
@@ -55,6 +59,8 @@ pub fn decode(
             DEFLATE => inflate(&buf, max_out)?.into(),
             LZF => crate::lzf::decompress(&buf, max_out)?.into(),
             LZO => unlzo(&buf, max_out)?.into(),
+            LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
+            ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);

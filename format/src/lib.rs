@@ -27,6 +27,7 @@ pub mod lzf;
 pub mod lzo;
 pub mod messages;
 pub mod object_header;
+pub mod plugin_codecs;
 pub mod read;
 pub mod scaleoffset;
 pub mod select;

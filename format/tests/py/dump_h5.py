@@ -9,6 +9,11 @@ import sys
 import h5py
 import numpy as np
 
+try:
+    import hdf5plugin  # noqa: F401  registers the plugin filters (zstd, lz4, bitshuffle, blosc, ...) with h5py
+except ImportError:
+    pass
+
 
 def conv(v):
     if isinstance(v, h5py.Empty):

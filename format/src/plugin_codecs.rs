@@ -1,0 +1,124 @@
+//! Decoders of the registered plugin filters that h5py users add through `hdf5plugin`: zstd (id 32015), each
+//! chunk one Zstandard frame, and LZ4 (id 32004), the HDF Group's framing of LZ4 blocks.
+
+use std::io::Read;
+
+use crate::error::{corrupt, Result};
+
+/// Decodes one zstd-filtered chunk (a Zstandard frame) into at most `max_out` bytes.
+pub fn unzstd(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let bad = |e: &dyn std::fmt::Display| crate::FormatError::Corrupt(format!("zstd chunk: {e}"));
+    let decoder = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| bad(&e))?;
+    let mut out = Vec::with_capacity(max_out.min(64 << 20));
+    decoder
+        .take(max_out as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| bad(&e))?;
+    if out.len() > max_out {
+        return corrupt("zstd chunk decodes to more than the chunk size");
+    }
+    Ok(out)
+}
+
+/// Decodes one LZ4-filtered chunk: the decoded size (8 bytes, big-endian), the block size (4 bytes), then per
+/// block its stored size (4 bytes) and the block, LZ4-compressed unless its stored size equals its decoded
+/// size (then kept as it was).
+pub fn unlz4(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let be32 = |at: usize| -> Result<usize> {
+        match data.get(at..at + 4) {
+            Some(b) => Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize),
+            None => corrupt("lz4 chunk cut short"),
+        }
+    };
+    let Some(head) = data.get(..8) else {
+        return corrupt("lz4 chunk shorter than its header");
+    };
+    let total = u64::from_be_bytes(head.try_into().unwrap_or([0; 8]));
+    let total = usize::try_from(total)
+        .ok()
+        .filter(|&t| t <= max_out)
+        .map_or_else(
+            || corrupt("lz4 chunk decodes to more than the chunk size"),
+            Ok,
+        )?;
+    let block = be32(8)?;
+    if block == 0 && total > 0 {
+        return corrupt("lz4 chunk with a block size of 0");
+    }
+    let mut out = vec![0u8; total];
+    let (mut pos, mut done) = (12, 0);
+    while done < total {
+        let want = block.min(total - done);
+        let stored = be32(pos)?;
+        pos += 4;
+        let Some(body) = data.get(pos..pos + stored) else {
+            return corrupt("lz4 chunk: block past its end");
+        };
+        let dest = &mut out[done..done + want];
+        if stored == want {
+            dest.copy_from_slice(body);
+        } else {
+            match lz4_flex::block::decompress_into(body, dest) {
+                Ok(n) if n == want => {}
+                Ok(n) => {
+                    return corrupt(format!(
+                        "lz4 chunk: a block decodes to {n} bytes, not {want}"
+                    ))
+                }
+                Err(e) => return corrupt(format!("lz4 chunk: {e}")),
+            }
+        }
+        pos += stored;
+        done += want;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lz4_stored_and_compressed_blocks() {
+        // 10 bytes in blocks of 6: a stored block of 6, then a compressed block of 4 (one literal-only
+        // sequence: token 0x40 = 4 literals, no match).
+        let mut c = 10u64.to_be_bytes().to_vec();
+        c.extend_from_slice(&6u32.to_be_bytes());
+        c.extend_from_slice(&6u32.to_be_bytes());
+        c.extend_from_slice(b"abcdef");
+        c.extend_from_slice(&5u32.to_be_bytes());
+        c.extend_from_slice(&[0x40, b'g', b'h', b'i', b'j']);
+        assert_eq!(unlz4(&c, 10).unwrap(), b"abcdefghij");
+        assert!(unlz4(&c, 9).is_err(), "bound");
+        assert!(unlz4(&c[..c.len() - 1], 10).is_err(), "cut short");
+        let mut zero = 10u64.to_be_bytes().to_vec();
+        zero.extend_from_slice(&0u32.to_be_bytes());
+        assert!(unlz4(&zero, 10).is_err(), "block size 0");
+    }
+
+    #[test]
+    fn zstd_rejects_garbage_and_random_bytes_never_panic() {
+        assert!(unzstd(b"not a frame", 100).is_err());
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..5_000 {
+            let len = (next() % 96) as usize;
+            let mut s: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if next() % 2 == 0 && s.len() >= 4 {
+                s[..4].copy_from_slice(&[0x28, 0xb5, 0x2f, 0xfd]);
+            }
+            let max = (next() % 512) as usize;
+            if let Ok(out) = unzstd(&s, max) {
+                assert!(out.len() <= max);
+            }
+            if let Ok(out) = unlz4(&s, max) {
+                assert!(out.len() <= max);
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4), written by h5py at test time: every
+//! dataset we read equals h5py's view of it.
+
+mod common;
+
+use std::process::Command;
+
+const MAKE: &str = r#"
+import sys, h5py, hdf5plugin, numpy as np
+rng = np.random.default_rng(3)
+ints = rng.integers(0, 1000, size=(60, 40)).astype("i4")
+smooth = np.linspace(-5, 5, 20000)
+noise = rng.integers(0, 2**63, size=5000, dtype="u8")
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("zstd_ints", data=ints, chunks=(16, 16), **hdf5plugin.Zstd())
+    f.create_dataset("zstd_level_19", data=smooth, chunks=(4096,), **hdf5plugin.Zstd(clevel=19))
+    f.create_dataset("zstd_noise", data=noise, chunks=(1000,), **hdf5plugin.Zstd())
+    f.create_dataset("zstd_strings", data=np.array(["memory %d" % i for i in range(500)], dtype=h5py.string_dtype()), chunks=(128,), **hdf5plugin.Zstd())
+    f.create_dataset("lz4_ints", data=ints, chunks=(16, 16), **hdf5plugin.LZ4())
+    # Blocks of 1 KiB: several per chunk, compressed ones and (for noise) stored ones, and a short last block.
+    f.create_dataset("lz4_blocks", data=smooth, chunks=(3000,), **hdf5plugin.LZ4(nbytes=1024))
+    f.create_dataset("lz4_noise", data=noise, chunks=(1000,), **hdf5plugin.LZ4(nbytes=1024))
+    f.create_dataset("lz4_shuffle", data=smooth.astype("f4"), chunks=(4096,), shuffle=True, **hdf5plugin.LZ4())
+"#;
+
+#[test]
+fn plugin_filtered_datasets_read_equal_to_h5py() {
+    if !common::have_python_module("hdf5plugin") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plugins.h5");
+    let out = Command::new("python3")
+        .args(["-c", MAKE])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "h5py + hdf5plugin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (bad, unsupported) = common::compare_file(&path);
+    assert!(bad.is_empty() && unsupported.is_empty(), "{bad:?} {unsupported:?}");
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    for name in ["zstd_ints", "lz4_blocks", "lz4_noise"] {
+        let d = f.dataset(&format!("/{name}")).unwrap();
+        assert!(!d.filters().is_empty(), "{name} is filtered");
+    }
+}
