@@ -1,5 +1,5 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd and
-//! scale-offset (others are reported by name).
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd,
+//! bitshuffle and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -15,6 +15,8 @@ pub const SCALEOFFSET: u16 = 6;
 pub const LZO: u16 = 305;
 /// The LZ4 plugin filter (registered id 32004), read only.
 pub const LZ4: u16 = 32004;
+/// The bitshuffle plugin filter (registered id 32008), read only.
+pub const BITSHUFFLE: u16 = 32008;
 /// The zstd plugin filter (registered id 32015), read only.
 pub const ZSTD: u16 = 32015;
 /// h5py's LZF filter (registered id 32000), read only.
@@ -61,6 +63,7 @@ pub fn decode(
             LZO => unlzo(&buf, max_out)?.into(),
             LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
             ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
+            BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);

@@ -8,6 +8,7 @@
 
 pub mod append;
 pub mod array;
+pub mod bitshuffle;
 pub mod btree;
 pub mod checksum;
 pub mod chunk_index;

@@ -1,4 +1,4 @@
-//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4), written by h5py at test time: every
+//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle), written by h5py at test time: every
 //! dataset we read equals h5py's view of it.
 
 mod common;
@@ -20,6 +20,17 @@ with h5py.File(sys.argv[1], "w") as f:
     # Blocks of 1 KiB: several per chunk, compressed ones and (for noise) stored ones, and a short last block.
     f.create_dataset("lz4_blocks", data=smooth, chunks=(3000,), **hdf5plugin.LZ4(nbytes=1024))
     f.create_dataset("lz4_noise", data=noise, chunks=(1000,), **hdf5plugin.LZ4(nbytes=1024))
+    for codec, name in [(None, "none"), ("lz4", "lz4"), ("zstd", "zstd")]:
+        kw = hdf5plugin.Bitshuffle() if codec is None else hdf5plugin.Bitshuffle(cname=codec)
+        if codec is None:
+            kw = hdf5plugin.Bitshuffle(cname="none")
+        f.create_dataset("bitshuffle_" + name, data=ints, chunks=(16, 16), **kw)
+        # 1003 elements: whole blocks, a short last block and three elements past the last multiple of 8.
+        f.create_dataset("bitshuffle_tail_" + name, data=smooth[:1003], chunks=(1003,), **kw)
+        f.create_dataset("bitshuffle_blocks_" + name, data=noise, chunks=(5000,), **hdf5plugin.Bitshuffle(nelems=256, cname=codec or "none"))
+    # The default block size (8 KiB of elements): several whole blocks and a short one, uncompressed.
+    f.create_dataset("bitshuffle_default_blocks", data=noise, chunks=(5000,), **hdf5plugin.Bitshuffle(cname="none"))
+    f.create_dataset("bitshuffle_u1", data=(np.arange(3000) % 7).astype("u1"), chunks=(3000,), **hdf5plugin.Bitshuffle())
     f.create_dataset("lz4_shuffle", data=smooth.astype("f4"), chunks=(4096,), shuffle=True, **hdf5plugin.LZ4())
 "#;
 
@@ -41,7 +52,10 @@ fn plugin_filtered_datasets_read_equal_to_h5py() {
         String::from_utf8_lossy(&out.stderr)
     );
     let (bad, unsupported) = common::compare_file(&path);
-    assert!(bad.is_empty() && unsupported.is_empty(), "{bad:?} {unsupported:?}");
+    assert!(
+        bad.is_empty() && unsupported.is_empty(),
+        "{bad:?} {unsupported:?}"
+    );
     let f = clawhdf5_format::H5File::open(&path).unwrap();
     for name in ["zstd_ints", "lz4_blocks", "lz4_noise"] {
         let d = f.dataset(&format!("/{name}")).unwrap();
