@@ -149,7 +149,7 @@ fn decompress_block(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
 }
 
 /// Puts the bit planes of `count` elements of `elem` bytes (`count` a multiple of 8) back into elements.
-fn unshuffle_block(planes: &[u8], out: &mut [u8], count: usize, elem: usize) {
+pub(crate) fn unshuffle_block(planes: &[u8], out: &mut [u8], count: usize, elem: usize) {
     let row = count / 8;
     for j in 0..elem {
         for k in 0..8 {

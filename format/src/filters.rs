@@ -1,5 +1,5 @@
 //! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd,
-//! bitshuffle and scale-offset (others are reported by name).
+//! bitshuffle, blosc and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -13,6 +13,8 @@ pub const FLETCHER32: u16 = 3;
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305), read only.
 pub const LZO: u16 = 305;
+/// The Blosc plugin filter (registered id 32001; Blosc 1 buffers), read only.
+pub const BLOSC: u16 = 32001;
 /// The LZ4 plugin filter (registered id 32004), read only.
 pub const LZ4: u16 = 32004;
 /// The bitshuffle plugin filter (registered id 32008), read only.
@@ -62,6 +64,7 @@ pub fn decode(
             LZF => crate::lzf::decompress(&buf, max_out)?.into(),
             LZO => unlzo(&buf, max_out)?.into(),
             LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
+            BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
             ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
             BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
@@ -117,7 +120,7 @@ fn unlzo(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 }
 
 /// Inflates a zlib stream straight into one buffer of at most `max_out` bytes.
-fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+pub(crate) fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     // One spare byte tells an over-long stream from one that fills the chunk exactly.
     let mut out = Vec::with_capacity(max_out.saturating_add(1).min(64 << 20));
     let mut z = flate2::Decompress::new(true);
@@ -147,7 +150,7 @@ fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     }
 }
 
-fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
+pub(crate) fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
     regroup(data, size, false)
 }
 

@@ -9,6 +9,7 @@
 pub mod append;
 pub mod array;
 pub mod bitshuffle;
+pub mod blosc;
 pub mod btree;
 pub mod checksum;
 pub mod chunk_index;

@@ -1,4 +1,4 @@
-//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle), written by h5py at test time: every
+//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle, Blosc), written by h5py at test time: every
 //! dataset we read equals h5py's view of it.
 
 mod common;
@@ -31,6 +31,22 @@ with h5py.File(sys.argv[1], "w") as f:
     # The default block size (8 KiB of elements): several whole blocks and a short one, uncompressed.
     f.create_dataset("bitshuffle_default_blocks", data=noise, chunks=(5000,), **hdf5plugin.Bitshuffle(cname="none"))
     f.create_dataset("bitshuffle_u1", data=(np.arange(3000) % 7).astype("u1"), chunks=(3000,), **hdf5plugin.Bitshuffle())
+    # Blosc 1 buffers: every codec a Blosc 1 reader needs, each shuffle, several element sizes, chunks bigger
+    # than a block (so a short last block), incompressible data, and a compound type.
+    blosc = hdf5plugin.Blosc
+    compound = np.zeros(3000, dtype=[("a", "i4"), ("b", "f8"), ("c", "S5")])
+    compound["a"] = np.arange(3000)
+    compound["b"] = np.linspace(0, 1, 3000)
+    for cname in ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]:
+        for shuf, sname in [(blosc.NOSHUFFLE, "none"), (blosc.SHUFFLE, "byte"), (blosc.BITSHUFFLE, "bit")]:
+            kw = blosc(cname=cname, clevel=5, shuffle=shuf)
+            f.create_dataset("blosc_%s_%s_f8" % (cname, sname), data=smooth, chunks=(20000,), **kw)
+            f.create_dataset("blosc_%s_%s_i4" % (cname, sname), data=ints, chunks=(16, 16), **kw)
+            f.create_dataset("blosc_%s_%s_u1" % (cname, sname), data=(np.arange(70001) % 13).astype("u1"), chunks=(70001,), **kw)
+        f.create_dataset("blosc_%s_noise" % cname, data=noise, chunks=(5000,), **blosc(cname=cname))
+        f.create_dataset("blosc_%s_compound" % cname, data=compound, chunks=(3000,), **blosc(cname=cname))
+    f.create_dataset("blosc_clevel_9", data=smooth, chunks=(20000,), **blosc(cname="blosclz", clevel=9))
+    f.create_dataset("blosc_clevel_0", data=smooth, chunks=(20000,), **blosc(cname="blosclz", clevel=0))
     f.create_dataset("lz4_shuffle", data=smooth.astype("f4"), chunks=(4096,), shuffle=True, **hdf5plugin.LZ4())
 "#;
 

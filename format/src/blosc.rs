@@ -1,0 +1,302 @@
+//! Decoding the Blosc plugin filter (registered id 32001; PyTables' and hdf5plugin's `blosc`): each chunk is
+//! one Blosc (version 1 format) buffer.
+//!
+//! A buffer starts with a 16-byte header: format version, codec format version, flags, element size, then
+//! (little-endian u32) the decoded size, the block size and the buffer's own size. Flags: 0x01 byte shuffle,
+//! 0x02 the blocks follow uncompressed, 0x04 bit shuffle, 0x10 blocks not split, bits 5–7 the codec (0
+//! BloscLZ, 1 LZ4, 2 Snappy, 3 zlib, 4 zstd). Unless stored uncompressed, a table of each block's start (i32,
+//! from the buffer's start) follows; a block is one stream, or one per byte of the element ("splits") when the
+//! element is at most 16 bytes, the block holds at least 128 elements, it is not the short last block and
+//! flag 0x10 is clear. Each stream is its size (i32) and the codec's output, or the bytes themselves when that
+//! size equals the stream's decoded size. The shuffles are then undone over the whole block.
+
+use crate::error::{corrupt, unsupported, Result};
+
+/// Bytes of the header.
+const HEADER: usize = 16;
+/// Elements of at most this many bytes may be split into one stream per byte.
+const MAX_SPLITS: usize = 16;
+/// A block is split only when it holds at least this many elements.
+const MIN_SPLIT_ELEMENTS: usize = 128;
+/// BloscLZ's offset for far matches.
+const MAX_DISTANCE: usize = 8191;
+
+/// Decodes one Blosc buffer into at most `max_out` bytes.
+pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let Some(h) = data.get(..HEADER) else {
+        return corrupt("blosc chunk shorter than its header");
+    };
+    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let (version, flags, typesize) = (h[0], h[2], (h[3] as usize).max(1));
+    let (nbytes, blocksize) = (le32(&h[4..8]), le32(&h[8..12]));
+    if version > 2 || flags & 0x05 == 0x05 {
+        return unsupported("blosc2 chunk format (only Blosc 1 buffers are read)");
+    }
+    if nbytes > max_out {
+        return corrupt("blosc chunk decodes to more than the chunk size");
+    }
+    if nbytes == 0 {
+        return Ok(Vec::new());
+    }
+    if flags & 0x02 != 0 {
+        return match data.get(HEADER..HEADER + nbytes) {
+            Some(b) => Ok(b.to_vec()),
+            None => corrupt("blosc chunk shorter than its stored bytes"),
+        };
+    }
+    if blocksize == 0 {
+        return corrupt("blosc chunk with a block size of 0");
+    }
+    let codec = match flags >> 5 {
+        0 => Codec::BloscLz,
+        1 => Codec::Lz4,
+        3 => Codec::Zlib,
+        4 => Codec::Zstd,
+        2 => return unsupported("blosc's snappy codec"),
+        c => return unsupported(format!("blosc codec {c}")),
+    };
+    let nblocks = nbytes.div_ceil(blocksize);
+    let Some(starts) = data.get(HEADER..HEADER + 4 * nblocks) else {
+        return corrupt("blosc chunk shorter than its block table");
+    };
+    let mut out = vec![0u8; nbytes];
+    let mut tmp = Vec::new();
+    for (j, start) in starts.chunks_exact(4).enumerate() {
+        let at = j * blocksize;
+        let bsize = blocksize.min(nbytes - at);
+        let short_last = bsize < blocksize;
+        let splits = if flags & 0x10 == 0
+            && typesize <= MAX_SPLITS
+            && bsize / typesize >= MIN_SPLIT_ELEMENTS
+            && !short_last
+        {
+            typesize
+        } else {
+            1
+        };
+        let byte_shuffled = flags & 0x01 != 0 && typesize > 1;
+        let bit_shuffled = flags & 0x04 != 0;
+        let dest = &mut out[at..at + bsize];
+        tmp.clear();
+        tmp.resize(bsize, 0);
+        let streams: &mut [u8] = if byte_shuffled || bit_shuffled {
+            &mut tmp
+        } else {
+            dest
+        };
+        let mut pos = le32(start);
+        let each = bsize / splits;
+        for k in 0..splits {
+            let Some(size) = data.get(pos..pos + 4) else {
+                return corrupt("blosc block past the chunk's end");
+            };
+            let size = i32::from_le_bytes([size[0], size[1], size[2], size[3]]);
+            let Ok(size) = usize::try_from(size) else {
+                return corrupt("blosc stream with a negative size (a Blosc 2 run)");
+            };
+            pos += 4;
+            let Some(body) = data.get(pos..pos + size) else {
+                return corrupt("blosc stream past the chunk's end");
+            };
+            let target = &mut streams[k * each..(k + 1) * each];
+            if size == each {
+                target.copy_from_slice(body);
+            } else {
+                decompress(codec, body, target)?;
+            }
+            pos += size;
+        }
+        if byte_shuffled {
+            dest.copy_from_slice(&crate::filters::unshuffle(&tmp, typesize));
+        } else if bit_shuffled {
+            let n = bsize / typesize;
+            if n % 8 == 0 {
+                dest.fill(0);
+                crate::bitshuffle::unshuffle_block(&tmp, dest, n, typesize);
+                dest[n * typesize..].copy_from_slice(&tmp[n * typesize..]);
+            } else {
+                dest.copy_from_slice(&tmp);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The codec of a buffer's streams.
+#[derive(Clone, Copy)]
+enum Codec {
+    BloscLz,
+    Lz4,
+    Zlib,
+    Zstd,
+}
+
+/// Decodes one stream into exactly `dest.len()` bytes.
+fn decompress(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
+    let want = dest.len();
+    let got = match codec {
+        Codec::BloscLz => return blosclz(body, dest),
+        Codec::Lz4 => match lz4_flex::block::decompress_into(body, dest) {
+            Ok(n) => return exact(n, want),
+            Err(e) => return corrupt(format!("blosc lz4 stream: {e}")),
+        },
+        Codec::Zlib => crate::filters::inflate(body, want)?,
+        Codec::Zstd => crate::plugin_codecs::unzstd(body, want)?,
+    };
+    exact(got.len(), want)?;
+    dest.copy_from_slice(&got);
+    Ok(())
+}
+
+fn exact(got: usize, want: usize) -> Result<()> {
+    if got != want {
+        return corrupt(format!("blosc stream decodes to {got} bytes, not {want}"));
+    }
+    Ok(())
+}
+
+/// BloscLZ: a control byte `c` (the first one's top three bits are a marker) is a literal run of `c + 1`
+/// bytes when below 32; otherwise a match of `(c >> 5) + 2` bytes (7 means "and the following bytes, up to
+/// the first that is not 255"), at distance `((c & 31) << 8) + next + 1`, or, when that next byte is 255 and
+/// `c & 31` is 31, at distance `8191 + 1 + ` the two bytes after (big-endian).
+fn blosclz(input: &[u8], dest: &mut [u8]) -> Result<()> {
+    let bad = |what: &str| crate::FormatError::Corrupt(format!("blosclz stream: {what}"));
+    let Some(&first) = input.first() else {
+        return Err(bad("empty"));
+    };
+    let mut ip = 1;
+    let mut op = 0;
+    let mut ctrl = (first & 31) as usize;
+    let byte = |ip: &mut usize| -> Result<usize> {
+        let b = input.get(*ip).copied();
+        *ip += 1;
+        b.map(usize::from).ok_or_else(|| bad("cut short"))
+    };
+    loop {
+        if ctrl >= 32 {
+            let mut len = (ctrl >> 5) - 1;
+            let ofs = (ctrl & 31) << 8;
+            if len == 6 {
+                loop {
+                    let code = byte(&mut ip)?;
+                    len += code;
+                    if code != 255 {
+                        break;
+                    }
+                }
+            }
+            let code = byte(&mut ip)?;
+            let dist = if code == 255 && ofs == 31 << 8 {
+                let far = (byte(&mut ip)? << 8) + byte(&mut ip)?;
+                far + MAX_DISTANCE + 1
+            } else {
+                ofs + code + 1
+            };
+            let len = len + 3;
+            if dist > op {
+                return Err(bad("match before the start of the block"));
+            }
+            if op + len > dest.len() {
+                return Err(bad("longer than its block"));
+            }
+            if dist >= len {
+                dest.copy_within(op - dist..op - dist + len, op);
+            } else {
+                for k in 0..len {
+                    dest[op + k] = dest[op - dist + k];
+                }
+            }
+            op += len;
+        } else {
+            let n = ctrl + 1;
+            let Some(run) = input.get(ip..ip + n) else {
+                return Err(bad("literal run past its end"));
+            };
+            if op + n > dest.len() {
+                return Err(bad("longer than its block"));
+            }
+            dest[op..op + n].copy_from_slice(run);
+            op += n;
+            ip += n;
+        }
+        match input.get(ip) {
+            Some(&c) => {
+                ctrl = c as usize;
+                ip += 1;
+            }
+            None => break,
+        }
+    }
+    exact(op, dest.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blosclz_literals_matches_and_runs() {
+        // "abc" (first byte carries the marker), a 4-byte match at distance 3 ("abca"), a 5-byte run of the last byte
+        // ("a", distance 1), then "z".
+        let stream = [
+            (1 << 5) | 2,
+            b'a',
+            b'b',
+            b'c',
+            (2 << 5),
+            2,
+            (3 << 5),
+            0,
+            0,
+            b'z',
+        ];
+        let mut out = vec![0u8; 13];
+        blosclz(&stream, &mut out).unwrap();
+        assert_eq!(&out, b"abcabcaaaaaaz");
+        let mut short = vec![0u8; 12];
+        assert!(blosclz(&stream, &mut short).is_err());
+    }
+
+    #[test]
+    fn stored_buffers_and_damage() {
+        let mut b = vec![2, 1, 0x02, 4];
+        b.extend_from_slice(&8u32.to_le_bytes());
+        b.extend_from_slice(&8u32.to_le_bytes());
+        b.extend_from_slice(&24u32.to_le_bytes());
+        b.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(decode(&b, 8).unwrap(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(decode(&b, 7).is_err(), "bound");
+        assert!(decode(&b[..20], 8).is_err(), "cut short");
+        let mut compressed = b.clone();
+        compressed[2] = 0;
+        compressed[8..12].copy_from_slice(&0u32.to_le_bytes());
+        assert!(decode(&compressed, 8).is_err(), "block size 0");
+        let mut v3 = b.clone();
+        v3[0] = 3;
+        assert!(decode(&v3, 8).is_err(), "blosc2");
+    }
+
+    #[test]
+    fn random_buffers_never_panic() {
+        let mut x = 0x0f0f_1234_5678_9abcu64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let len = 16 + (next() % 80) as usize;
+            let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            b[0] = 2;
+            b[2] &= 0xf9 | (next() as u8 & 0x06);
+            let n = (next() % 300) as u32;
+            b[4..8].copy_from_slice(&n.to_le_bytes());
+            b[8..12].copy_from_slice(&((next() % 300) as u32).to_le_bytes());
+            let max = (next() % 400) as usize;
+            if let Ok(out) = decode(&b, max) {
+                assert!(out.len() <= max);
+            }
+        }
+    }
+}
