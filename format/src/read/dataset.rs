@@ -505,7 +505,7 @@ impl<'a> Dataset<'a> {
                 if !distinct || covered != out_shape.iter().product::<u64>() {
                     self.prefill(out, true);
                 }
-                let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+                let chunk_bytes = nominal_chunk_bytes(&chunk, elem)?;
                 let ctx = self.file.ctx();
                 let fetch = |a: u64, n: u64| -> Result<Vec<u8>> { Ok(ctx.slice(a, n)?.to_vec()) };
                 let loaded = self.load_chunks(&hits, chunk_bytes, &fetch, true)?;
@@ -552,14 +552,21 @@ impl<'a> Dataset<'a> {
         // What the selection takes once decoded (strings and sequences take more than their
         // stored references) is bounded by the file's size, not just its stored bytes.
         let decoded = bytes(self.dtype.decoded_size())?;
-        let len = self.file.bytes().len() as u64;
-        let limit = len.saturating_mul(1100).max(64 << 20);
+        let (len, limit) = self.decoded_limit();
         if decoded > limit {
             return corrupt(format!(
                 "selection of {decoded} bytes (decoded) is implausibly large for a file of {len} bytes"
             ));
         }
         usize::try_from(n).map_err(|_| FormatError::Corrupt("selection size overflows".into()))
+    }
+
+    /// The file's size and the most bytes a selection or a decoded chunk may take: 1,100 times the file
+    /// (deflate expands at most ~1,032 times), at least 64 MiB. A damaged or hostile file declaring more (a
+    /// huge chunk shape, a codec header claiming gigabytes) is refused before anything that size is allocated.
+    fn decoded_limit(&self) -> (u64, u64) {
+        let len = self.file.bytes().len() as u64;
+        (len, len.saturating_mul(1100).max(64 << 20))
     }
 
     pub(crate) fn read_box_raw(&self, start: &[u64], count: &[u64]) -> Result<Vec<u8>> {
@@ -654,7 +661,7 @@ impl<'a> Dataset<'a> {
         };
         let r = dims.len();
         let elem = self.dtype.size();
-        let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+        let chunk_bytes = nominal_chunk_bytes(chunk, elem)?;
         let hits: Vec<&ChunkEntry> = entries
             .iter()
             .filter(|e| {
@@ -715,6 +722,12 @@ impl<'a> Dataset<'a> {
         use_cache: bool,
     ) -> Result<Vec<ChunkBytes<'a>>> {
         let elem = self.dtype.size();
+        let (len, limit) = self.decoded_limit();
+        if !self.filters.is_empty() && chunk_bytes as u64 > limit {
+            return corrupt(format!(
+                "chunk of {chunk_bytes} bytes (decoded) is implausibly large for a file of {len} bytes"
+            ));
+        }
         if self.filters.is_empty() && use_cache {
             let ctx = self.file.ctx();
             return hits
@@ -843,6 +856,15 @@ impl Pattern {
         let n = (off / self.stride) * self.block + (off % self.stride).min(self.block);
         n.min(self.len)
     }
+}
+
+/// Bytes of one whole chunk of shape `chunk` with `elem`-byte elements; an error when that overflows.
+fn nominal_chunk_bytes(chunk: &[u64], elem: usize) -> Result<usize> {
+    chunk
+        .iter()
+        .try_fold(elem as u64, |a, &d| a.checked_mul(d))
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| FormatError::Corrupt("chunk shape too large".into()))
 }
 
 #[cfg(test)]
