@@ -107,7 +107,7 @@ pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
             pos += size;
         }
         if byte_shuffled {
-            dest.copy_from_slice(&crate::filters::unshuffle(&tmp, typesize));
+            crate::filters::unshuffle_into(&tmp, typesize, dest);
         } else if bit_shuffled {
             let n = bsize / typesize;
             if n % 8 == 0 {
@@ -199,13 +199,7 @@ fn blosclz(input: &[u8], dest: &mut [u8]) -> Result<()> {
             if op + len > dest.len() {
                 return Err(bad("longer than its block"));
             }
-            if dist >= len {
-                dest.copy_within(op - dist..op - dist + len, op);
-            } else {
-                for k in 0..len {
-                    dest[op + k] = dest[op - dist + k];
-                }
-            }
+            copy_match(dest, op, dist, len);
             op += len;
         } else {
             let n = ctrl + 1;
@@ -228,6 +222,23 @@ fn blosclz(input: &[u8], dest: &mut [u8]) -> Result<()> {
         }
     }
     exact(op, dest.len())
+}
+
+/// Copies `len` bytes from `dist` back to `op` within `buf`; an overlapping copy repeats the `dist` bytes
+/// before `op`, done as whole non-overlapping copies of the pattern grown so far.
+pub(crate) fn copy_match(buf: &mut [u8], op: usize, dist: usize, len: usize) {
+    let start = op - dist;
+    if dist == 1 {
+        let b = buf[start];
+        buf[op..op + len].fill(b);
+        return;
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(op + done - start);
+        buf.copy_within(start..start + n, op + done);
+        done += n;
+    }
 }
 
 #[cfg(test)]

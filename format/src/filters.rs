@@ -162,17 +162,29 @@ fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
 /// to plane `b` (the filter's encoding); otherwise the planes are woven back into elements. Bytes after the
 /// last whole element are copied as they are.
 fn regroup(data: &[u8], size: usize, to_planes: bool) -> Vec<u8> {
+    let mut out = vec![0u8; data.len()];
+    regroup_into(data, size, to_planes, &mut out);
+    out
+}
+
+/// [`unshuffle`] into `out` (as long as `data`), without a buffer of its own.
+pub(crate) fn unshuffle_into(data: &[u8], size: usize, out: &mut [u8]) {
+    regroup_into(data, size, false, out);
+}
+
+/// [`regroup`] into `out`, which is as long as `data`.
+fn regroup_into(data: &[u8], size: usize, to_planes: bool, out: &mut [u8]) {
     if size <= 1 || data.len() < size {
-        return data.to_vec();
+        out.copy_from_slice(data);
+        return;
     }
     let n = data.len() / size;
-    let mut out = vec![0u8; data.len()];
     // Element by element in order on the element side, for the common sizes (a plane at a time touches
     // every element `size` times over).
     match size {
-        2 => regroup_fixed::<2>(data, n, &mut out, to_planes),
-        4 => regroup_fixed::<4>(data, n, &mut out, to_planes),
-        8 => regroup_fixed::<8>(data, n, &mut out, to_planes),
+        2 => regroup_fixed::<2>(data, n, out, to_planes),
+        4 => regroup_fixed::<4>(data, n, out, to_planes),
+        8 => regroup_fixed::<8>(data, n, out, to_planes),
         _ => {
             for b in 0..size {
                 for i in 0..n {
@@ -187,7 +199,6 @@ fn regroup(data: &[u8], size: usize, to_planes: bool) -> Vec<u8> {
         }
     }
     out[n * size..].copy_from_slice(&data[n * size..]);
-    out
 }
 
 /// [`regroup`] for elements of `S` bytes, `n` of them.

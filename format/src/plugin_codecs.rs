@@ -1,22 +1,27 @@
 //! Decoders of the registered plugin filters that h5py users add through `hdf5plugin`: zstd (id 32015), each
-//! chunk one Zstandard frame, and LZ4 (id 32004), the HDF Group's framing of LZ4 blocks.
-
-use std::io::Read;
+//! chunk one Zstandard frame (decoded by libzstd), and LZ4 (id 32004), the HDF Group's framing of LZ4 blocks.
 
 use crate::error::{corrupt, Result};
 
 /// Decodes one zstd-filtered chunk (a Zstandard frame) into at most `max_out` bytes.
 pub fn unzstd(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    let bad = |e: &dyn std::fmt::Display| crate::FormatError::Corrupt(format!("zstd chunk: {e}"));
-    let decoder = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| bad(&e))?;
-    let mut out = Vec::with_capacity(max_out.min(64 << 20));
-    decoder
-        .take(max_out as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| bad(&e))?;
-    if out.len() > max_out {
-        return corrupt("zstd chunk decodes to more than the chunk size");
-    }
+    // The frame header usually states the decoded size: the buffer is made that size (within the bound)
+    // and libzstd writes into it, failing rather than writing past it.
+    let size = match zstd::zstd_safe::get_frame_content_size(data) {
+        Ok(Some(n)) => usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= max_out)
+            .map_or_else(
+                || corrupt("zstd chunk decodes to more than the chunk size"),
+                Ok,
+            )?,
+        Ok(None) => max_out,
+        Err(_) => return corrupt("zstd chunk: not a Zstandard frame"),
+    };
+    let mut out = vec![0u8; size];
+    let n = zstd::bulk::decompress_to_buffer(data, &mut out[..])
+        .map_err(|e| crate::FormatError::Corrupt(format!("zstd chunk: {e}")))?;
+    out.truncate(n);
     Ok(out)
 }
 
