@@ -308,7 +308,9 @@ pub fn parse_layout(data: &[u8], ctx: &Ctx<'_>, rank: usize) -> Result<(u8, Layo
                     Layout::Compact(c.bytes(n)?.to_vec())
                 }
                 1 => {
-                    let size = dims.iter().product::<u64>();
+                    let Some(size) = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)) else {
+                        return corrupt("contiguous layout whose size overflows");
+                    };
                     Layout::Contiguous { addr, size }
                 }
                 2 => {
@@ -539,4 +541,29 @@ pub fn encode_fill(alloc_time: u8) -> Vec<u8> {
 pub fn parse_symbol_table(data: &[u8], so: usize) -> Result<(u64, u64)> {
     let mut c = Cursor::new(data, "symbol table message");
     Ok((c.addr(so)?, c.addr(so)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_contiguous_layout_whose_size_overflows_is_an_error() {
+        // Version 2, rank 3, class 1 (contiguous), reserved, address, then three dimensions of 2^32 - 1
+        // (their product, the size in elements, overflows 64 bits).
+        let mut m = vec![2u8, 3, 1, 0, 0, 0, 0, 0];
+        m.extend_from_slice(&0u64.to_le_bytes());
+        for _ in 0..3 {
+            m.extend_from_slice(&u32::MAX.to_le_bytes());
+        }
+        let file = [0u8; 64];
+        let ctx = Ctx {
+            data: &file,
+            so: 8,
+            sl: 8,
+            base: 0,
+        };
+        let e = parse_layout(&m, &ctx, 3).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+    }
 }

@@ -376,3 +376,38 @@ fn an_empty_strided_selection_of_a_vast_dimension_reads_nothing() {
         assert_eq!(got.len(), 0);
     }
 }
+
+/// A tiny file whose unwritten dataset claims millions of one-byte elements: a strided read over it is
+/// refused for its index lists (16+ bytes an index, far more than the file could hold) instead of building
+/// them, while a modest strided read of the same dataset still returns its fill values.
+#[test]
+fn strided_reads_of_a_tiny_file_claiming_millions_of_bytes_stay_bounded() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sparse.h5");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, h5py\nwith h5py.File(sys.argv[1], 'w') as f:\n    \
+             f.create_dataset('u8', shape=(60_000_000,), dtype='u1', chunks=(1_000_000,), fillvalue=7)\n",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
+    let f = H5File::open(&path).unwrap();
+    let d = f.dataset("/u8").unwrap();
+    let err = d
+        .read_hyperslab(&[0], &[2], &[30_000_000], &[1])
+        .unwrap_err();
+    assert!(err.to_string().contains("index lists"), "{err}");
+    let a = d.read_hyperslab(&[10], &[3], &[1000], &[1]).unwrap();
+    assert_eq!(a.as_u8().unwrap(), &[7u8; 1000][..]);
+}

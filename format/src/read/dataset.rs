@@ -418,6 +418,21 @@ impl<'a> Dataset<'a> {
         }
         let nbytes = self.check_box(&vec![0; r], &out_shape)?;
         let n = nbytes / self.dtype.size().max(1);
+        // The copy below lists each dimension's selected indices (16 bytes an index, and up to 24 more per
+        // run along the last dimension): more than the data itself for narrow types, so that too must stay
+        // within what the file can plausibly hold (a damaged file's tiny dataset of u8 can claim millions).
+        // An empty selection builds none.
+        let (len, limit) = self.decoded_limit();
+        let lists = out_shape
+            .iter()
+            .map(|&d| d.saturating_mul(40))
+            .fold(0u64, u64::saturating_add);
+        if lists > limit && !out_shape.contains(&0) {
+            return corrupt(format!(
+                "strided selection of {out_shape:?} needs {lists} bytes of index lists, implausibly many \
+                 for a file of {len} bytes"
+            ));
+        }
         // Each dimension's selection is kept as its pattern, not as a list of indices: a list takes 8
         // bytes an index, more than the data it selects for narrow types.
         let sel: Vec<Pattern> = (0..r)
