@@ -152,9 +152,44 @@ fn ours() -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
+/// A small file of chunks through every codec this reader decodes beyond deflate (scale-offset, LZF, zstd,
+/// LZ4, bitshuffle, Blosc), written by h5py with hdf5plugin, so that mutations reach those decoders too.
+fn codecs_seed() -> Option<Vec<u8>> {
+    if !common::have_python_module("hdf5plugin") {
+        return None;
+    }
+    const MAKE: &str = r#"
+import sys, h5py, hdf5plugin, numpy as np
+x = (np.arange(400) % 37).astype("i4")
+y = np.linspace(0, 1, 300)
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("so", data=x, chunks=(128,), scaleoffset=0)
+    f.create_dataset("sof", data=y, chunks=(128,), scaleoffset=3)
+    f.create_dataset("lzf", data=x, chunks=(128,), compression="lzf")
+    f.create_dataset("zstd", data=x, chunks=(128,), **hdf5plugin.Zstd())
+    f.create_dataset("lz4", data=y, chunks=(128,), **hdf5plugin.LZ4(nbytes=256))
+    f.create_dataset("bs", data=x, chunks=(200,), **hdf5plugin.Bitshuffle())
+    f.create_dataset("bsz", data=y, chunks=(200,), **hdf5plugin.Bitshuffle(cname="zstd"))
+    for c in ["blosclz", "lz4", "zlib", "zstd"]:
+        f.create_dataset("blosc_" + c, data=y, chunks=(300,), **hdf5plugin.Blosc(cname=c, shuffle=hdf5plugin.Blosc.BITSHUFFLE if c == "zlib" else hdf5plugin.Blosc.SHUFFLE))
+"#;
+    let dir = tempfile::tempdir().ok()?;
+    let path = dir.path().join("codecs.h5");
+    let ok = std::process::Command::new("python3")
+        .args(["-c", MAKE])
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "h5py + hdf5plugin could not write the codecs seed");
+    std::fs::read(&path).ok()
+}
+
 #[test]
 fn mutated_files_never_panic_hang_or_overallocate() {
     let mut seeds: Vec<(String, Vec<u8>)> = vec![("ours".into(), ours())];
+    if let Some(b) = codecs_seed() {
+        seeds.push(("codecs (h5py + hdf5plugin)".into(), b));
+    }
     for sub in ["h5py", "pytables"] {
         let dir = common::shared().join("hdf5-corpus").join(sub);
         if let Ok(rd) = std::fs::read_dir(&dir) {
