@@ -205,31 +205,69 @@ fn pad8(n: usize) -> usize {
 }
 
 /// Parses an attribute message body (versions 1–3). Shared datatypes resolve through `shared`.
+/// The fixed start of an attribute message and its name.
+struct AttrHead<'a> {
+    version: u8,
+    flags: u8,
+    name: &'a [u8],
+    tsize: usize,
+    ssize: usize,
+}
+
+impl AttrHead<'_> {
+    fn name(&self) -> String {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
+        String::from_utf8_lossy(&self.name[..end]).into_owned()
+    }
+}
+
+/// Reads an attribute message up to the end of its name (the cursor is left at its datatype).
+fn attribute_head<'a>(c: &mut Cursor<'a>) -> Result<AttrHead<'a>> {
+    let version = c.u8()?;
+    let flags = c.u8()?;
+    let nsize = c.u16()? as usize;
+    let tsize = c.u16()? as usize;
+    let ssize = c.u16()? as usize;
+    let name = match version {
+        1 => c.bytes(pad8(nsize))?,
+        2 => c.bytes(nsize)?,
+        3 => {
+            c.skip(1)?;
+            c.bytes(nsize)?
+        }
+        _ => return corrupt(format!("attribute message version {version}")),
+    };
+    Ok(AttrHead {
+        version,
+        flags,
+        name,
+        tsize,
+        ssize,
+    })
+}
+
+/// The name of an attribute message, without parsing its datatype, dataspace or value (so that one attribute
+/// of a type this reader does not support leaves its object's other attributes readable).
+pub fn attribute_name(data: &[u8]) -> Result<String> {
+    Ok(attribute_head(&mut Cursor::new(data, "attribute message"))?.name())
+}
+
 pub fn parse_attribute<'a>(
     data: &'a [u8],
     ctx: &Ctx<'a>,
     shared: &dyn Fn(&[u8]) -> Result<Datatype>,
 ) -> Result<AttrMsg<'a>> {
     let mut c = Cursor::new(data, "attribute message");
-    let v = c.u8()?;
-    let flags = c.u8()?;
-    let nsize = c.u16()? as usize;
-    let tsize = c.u16()? as usize;
-    let ssize = c.u16()? as usize;
-    if v == 3 {
-        c.skip(1)?;
-    }
-    let (name_b, dt_b, ds_b) = match v {
-        1 => (
-            c.bytes(pad8(nsize))?,
-            c.bytes(pad8(tsize))?,
-            c.bytes(pad8(ssize))?,
-        ),
-        2 | 3 => (c.bytes(nsize)?, c.bytes(tsize)?, c.bytes(ssize)?),
-        _ => return corrupt(format!("attribute message version {v}")),
+    let head = attribute_head(&mut c)?;
+    let (flags, name) = (head.flags, head.name());
+    let (dt_b, ds_b) = match head.version {
+        1 => (c.bytes(pad8(head.tsize))?, c.bytes(pad8(head.ssize))?),
+        _ => (c.bytes(head.tsize)?, c.bytes(head.ssize)?),
     };
-    let nend = name_b.iter().position(|&b| b == 0).unwrap_or(name_b.len());
-    let name = String::from_utf8_lossy(&name_b[..nend]).into_owned();
     let dtype = if flags & 1 != 0 {
         shared(dt_b)?
     } else {

@@ -156,3 +156,30 @@ fn pytables_lzo_tables_decode_to_their_rows() {
         }
     }
 }
+
+/// An attribute of a type this reader does not support (a 128-bit integer, which h5py cannot read either)
+/// leaves its object's other attributes listable and readable, and is itself a clear Unsupported error.
+#[test]
+fn one_unsupported_attribute_leaves_the_others_readable() {
+    let path = common::shared()
+        .join("hdf5-corpus")
+        .join("pytables")
+        .join("attr-u16.h5");
+    if !path.exists() {
+        return;
+    }
+    let f = H5File::open(&path).unwrap();
+    let obj = "/wfm_group0/axes/axis0";
+    let names = f.attr_names(obj).unwrap();
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert_eq!(
+        f.attr(obj, "numDigits").unwrap().as_u16(),
+        Some(&[57u16][..])
+    );
+    let e = f.attr(obj, "ref_time").unwrap_err();
+    assert!(
+        matches!(e, clawhdf5_format::FormatError::Unsupported(_))
+            && e.to_string().contains("16 bytes"),
+        "{e}"
+    );
+}

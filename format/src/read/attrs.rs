@@ -67,11 +67,10 @@ pub fn decode(file: &H5File, a: &AttrMsg<'_>) -> Result<Array> {
 pub fn read_attr(file: &H5File, oh: &ObjectHeader<'_>, name: &str) -> Result<Option<Array>> {
     let mut out = None;
     for_each_raw(file, oh, &mut |raw| {
-        if out.is_none() {
-            let a = parse(file, raw)?;
-            if a.name == name {
-                out = Some(decode(file, &a)?);
-            }
+        // Only the wanted attribute is parsed past its name: another one of an unsupported type does
+        // not make this one unreadable.
+        if out.is_none() && messages::attribute_name(raw)? == name {
+            out = Some(decode(file, &parse(file, raw)?)?);
         }
         Ok(())
     })?;
@@ -82,7 +81,7 @@ pub fn read_attr(file: &H5File, oh: &ObjectHeader<'_>, name: &str) -> Result<Opt
 pub fn attr_names(file: &H5File, oh: &ObjectHeader<'_>) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for_each_raw(file, oh, &mut |raw| {
-        out.push(parse(file, raw)?.name);
+        out.push(messages::attribute_name(raw)?);
         Ok(())
     })?;
     Ok(out)
@@ -92,7 +91,7 @@ pub fn attr_names(file: &H5File, oh: &ObjectHeader<'_>) -> Result<Vec<String>> {
 pub fn raw_attrs(file: &H5File, oh: &ObjectHeader<'_>) -> Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     for_each_raw(file, oh, &mut |raw| {
-        out.push((parse(file, raw)?.name, raw.to_vec()));
+        out.push((messages::attribute_name(raw)?, raw.to_vec()));
         Ok(())
     })?;
     Ok(out)
