@@ -222,11 +222,9 @@ mod tests {
 
     #[test]
     fn the_bit_matrix_transpose_moves_each_bit_across_the_diagonal() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = crate::test_rng::TestRng::new(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let t = transpose8(x);
             for k in 0..8 {
                 for b in 0..8 {
@@ -262,13 +260,8 @@ mod tests {
 
     #[test]
     fn random_chunks_never_panic() {
-        let mut x = 0x5555_1234_abcd_9876u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x5555_1234_abcd_9876);
+        let mut next = || rng.next();
         for _ in 0..5_000 {
             let cd = [
                 0,

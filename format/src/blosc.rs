@@ -289,13 +289,8 @@ mod tests {
 
     #[test]
     fn random_buffers_never_panic() {
-        let mut x = 0x0f0f_1234_5678_9abcu64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x0f0f_1234_5678_9abc);
+        let mut next = || rng.next();
         for _ in 0..20_000 {
             let len = 16 + (next() % 80) as usize;
             let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();

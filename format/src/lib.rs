@@ -34,6 +34,8 @@ pub mod read;
 pub mod scaleoffset;
 pub mod select;
 pub mod superblock;
+#[cfg(test)]
+mod test_rng;
 pub mod write;
 
 pub use append::FileAppender;

@@ -114,13 +114,8 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_or_exceed_the_bound() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x2545_f491_4f6c_dd1d);
+        let mut next = || rng.next();
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let stream: Vec<u8> = (0..len).map(|_| next() as u8).collect();

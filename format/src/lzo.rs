@@ -258,13 +258,8 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_or_exceed_the_bound() {
-        let mut x = 0x0123_4567_89ab_cdefu64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x0123_4567_89ab_cdef);
+        let mut next = || rng.next();
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let s: Vec<u8> = (0..len).map(|_| next() as u8).collect();

@@ -104,13 +104,8 @@ mod tests {
     #[test]
     fn zstd_rejects_garbage_and_random_bytes_never_panic() {
         assert!(unzstd(b"not a frame", 100).is_err());
-        let mut x = 0x1234_5678_9abc_def1u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x1234_5678_9abc_def1);
+        let mut next = || rng.next();
         for _ in 0..5_000 {
             let len = (next() % 96) as usize;
             let mut s: Vec<u8> = (0..len).map(|_| next() as u8).collect();

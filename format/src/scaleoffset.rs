@@ -303,13 +303,8 @@ mod tests {
 
     #[test]
     fn random_chunks_never_panic() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::TestRng::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.next();
         for _ in 0..5_000 {
             let mut p: Vec<u32> = (0..10).map(|_| (next() % 10) as u32).collect();
             p[4] = [1, 2, 4, 8, 3][(next() % 5) as usize];

@@ -121,23 +121,14 @@ fn ls_recursive_ends_on_a_cycle_of_hard_links() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cycle.h5");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, h5py\n\
+    common::run_python(
+        "import sys, h5py\n\
              with h5py.File(sys.argv[1], 'w') as f:\n\
              \x20   g = f.create_group('a/b')\n\
              \x20   g['up'] = f['a']\n\
              \x20   f['also_b'] = g\n\
              \x20   g['x'] = [1, 2]\n",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "h5py: {}",
-        String::from_utf8_lossy(&out.stderr)
+        &[&path],
     );
     let f = H5File::open(&path).unwrap();
     let lines = ls_recursive(&f, "/").unwrap();

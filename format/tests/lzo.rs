@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::Command;
-
 const MAKE: &str = r#"
 import lzokay, os, random, sys
 random.seed(11)
@@ -32,16 +30,7 @@ fn lzo_streams_of_an_independent_compressor_decode_exactly() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("python3")
-        .args(["-c", MAKE])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lzokay: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_python(MAKE, &[dir.path()]);
     let mut checked = 0;
     for e in std::fs::read_dir(dir.path()).unwrap() {
         let p = e.unwrap().path();

@@ -175,12 +175,7 @@ with h5py.File(sys.argv[1], "w") as f:
 "#;
     let dir = tempfile::tempdir().ok()?;
     let path = dir.path().join("codecs.h5");
-    let ok = std::process::Command::new("python3")
-        .args(["-c", MAKE])
-        .arg(&path)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "h5py + hdf5plugin could not write the codecs seed");
+    common::run_python(MAKE, &[&path]);
     std::fs::read(&path).ok()
 }
 

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::process::Command;
-
 const MAKE: &str = r#"
 import sys, h5py, hdf5plugin, numpy as np
 rng = np.random.default_rng(3)
@@ -57,16 +55,7 @@ fn plugin_filtered_datasets_read_equal_to_h5py() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plugins.h5");
-    let out = Command::new("python3")
-        .args(["-c", MAKE])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "h5py + hdf5plugin: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_python(MAKE, &[&path]);
     let (bad, unsupported) = common::compare_file(&path);
     assert!(
         bad.is_empty() && unsupported.is_empty(),

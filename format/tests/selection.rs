@@ -387,19 +387,10 @@ fn strided_reads_of_a_tiny_file_claiming_millions_of_bytes_stay_bounded() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sparse.h5");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, h5py\nwith h5py.File(sys.argv[1], 'w') as f:\n    \
-             f.create_dataset('u8', shape=(60_000_000,), dtype='u1', chunks=(1_000_000,), fillvalue=7)\n",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_python(
+        "import sys, h5py\nwith h5py.File(sys.argv[1], 'w') as f:\n    \
+         f.create_dataset('u8', shape=(60_000_000,), dtype='u1', chunks=(1_000_000,), fillvalue=7)\n",
+        &[&path],
     );
     assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
     let f = H5File::open(&path).unwrap();

@@ -27,6 +27,20 @@ pub fn have_python_module(module: &str) -> bool {
     ok
 }
 
+/// Runs `python3 -c code` with `args`, panicking with its stderr unless it succeeds.
+pub fn run_python(code: &str, args: &[&Path]) {
+    let out = Command::new("python3")
+        .args(["-c", code])
+        .args(args)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Path of a helper script under tests/py.
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
