@@ -204,7 +204,6 @@ fn pad8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
 
-/// Parses an attribute message body (versions 1–3). Shared datatypes resolve through `shared`.
 /// The fixed start of an attribute message and its name.
 struct AttrHead<'a> {
     version: u8,
@@ -256,6 +255,7 @@ pub fn attribute_name(data: &[u8]) -> Result<String> {
     Ok(attribute_head(&mut Cursor::new(data, "attribute message"))?.name())
 }
 
+/// Parses an attribute message body (versions 1–3). Shared datatypes resolve through `shared`.
 pub fn parse_attribute<'a>(
     data: &'a [u8],
     ctx: &Ctx<'a>,

@@ -433,8 +433,7 @@ impl<'a> Dataset<'a> {
                  for a file of {len} bytes"
             ));
         }
-        // Each dimension's selection is kept as its pattern, not as a list of indices: a list takes 8
-        // bytes an index, more than the data it selects for narrow types.
+        // Each dimension's selection is described by its pattern; index lists are made only for the copy.
         let sel: Vec<Pattern> = (0..r)
             .map(|d| Pattern {
                 start: start[d],
