@@ -327,7 +327,7 @@ impl FileAppender {
             return invalid("attribute name is empty");
         }
         convert::dtype_for(&value.data)?;
-        if value.shape.iter().product::<u64>() != value.data.len() as u64 {
+        if !value.shape_matches() {
             return invalid("attribute shape does not match its data");
         }
         let parts = components(object_path)?;
@@ -387,7 +387,7 @@ impl FileAppender {
         if rows.shape.is_empty() {
             return invalid("rows must have at least one dimension");
         }
-        if rows.shape.iter().product::<u64>() != rows.data.len() as u64 {
+        if !rows.shape_matches() {
             return invalid("rows shape does not match its data");
         }
         // Datasets created in this session are still in memory: edit them there.

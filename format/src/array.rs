@@ -197,7 +197,21 @@ macro_rules! accessor {
     };
 }
 
+/// Elements a shape holds (0 when any dimension is 0, however large the others); `None` when the product
+/// overflows.
+pub fn shape_elements(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+}
+
 impl Array {
+    /// Whether the shape's product is the element count (an overflowing shape never is).
+    pub fn shape_matches(&self) -> bool {
+        shape_elements(&self.shape) == Some(self.data.len() as u64)
+    }
+
     /// A scalar (shape `[]`); `data` should hold one element.
     pub fn scalar(data: Data) -> Self {
         Array {
@@ -221,10 +235,7 @@ impl Array {
 
     /// An array of any shape; fails unless the shape's product equals the element count.
     pub fn new(shape: Vec<u64>, data: Data) -> Result<Self> {
-        let n = shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d))
-            .unwrap_or(u64::MAX);
+        let n = shape_elements(&shape).unwrap_or(u64::MAX);
         if n != data.len() as u64 {
             return invalid(format!(
                 "shape {:?} holds {} elements but data has {}",

@@ -553,9 +553,7 @@ impl<'a> Dataset<'a> {
                 ));
             }
         }
-        let elems = count
-            .iter()
-            .try_fold(1u64, |a, &c| a.checked_mul(c))
+        let elems = crate::array::shape_elements(count)
             .ok_or_else(|| FormatError::Corrupt("selection size overflows".into()))?;
         let bytes = |per: usize| {
             elems

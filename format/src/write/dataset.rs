@@ -39,7 +39,11 @@ const AUTO_CHUNK_BYTES: u64 = 256 * 1024;
 /// Picks a chunk shape: full inner dimensions, enough rows for about 256 KiB.
 pub fn auto_chunk(shape: &[u64], elem: usize) -> Vec<u64> {
     let mut c: Vec<u64> = shape.iter().map(|&d| d.clamp(1, 1 << 16)).collect();
-    let inner: u64 = c.iter().skip(1).product::<u64>().max(1) * elem as u64;
+    let inner: u64 = c
+        .iter()
+        .skip(1)
+        .fold(1u64, |a, &d| a.saturating_mul(d))
+        .saturating_mul(elem as u64);
     if let Some(first) = c.first_mut() {
         *first = (AUTO_CHUNK_BYTES / inner).clamp(1, shape[0].clamp(1, 1 << 20));
     }
@@ -58,12 +62,11 @@ pub struct Plan {
 /// Checks options against the array and settles chunking.
 pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
     let shape = &array.shape;
-    let n: u64 = shape.iter().product();
-    if n != array.data.len() as u64 {
+    if !array.shape_matches() {
         return invalid(format!(
             "shape {:?} needs {} elements, data has {}",
             shape,
-            n,
+            crate::array::shape_elements(shape).map_or("too many".to_string(), |n| n.to_string()),
             array.data.len()
         ));
     }
@@ -149,7 +152,14 @@ pub fn write_chunks(
         .zip(chunk)
         .map(|(s, c)| s.div_ceil(*c))
         .collect();
-    let total: u64 = grid.iter().product();
+    // An empty dataset has no chunks, whatever its other dimensions (whose product may not fit 64 bits).
+    let total: u64 = if grid.contains(&0) {
+        0
+    } else {
+        grid.iter()
+            .try_fold(1u64, |a, &g| a.checked_mul(g))
+            .ok_or_else(|| crate::FormatError::Invalid("too many chunks".into()))?
+    };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
     let coords: Vec<Vec<u64>> = (0..total)
         .map(|mut i| {

@@ -216,7 +216,7 @@ impl FileWriter {
             return invalid("attribute name is empty");
         }
         crate::convert::dtype_for(&value.data)?;
-        if value.shape.iter().product::<u64>() != value.data.len() as u64 {
+        if !value.shape_matches() {
             return invalid("attribute shape does not match its data");
         }
         let parts = components(object_path)?;
