@@ -47,18 +47,12 @@ pub fn decompress(input: &[u8], max_out: usize) -> Result<(Vec<u8>, usize)> {
             d.copy(((t >> 2) & 7) + (h << 3) + 1, (t >> 5) + 1)?;
             t & 3
         } else if t >= 32 {
-            let len = match t & 31 {
-                0 => d.long_length(31)?,
-                n => n,
-            } + 2;
+            let len = d.length(t & 31, 31)? + 2;
             let (lo, dist) = d.distance16()?;
             d.copy(dist + 1, len)?;
             lo & 3
         } else if t >= 16 {
-            let len = match t & 7 {
-                0 => d.long_length(7)?,
-                n => n,
-            } + 2;
+            let len = d.length(t & 7, 7)? + 2;
             let (lo, dist) = d.distance16()?;
             let dist = ((t & 8) << 11) + dist;
             if dist == 0 {
@@ -67,10 +61,7 @@ pub fn decompress(input: &[u8], max_out: usize) -> Result<(Vec<u8>, usize)> {
             d.copy(dist + 16384, len)?;
             lo & 3
         } else if state == 0 {
-            let n = match t {
-                0 => d.long_length(15)?,
-                n => n,
-            } + 3;
+            let n = d.length(t, 15)? + 3;
             d.literals(n)?;
             state = 4;
             continue;
@@ -100,6 +91,14 @@ impl Decoder<'_> {
         };
         self.pos += 1;
         Ok(b)
+    }
+
+    /// An instruction's length field `field`, or when that is 0 the long length that follows it.
+    fn length(&mut self, field: usize, base: usize) -> Result<usize> {
+        match field {
+            0 => self.long_length(base),
+            n => Ok(n),
+        }
     }
 
     /// A long length: 255 per zero byte, then the first non-zero byte, plus `base`.

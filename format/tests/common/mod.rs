@@ -27,18 +27,25 @@ pub fn have_python_module(module: &str) -> bool {
     ok
 }
 
-/// Runs `python3 -c code` with `args`, panicking with its stderr unless it succeeds.
-pub fn run_python(code: &str, args: &[&Path]) {
+/// Runs `python3` with `args`; its standard output, or a panic naming `what` with its stderr.
+fn python(args: &[&std::ffi::OsStr], what: &str) -> Vec<u8> {
     let out = Command::new("python3")
-        .args(["-c", code])
         .args(args)
         .output()
         .expect("run python3");
     assert!(
         out.status.success(),
-        "python3 failed: {}",
+        "{what} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
+}
+
+/// Runs `python3 -c code` with `args`, panicking with its stderr unless it succeeds.
+pub fn run_python(code: &str, args: &[&Path]) {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["-c".as_ref(), code.as_ref()];
+    all.extend(args.iter().map(|a| a.as_os_str()));
+    python(&all, "python3");
 }
 
 /// Path of a helper script under tests/py.
@@ -50,18 +57,12 @@ pub fn script(name: &str) -> PathBuf {
 
 /// Runs `python3 tests/py/dump_h5.py FILE` and parses its JSON.
 pub fn h5py_dump(file: &Path) -> serde_json::Value {
-    let out = Command::new("python3")
-        .arg(script("dump_h5.py"))
-        .arg(file)
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "h5py failed on {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
+    let dump = script("dump_h5.py");
+    let out = python(
+        &[dump.as_os_str(), file.as_os_str()],
+        &format!("h5py on {}", file.display()),
     );
-    serde_json::from_slice(&out.stdout).expect("dump JSON")
+    serde_json::from_slice(&out).expect("dump JSON")
 }
 
 /// Path of the shared read-only material.
@@ -100,17 +101,10 @@ pub fn compare_file(path: &Path) -> (Vec<String>, Vec<String>) {
 
 /// Dumps several files with one python3 start: file path → dump.
 pub fn h5py_dump_many(files: &[PathBuf]) -> serde_json::Value {
-    let out = Command::new("python3")
-        .arg(script("dump_h5.py"))
-        .args(files)
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "h5py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("dump JSON")
+    let dump = script("dump_h5.py");
+    let mut args = vec![dump.as_os_str()];
+    args.extend(files.iter().map(|f| f.as_os_str()));
+    serde_json::from_slice(&python(&args, "h5py")).expect("dump JSON")
 }
 
 /// Like [`compare_file`] with a dump already made.
