@@ -1,5 +1,5 @@
 //! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd,
-//! bitshuffle, blosc and scale-offset (others are reported by name).
+//! bitshuffle, blosc, N-bit and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -9,6 +9,8 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
+/// libhdf5's N-bit filter, read only.
+pub const NBIT: u16 = 5;
 /// libhdf5's scale-offset filter, read only.
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305), read only.
@@ -67,6 +69,7 @@ pub fn decode(
             BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
             ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
             BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
+            NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);

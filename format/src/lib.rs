@@ -28,6 +28,7 @@ pub mod io;
 pub mod lzf;
 pub mod lzo;
 pub mod messages;
+pub mod nbit;
 pub mod object_header;
 pub mod plugin_codecs;
 pub mod read;

@@ -152,14 +152,16 @@ fn ours() -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
-/// A small file of chunks through every codec this reader decodes beyond deflate (scale-offset, LZF, zstd,
-/// LZ4, bitshuffle, Blosc), written by h5py with hdf5plugin, so that mutations reach those decoders too.
+/// A small file of chunks through every codec this reader decodes beyond deflate (scale-offset, N-bit, LZF,
+/// zstd, LZ4, bitshuffle, Blosc), written by h5py with hdf5plugin, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
     }
     const MAKE: &str = r#"
 import sys, h5py, hdf5plugin, numpy as np
+sys.path.insert(0, sys.argv[2])
+from relaxed import relaxed_fapl
 x = (np.arange(400) % 37).astype("i4")
 y = np.linspace(0, 1, 300)
 with h5py.File(sys.argv[1], "w") as f:
@@ -172,10 +174,22 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("bsz", data=y, chunks=(200,), **hdf5plugin.Bitshuffle(cname="zstd"))
     for c in ["blosclz", "lz4", "zlib", "zstd"]:
         f.create_dataset("blosc_" + c, data=y, chunks=(300,), **hdf5plugin.Blosc(cname=c, shuffle=hdf5plugin.Blosc.BITSHUFFLE if c == "zlib" else hdf5plugin.Blosc.SHUFFLE))
+# N-bit: a 6-bit integer at bit offset 2 (HDF5 2.0 wants the unused-bits check relaxed for it).
+fid = h5py.h5f.open(sys.argv[1].encode(), h5py.h5f.ACC_RDWR, fapl=relaxed_fapl())
+tid = h5py.h5t.STD_I16LE.copy()
+tid.set_precision(6)
+tid.set_offset(2)
+dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+dcpl.set_chunk((128,))
+dcpl.set_filter(h5py.h5z.FILTER_NBIT)
+d = h5py.h5d.create(fid, b"nbit", tid, h5py.h5s.create_simple((400,)), dcpl=dcpl)
+d.write(h5py.h5s.ALL, h5py.h5s.ALL, (np.arange(400) % 64 - 32).astype("i2"))
+d.close()
+fid.close()
 "#;
     let dir = tempfile::tempdir().ok()?;
     let path = dir.path().join("codecs.h5");
-    common::run_python(MAKE, &[&path]);
+    common::run_python(MAKE, &[&path, &common::script("")]);
     std::fs::read(&path).ok()
 }
 

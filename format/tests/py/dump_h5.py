@@ -8,6 +8,7 @@ import sys
 
 import h5py
 import numpy as np
+from relaxed import open_relaxed
 
 try:
     import hdf5plugin  # noqa: F401  registers the plugin filters (zstd, lz4, bitshuffle, blosc, ...) with h5py
@@ -80,7 +81,7 @@ def attrs(obj):
 
 def dump(path):
     out = {}
-    with h5py.File(path, "r") as f:
+    with open_relaxed(path) as f:
         # Objects reachable through several hard links are visited once, by their first name.
         out["/"] = {"kind": "group", "attrs": attrs(f), "links": sorted(f.keys())}
 
