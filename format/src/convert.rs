@@ -336,7 +336,24 @@ fn decode_depth(
             }
             Data::ObjectRef(raw.chunks_exact(*size).map(le_uint).collect())
         }
-        Datatype::Time { .. } => return unsupported("time datatype class"),
+        // PyTables' Time32 and Time64 columns, the time class's one writer: signed seconds, and a timeval
+        // (seconds in the high 32 bits, microseconds in the low 32) read as float seconds.
+        Datatype::Time { size: 4, be: true } => Data::I32(fixed::<4, _>(raw, i32::from_be_bytes)),
+        Datatype::Time { size: 4, be: false } => Data::I32(le_pod::<4, _>(raw, i32::from_le_bytes)),
+        Datatype::Time { size: 8, be } => {
+            let timeval = |b: [u8; 8]| {
+                let v = if *be {
+                    i64::from_be_bytes(b)
+                } else {
+                    i64::from_le_bytes(b)
+                };
+                1e-6 * f64::from(v as i32) + (v >> 32) as f64
+            };
+            Data::F64(fixed::<8, _>(raw, timeval))
+        }
+        Datatype::Time { size, .. } => {
+            return unsupported(format!("time datatype of {size} bytes"))
+        }
     })
 }
 

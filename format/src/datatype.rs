@@ -64,8 +64,9 @@ pub enum Datatype {
     Bitfield { size: usize, be: bool },
     /// Reference (`kind` 0 = object, 1 = region); `size` bytes each.
     Reference { size: usize, kind: u8 },
-    /// Time class (obsolete in HDF5; parsed to report it).
-    Time { size: usize },
+    /// Time class (obsolete in HDF5, written by PyTables' time columns): read as PyTables reads it, 4 bytes
+    /// as signed seconds since the epoch, 8 bytes as a timeval (seconds, microseconds) in float seconds.
+    Time { size: usize, be: bool },
 }
 
 /// Elements of an array datatype with these dimensions, saturating at `usize::MAX`.
@@ -84,7 +85,7 @@ impl Datatype {
             | Datatype::Opaque { size, .. }
             | Datatype::Bitfield { size, .. }
             | Datatype::Reference { size, .. }
-            | Datatype::Time { size } => *size,
+            | Datatype::Time { size, .. } => *size,
             Datatype::VarStr { .. } | Datatype::VarSeq(_) => 16,
             Datatype::Enum { base, .. } => base.size(),
             // Saturating: a damaged file's dims must not overflow (the data length check refuses it).
@@ -106,11 +107,14 @@ impl Datatype {
             Datatype::Compound { members, .. } => members
                 .iter()
                 .fold(0usize, |a, m| a.saturating_add(m.dtype.decoded_size())),
-            Datatype::Enum { .. } | Datatype::Bitfield { .. } | Datatype::Reference { .. } => 8,
+            Datatype::Enum { .. }
+            | Datatype::Bitfield { .. }
+            | Datatype::Reference { .. }
+            | Datatype::Time { .. } => 8,
             Datatype::Array { dims, base } => {
                 array_elements(dims).saturating_mul(base.decoded_size())
             }
-            Datatype::Opaque { .. } | Datatype::Time { .. } => 0,
+            Datatype::Opaque { .. } => 0,
         };
         decoded.max(self.size())
     }
@@ -153,7 +157,7 @@ impl Datatype {
                     "region-ref".into()
                 }
             }
-            Datatype::Time { .. } => "time".into(),
+            Datatype::Time { size, .. } => format!("time{}", size * 8),
         }
     }
 
@@ -211,7 +215,10 @@ impl Datatype {
             }
             2 => {
                 let _ = c.u16()?;
-                Datatype::Time { size }
+                Datatype::Time {
+                    size,
+                    be: bits & 0x01 != 0,
+                }
             }
             3 => {
                 let pad = match bits & 0x0f {

@@ -183,3 +183,48 @@ fn one_unsupported_attribute_leaves_the_others_readable() {
         "{e}"
     );
 }
+
+/// PyTables' time columns (the time class, which h5py cannot read): 4-byte times read as signed seconds and
+/// 8-byte times as float seconds, equal to what PyTables reads, in big-endian arrays and a nested table.
+#[test]
+fn time_class_reads_as_pytables_reads_it() {
+    let path = common::shared()
+        .join("hdf5-corpus")
+        .join("pytables")
+        .join("times-nested-be.h5");
+    if !path.exists() || !common::have_python_module("tables") {
+        return;
+    }
+    const DUMP: &str = r#"
+import json, sys, warnings
+import tables
+warnings.simplefilter("ignore")
+
+def row(v, names):
+    return {n: (row(v[n], v.dtype[n].names) if v.dtype[n].names else v[n].item()) for n in names}
+
+with tables.open_file(sys.argv[1]) as f:
+    out = {}
+    for node in ["/earr32", "/earr64", "/tbl"]:
+        x = f.get_node(node).read()
+        out[node] = [row(r, x.dtype.names) for r in x] if x.dtype.names else x.tolist()
+    with open(sys.argv[2], "w") as o:
+        json.dump(out, o)
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("times.json");
+    common::run_python(DUMP, &[&path, &out]);
+    let theirs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let f = H5File::open(&path).unwrap();
+    for node in ["/earr32", "/earr64", "/tbl"] {
+        let ours = clawhdf5_format::inspect::dump_json(&f, node).unwrap();
+        assert_eq!(ours["value"], theirs[node], "{node}");
+        assert_eq!(ours["value"].as_array().unwrap().len(), 10, "{node}");
+    }
+    let d = f.dataset("/earr64").unwrap();
+    assert_eq!(d.dtype().describe(), "time64");
+    // A table of time columns with no rows yet, in an older PyTables file.
+    let old = path.with_file_name("time-table-vlarray-1_x.h5");
+    let f = H5File::open(&old).unwrap();
+    assert!(f.dataset("/table").unwrap().read().unwrap().is_empty());
+}
