@@ -124,7 +124,7 @@ pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 
 /// The codec of a buffer's streams.
 #[derive(Clone, Copy)]
-enum Codec {
+pub(crate) enum Codec {
     BloscLz,
     Lz4,
     Zlib,
@@ -132,7 +132,7 @@ enum Codec {
 }
 
 /// Decodes one stream into exactly `dest.len()` bytes.
-fn decompress(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
+pub(crate) fn decompress(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
     let want = dest.len();
     let got = match codec {
         Codec::BloscLz => return blosclz(body, dest),

@@ -1,5 +1,5 @@
 //! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd,
-//! bitshuffle, blosc, N-bit and scale-offset (others are reported by name).
+//! bitshuffle, blosc, blosc2, N-bit and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -23,6 +23,8 @@ pub const LZ4: u16 = 32004;
 pub const BITSHUFFLE: u16 = 32008;
 /// The zstd plugin filter (registered id 32015), read only.
 pub const ZSTD: u16 = 32015;
+/// The Blosc2 plugin filter (registered id 32026; Blosc2 frames and chunks), read only.
+pub const BLOSC2: u16 = 32026;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
 
@@ -67,6 +69,7 @@ pub fn decode(
             LZO => unlzo(&buf, max_out)?.into(),
             LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
             BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
+            BLOSC2 => crate::blosc2::decode(&f.params, &buf, max_out)?.into(),
             ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
             BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
             NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),

@@ -10,6 +10,7 @@ pub mod append;
 pub mod array;
 pub mod bitshuffle;
 pub mod blosc;
+pub mod blosc2;
 pub mod btree;
 pub mod checksum;
 pub mod chunk_index;

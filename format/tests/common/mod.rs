@@ -71,7 +71,7 @@ pub fn shared() -> PathBuf {
 }
 
 /// Normalises JSON for comparison: h5py shows complex numbers as [re, im] where we show the
-/// compound {r, i}; NaN/inf are strings on both sides.
+/// compound {r, i}; NaN/inf are strings on both sides (Rust writes NaN as "NaN", Python as "nan").
 fn norm(v: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match v {
@@ -81,6 +81,7 @@ fn norm(v: &serde_json::Value) -> serde_json::Value {
         }
         Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), norm(x))).collect()),
         Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+        Value::String(s) if s == "NaN" => Value::String("nan".into()),
         other => other.clone(),
     }
 }

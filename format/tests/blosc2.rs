@@ -1,0 +1,184 @@
+//! The Blosc2 plugin filter (id 32026), written at test time by h5py with `hdf5plugin.Blosc2` and by
+//! PyTables (`complib="blosc2:…"`): every dataset we read equals h5py's view of it.
+
+mod common;
+
+/// h5py + hdf5plugin: each codec and filter, 1-D chunks (plain frames) and 2-D/3-D chunks (b2nd arrays) with
+/// partial edge chunks, blocks that do not divide their chunks, several element types, constant data (zero
+/// chunks left out of the frame, streams that are runs of one byte), noise and stored bytes.
+const MAKE: &str = r#"
+import sys, h5py, hdf5plugin, numpy as np
+rng = np.random.default_rng(7)
+B2 = hdf5plugin.Blosc2
+smooth = np.linspace(-5, 5, 30000)
+ints = rng.integers(0, 1000, size=(61, 47)).astype("i4")
+cube = (np.arange(23 * 19 * 17) % 251).astype("u1").reshape(23, 19, 17)
+noise = rng.integers(0, 2**63, size=7001, dtype="u8")
+compound = np.zeros(3001, dtype=[("a", "i4"), ("b", "f8"), ("c", "S5")])
+compound["a"] = np.arange(3001)
+compound["b"] = np.linspace(0, 1, 3001)
+compound["c"] = [b"r%d" % (i % 977) for i in range(3001)]
+filters = [(B2.NOFILTER, "none"), (B2.SHUFFLE, "byte"), (B2.BITSHUFFLE, "bit"), (B2.DELTA, "delta")]
+with h5py.File(sys.argv[1], "w") as f:
+    for cname in ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]:
+        for filt, fname in filters:
+            kw = B2(cname=cname, clevel=5, filters=filt)
+            p = "%s_%s_" % (cname, fname)
+            # 1-D: a plain frame per chunk; the last chunk partial.
+            f.create_dataset(p + "f8", data=smooth, chunks=(7000,), **kw)
+            # 2-D and 3-D: b2nd arrays, edge chunks partial.
+            f.create_dataset(p + "i4_2d", data=ints, chunks=(16, 20), **kw)
+            f.create_dataset(p + "u1_3d", data=cube, chunks=(10, 8, 7), **kw)
+        f.create_dataset(cname + "_noise", data=noise, chunks=(3000,), **B2(cname=cname))
+        f.create_dataset(cname + "_compound", data=compound, chunks=(1000,), **B2(cname=cname))
+        # hdf5plugin passes no precision, the filter fails, and the chunks are stored unfiltered (mask bit set).
+        f.create_dataset(cname + "_trunc_prec", data=smooth, chunks=(7000,), **B2(cname=cname, filters=B2.TRUNC_PREC))
+        # Chunks big enough that b2nd blocks are smaller than them and do not divide them (padding).
+        if cname in ("lz4", "zstd"):
+            big = (np.arange(600 * 900) % 4099).astype("i2").reshape(600, 900)
+            f.create_dataset(cname + "_blocks_2d", data=big, chunks=(500, 700), **B2(cname=cname))
+            f.create_dataset(cname + "_blocks_3d", data=(np.arange(90 * 70 * 60) % 1009).astype("i2").reshape(90, 70, 60), chunks=(60, 50, 45), **B2(cname=cname, filters=B2.BITSHUFFLE))
+    # Constant data: special-value chunks (zeros, NaN, a repeated value) in 1-D and b2nd frames.
+    f.create_dataset("zeros_1d", data=np.zeros(5000), chunks=(1000,), **B2())
+    f.create_dataset("zeros_2d", data=np.zeros((40, 30), "i4"), chunks=(16, 16), **B2())
+    f.create_dataset("nan_1d", data=np.full(5000, np.nan), chunks=(1000,), **B2())
+    f.create_dataset("nan_f4_2d", data=np.full((40, 30), np.nan, "f4"), chunks=(16, 16), **B2())
+    f.create_dataset("repeat_1d", data=np.full(5000, 3.25), chunks=(1000,), **B2())
+    f.create_dataset("repeat_2d", data=np.full((40, 30), 7, "i2"), chunks=(16, 16), **B2())
+    f.create_dataset("runs", data=np.arange(100000, dtype="i4") % 200 + 0x05000000, chunks=(100000,), **B2(cname="lz4"))
+    f.create_dataset("clevel_0", data=smooth, chunks=(7000,), **B2(clevel=0))
+    f.create_dataset("tiny", data=np.arange(5, dtype="i8"), chunks=(5,), **B2())
+    f.create_dataset("scalar_like", data=np.arange(6, dtype="f4").reshape(1, 6), chunks=(1, 6), **B2())
+    f.create_dataset("fletcher_2d", data=ints, chunks=(16, 20), fletcher32=True, **B2())
+"#;
+
+/// PyTables: a table (1-D, compound rows), chunked arrays of 2 and 3 dimensions, and an extendable array whose
+/// only chunk is mostly beyond its rows.
+const PYTABLES: &str = r#"
+import sys, tables, numpy as np
+with tables.open_file(sys.argv[1], "w") as f:
+    class Row(tables.IsDescription):
+        a = tables.Int32Col()
+        b = tables.Float64Col()
+        c = tables.StringCol(5)
+    t = f.create_table("/", "table", Row, filters=tables.Filters(complib="blosc2:zstd", complevel=5, shuffle=True), expectedrows=5000)
+    r = t.row
+    for i in range(5000):
+        r["a"] = i
+        r["b"] = i / 7
+        r["c"] = b"x%d" % (i % 100)
+        r.append()
+    t.flush()
+    f.create_carray("/", "carray", obj=np.arange(300 * 200, dtype="f8").reshape(300, 200), filters=tables.Filters(complib="blosc2:zstd", complevel=5), chunkshape=(64, 50))
+    f.create_carray("/", "carray3", obj=np.arange(30 * 20 * 17, dtype="i2").reshape(30, 20, 17), filters=tables.Filters(complib="blosc2:lz4", complevel=5, bitshuffle=True), chunkshape=(7, 6, 5))
+    e = f.create_earray("/", "earray", atom=tables.Float32Atom(), shape=(0, 13), filters=tables.Filters(complib="blosc2:blosclz", complevel=9))
+    e.append(np.random.default_rng(1).random((1000, 13)).astype("f4"))
+"#;
+
+/// Frames made with python-blosc2 and written as raw chunks (what hdf5plugin cannot be asked for): b2nd arrays
+/// of several chunks and blocks, two filters in a row (precision truncation, then a shuffle), delta and bit
+/// shuffle over many blocks, special-value chunks, and each split mode.
+const RAW: &str = r#"
+import sys, h5py, hdf5plugin, blosc2, numpy as np
+F = blosc2.Filter
+C = blosc2.Codec
+rng = np.random.default_rng(5)
+
+def plain(arr, **cparams):
+    s = blosc2.SChunk(chunksize=arr.nbytes, data=np.ascontiguousarray(arr), cparams=dict(typesize=arr.dtype.itemsize, **cparams))
+    return s.to_cframe()
+
+def nd(arr, chunks, blocks, **cparams):
+    return blosc2.asarray(np.ascontiguousarray(arr), chunks=chunks, blocks=blocks, cparams=cparams).to_cframe()
+
+def put(f, name, data, chunks, frames):
+    """A dataset of `data` chunked by `chunks` whose chunks are the frames made by `frames(chunk array)`."""
+    item = data.dtype.itemsize
+    opts = [1, 0, item, int(np.prod(chunks)) * item, 5, 1, 5]
+    if len(chunks) > 1:
+        opts += [len(chunks)] + list(chunks)
+    ds = f.create_dataset(name, shape=data.shape, dtype=data.dtype, chunks=chunks, compression=32026, compression_opts=tuple(opts))
+    for start in np.ndindex(*[-(-s // c) for s, c in zip(data.shape, chunks)]):
+        lo = [i * c for i, c in zip(start, chunks)]
+        block = np.zeros(chunks, data.dtype)
+        part = data[tuple(slice(l, l + c) for l, c in zip(lo, chunks))]
+        block[tuple(slice(0, n) for n in part.shape)] = part
+        ds.id.write_direct_chunk(tuple(lo), frames(block))
+
+with h5py.File(sys.argv[1], "w") as f:
+    grid = (np.arange(120 * 90) % 1013).astype("i4").reshape(120, 90)
+    # b2nd arrays of several chunks, each padded to whole blocks, and the array padded to whole chunks.
+    put(f, "nd_chunks_blocks", grid, (50, 40), lambda b: nd(b, (20, 15), (7, 4), codec=C.ZSTD))
+    put(f, "nd_chunks_3d", (np.arange(20 * 18 * 16) % 97).astype("f4").reshape(20, 18, 16), (20, 18, 16),
+        lambda b: nd(b, (9, 7, 16), (4, 3, 5), codec=C.LZ4HC, filters=[F.BITSHUFFLE]))
+    # Two filters in a row: precision truncation then byte shuffle (a lossy pipeline).
+    smooth = np.linspace(0, 100, 50000)
+    put(f, "trunc_prec_shuffle", smooth, (20000,), lambda b: plain(b, codec=C.ZLIB, filters=[F.TRUNC_PREC, F.SHUFFLE], filters_meta=[23, 0]))
+    put(f, "trunc_prec_nd", smooth.astype("f4").reshape(500, 100), (128, 100), lambda b: nd(b, (128, 100), (32, 50), codec=C.BLOSCLZ, filters=[F.TRUNC_PREC, F.BITSHUFFLE], filters_meta=[10, 0]))
+    # Delta over many blocks (each XORed with the first), and bit shuffle with a short last block.
+    ramp = (np.arange(300001) * 3).astype("i4")
+    put(f, "delta_blocks", ramp, (100000,), lambda b: plain(b, codec=C.LZ4, blocksize=4096, filters=[F.DELTA, F.SHUFFLE]))
+    put(f, "delta_u2", (np.arange(9999) % 5000).astype("u2"), (9999,), lambda b: plain(b, codec=C.ZSTD, blocksize=2048, filters=[F.DELTA]))
+    put(f, "bitshuffle_tail", (np.arange(1003) * 7).astype("i4"), (1003,), lambda b: plain(b, codec=C.BLOSCLZ, blocksize=1000, filters=[F.BITSHUFFLE]))
+    # Special-value arrays: zeros, NaNs and a repeated value, chunk by chunk.
+    put(f, "nd_zeros", np.zeros((30, 30)), (30, 30), lambda b: blosc2.zeros((30, 30), dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
+    put(f, "nd_nan", np.full((30, 30), np.nan), (30, 30), lambda b: blosc2.full((30, 30), np.nan, dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
+    put(f, "nd_repeat", np.full((30, 30), 2.5), (30, 30), lambda b: blosc2.full((30, 30), 2.5, dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
+    # Never split into streams, and always split (with a short last block kept whole).
+    noise = rng.integers(0, 4, size=40000, dtype="u2") + np.arange(40000, dtype="u2") // 3
+    put(f, "never_split", noise, (40000,), lambda b: plain(b, codec=C.LZ4, splitmode=blosc2.SplitMode.NEVER_SPLIT, blocksize=6000))
+    put(f, "always_split", noise, (40000,), lambda b: plain(b, codec=C.ZSTD, splitmode=blosc2.SplitMode.ALWAYS_SPLIT, blocksize=6000))
+"#;
+
+fn check(path: &std::path::Path) {
+    let (bad, unsupported) = common::compare_file(path);
+    assert!(
+        bad.is_empty() && unsupported.is_empty(),
+        "{bad:?} {unsupported:?}"
+    );
+    let f = clawhdf5_format::H5File::open(path).unwrap();
+    let mut blosc2 = 0;
+    for e in f.list("/").unwrap() {
+        let d = f.dataset(&format!("/{}", e.name)).unwrap();
+        if d.filters()
+            .iter()
+            .any(|x| x.id == clawhdf5_format::filters::BLOSC2)
+        {
+            blosc2 += 1;
+        }
+    }
+    assert!(blosc2 > 0, "no dataset uses filter 32026");
+}
+
+#[test]
+fn hdf5plugin_blosc2_datasets_read_equal_to_h5py() {
+    if !common::have_python_module("hdf5plugin") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blosc2.h5");
+    common::run_python(MAKE, &[&path]);
+    check(&path);
+}
+
+#[test]
+fn pytables_blosc2_datasets_read_equal_to_h5py() {
+    if !common::have_python_module("hdf5plugin") || !common::have_python_module("tables") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pytables_blosc2.h5");
+    common::run_python(PYTABLES, &[&path]);
+    check(&path);
+}
+
+#[test]
+fn python_blosc2_frames_read_equal_to_h5py() {
+    if !common::have_python_module("hdf5plugin") || !common::have_python_module("blosc2") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raw_blosc2.h5");
+    common::run_python(RAW, &[&path]);
+    check(&path);
+}
