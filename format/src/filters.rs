@@ -1,4 +1,4 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read lzf, lzo, lz4, zstd,
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, lz4, zstd,
 //! bitshuffle, blosc, blosc2, N-bit and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
@@ -9,6 +9,8 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
+/// libhdf5's szip filter (CCSDS adaptive entropy coding, as libaec writes it), read only.
+pub const SZIP: u16 = 4;
 /// libhdf5's N-bit filter, read only.
 pub const NBIT: u16 = 5;
 /// libhdf5's scale-offset filter, read only.
@@ -74,6 +76,7 @@ pub fn decode(
             BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
             NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),
             SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
+            SZIP => crate::szip::decode(&f.params, &buf, max_out)?.into(),
             SHUFFLE => {
                 let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
                 unshuffle(&buf, size).into()

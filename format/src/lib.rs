@@ -36,6 +36,7 @@ pub mod read;
 pub mod scaleoffset;
 pub mod select;
 pub mod superblock;
+pub mod szip;
 #[cfg(test)]
 mod test_rng;
 pub mod write;
