@@ -152,8 +152,8 @@ fn ours() -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
-/// A small file of chunks through every codec this reader decodes beyond deflate (scale-offset, N-bit, LZF,
-/// zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), written by h5py with hdf5plugin, so that mutations reach those decoders too.
+/// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit,
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), written by h5py with hdf5plugin, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
@@ -174,6 +174,8 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("bsz", data=y, chunks=(200,), **hdf5plugin.Bitshuffle(cname="zstd"))
     for c in ["blosclz", "lz4", "zlib", "zstd"]:
         f.create_dataset("blosc_" + c, data=y, chunks=(300,), **hdf5plugin.Blosc(cname=c, shuffle=hdf5plugin.Blosc.BITSHUFFLE if c == "zlib" else hdf5plugin.Blosc.SHUFFLE))
+    f.create_dataset("szip_nn", data=x, chunks=(128,), compression="szip", compression_opts=("nn", 8))
+    f.create_dataset("szip_ec", data=y, chunks=(128,), compression="szip", compression_opts=("ec", 16))
     f.create_dataset("blosc2", data=y, chunks=(300,), **hdf5plugin.Blosc2(cname="zstd"))
     f.create_dataset("b2nd", data=np.arange(600.0).reshape(20, 30), chunks=(10, 16), **hdf5plugin.Blosc2(cname="lz4", filters=hdf5plugin.Blosc2.BITSHUFFLE))
 # N-bit: a 6-bit integer at bit offset 2 (HDF5 2.0 wants the unused-bits check relaxed for it).
