@@ -153,7 +153,8 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), written by h5py with hdf5plugin, so that mutations reach those decoders too.
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), written by h5py with hdf5plugin, so that
+/// mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
