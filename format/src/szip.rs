@@ -10,8 +10,9 @@
 //! Samples of 32 or 64 bits are coded as 8-bit samples after a byte shuffle (all first bytes, then all
 //! second bytes, ...); others as samples of 1, 2 or 4 bytes (in the mask's byte order). The samples form
 //! scanlines of `pixels per scanline`, each (the last, shorter one too) padded up to a whole number of
-//! blocks; a scanline is one reference sample interval (RSI). Decoding stops at the stored size. The stream, read most significant bit first, is a sequence of blocks, each starting with
-//! an option id (3 bits for samples up to 8 bits, 4 up to 16, 5 beyond):
+//! blocks; a scanline is one reference sample interval (RSI). Decoding stops at the stored size. The
+//! stream, read most significant bit first, is a sequence of blocks, each starting with an option id
+//! (3 bits for samples up to 8 bits, 4 up to 16, 5 beyond):
 //! - 0, then one bit: 0 a run of all-zero blocks, its length a fundamental sequence `n` (`n + 1` blocks for
 //!   `n < 4`, `n` for `n > 4`, and 4 the rest of the 64-block segment or of the RSI); 1 the second
 //!   extension (pairs coded together as one fundamental sequence);
