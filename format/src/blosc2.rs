@@ -36,7 +36,9 @@
 //! Format versions 1–2 without an extended header are Blosc 1 buffers, read by [`crate::blosc`].
 //!
 //! Every read is bounds-checked and a damaged buffer is an error. Decoded sizes are bounded by the HDF5
-//! chunk's size, except a b2nd chunk padded to whole blocks, bounded by that size times 2 per dimension.
+//! chunk's size: a b2nd chunk padded to whole blocks (or with a chunk shape beyond the array's) to more than
+//! that is decoded one block at a time, each block moved to its place before the next, its blocks no larger
+//! than the HDF5 chunk or 16 MiB.
 //! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib and zstd (such as
 //! ZFP, NDLZ, OpenHTJ2K), filters other than the four above (such as bytedelta), zstd dictionaries, lazy
 //! chunks, sparse frames and chunk offsets of other than 64 bits.
@@ -310,17 +312,24 @@ fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         return corrupt("blosc2 frame: chunk index of the wrong size");
     }
     let chunks = &frame[header_size..];
-    // Chunk `i` as stored, or as a special value (its kind and size).
-    let get = |i: usize, nbytes: usize| -> Result<Vec<u8>> {
+    // Chunk `i`: its bytes, or the kind of its special value.
+    let locate = |i: usize| -> Result<Piece<'_>> {
         let o = &offsets[i * 8..i * 8 + 8];
         let off = i64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]);
         if off >= 0 {
             let Some(c) = usize::try_from(off).ok().and_then(|o| chunks.get(o..)) else {
                 return corrupt("blosc2 frame: chunk past its end");
             };
-            return chunk(c, nbytes);
+            return Ok(Piece::Chunk(c));
         }
-        special(o[7] & 0x07, typesize, nbytes, &[])
+        Ok(Piece::Special(o[7] & 0x07))
+    };
+    // Chunk `i` decoded to `nbytes` bytes.
+    let get = |i: usize, nbytes: usize| -> Result<Vec<u8>> {
+        match locate(i)? {
+            Piece::Chunk(c) => chunk(c, nbytes),
+            Piece::Special(kind) => special(kind, typesize, nbytes, &[]),
+        }
     };
     let Some(nd) = nd else {
         // Plain frame: the chunks' bytes in order.
@@ -352,19 +361,26 @@ fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         typesize,
         offsets.len() / 8,
         max_out,
-        get,
+        locate,
     )
 }
 
-/// Gathers a b2nd array (`nchunks` chunks, each got by `get(i, its size)`) into C order.
-fn b2nd(
+/// A frame's chunk: its bytes (from its start to the frame's end), or a special value not stored (its kind).
+enum Piece<'a> {
+    Chunk(&'a [u8]),
+    Special(u8),
+}
+
+/// Gathers a b2nd array (`nchunks` chunks, each found by `locate(i)`) into C order: each chunk decoded whole
+/// when padded to no more than `max_out` bytes, else block by block.
+fn b2nd<'a>(
     cd: &[u32],
     nd: &Nd,
     chunk_size: usize,
     typesize: usize,
     nchunks: usize,
     max_out: usize,
-    get: impl Fn(usize, usize) -> Result<Vec<u8>>,
+    locate: impl Fn(usize) -> Result<Piece<'a>>,
 ) -> Result<Vec<u8>> {
     let ndim = nd.shape.len();
     if let Some(&rank) = cd.get(7) {
@@ -392,12 +408,10 @@ fn b2nd(
         .and_then(|e| e.checked_mul(item))
         .filter(|&n| n <= max_out)
         .ok_or_else(too_big)?;
-    // Blocks no larger than their chunk pad it to less than twice its size in each dimension: a chunk
-    // (normally the array's shape) is bounded by the output's size that many times over.
+    // A chunk (padded to whole blocks) may exceed the array: only its blocks are held at once then.
     let chunk_bytes = usize::try_from(ext_elems)
         .ok()
         .and_then(|e| e.checked_mul(item))
-        .filter(|&n| n <= max_out.max(1 << 16).saturating_mul(1 << ndim))
         .ok_or_else(too_big)?;
     let grid: Vec<u64> = nd
         .shape
@@ -414,8 +428,25 @@ fn b2nd(
     if out_len == 0 {
         return Ok(Vec::new());
     }
+    let layout = Layout::new(nd, &ext, item);
+    // Blocks are no larger than their chunk, so neither product overflows.
+    let block_bytes = layout.block_elems as usize * item;
+    if chunk_bytes > max_out {
+        return blockwise(
+            &layout,
+            &grid,
+            chunk_bytes,
+            typesize,
+            max_out,
+            out_len,
+            locate,
+        );
+    }
     let whole = |i: usize| -> Result<Vec<u8>> {
-        let c = get(i, chunk_bytes)?;
+        let c = match locate(i)? {
+            Piece::Chunk(c) => chunk(c, chunk_bytes)?,
+            Piece::Special(kind) => special(kind, typesize, chunk_bytes, &[])?,
+        };
         if c.len() != chunk_bytes {
             return corrupt("b2nd chunk of the wrong size");
         }
@@ -427,72 +458,164 @@ fn b2nd(
     let mut out = vec![0u8; out_len];
     let mut cidx = vec![0u64; ndim];
     for i in 0..nchunks {
-        scatter(nd, &ext, item, &cidx, &whole(i)?, &mut out);
+        let buf = whole(i)?;
+        for j in layout.wanted(&cidx) {
+            if let Some(b) = buf.get(j * block_bytes..(j + 1) * block_bytes) {
+                layout.scatter(&cidx, j, b, &mut out);
+            }
+        }
         next_index(&mut cidx, &grid);
     }
     Ok(out)
 }
 
-/// Moves the values of the chunk at grid index `cidx` (blocks in C order, each in C order) to their places in
-/// `out` (the array in C order), leaving out the padding.
-fn scatter(nd: &Nd, ext: &[u64], item: usize, cidx: &[u64], buf: &[u8], out: &mut [u8]) {
-    let ndim = nd.shape.len();
-    if ndim == 0 {
-        let n = item.min(buf.len()).min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
-        return;
+/// The largest b2nd block read when chunks are decoded block by block, unless the output is larger.
+const MAX_BLOCK: usize = 16 << 20;
+
+/// Gathers a b2nd array whose padded chunks (`chunk_bytes` each) exceed `max_out`, one block at a time.
+fn blockwise<'a>(
+    layout: &Layout<'_>,
+    grid: &[u64],
+    chunk_bytes: usize,
+    typesize: usize,
+    max_out: usize,
+    out_len: usize,
+    locate: impl Fn(usize) -> Result<Piece<'a>>,
+) -> Result<Vec<u8>> {
+    let block_bytes = layout.block_elems as usize * layout.item;
+    if block_bytes > max_out.max(MAX_BLOCK) {
+        return unsupported(format!(
+            "b2nd blocks of {block_bytes} bytes, larger than their array"
+        ));
     }
-    let last = ndim - 1;
-    let block_grid: Vec<u64> = ext.iter().zip(&nd.blocks).map(|(&e, &b)| e / b).collect();
-    let block_elems: u64 = nd.blocks.iter().product();
-    let row_len = nd.blocks[last];
-    // Elements between consecutive indices of each dimension of the output.
-    let mut stride = vec![1u64; ndim];
-    for d in (0..last).rev() {
-        stride[d] = stride[d + 1] * nd.shape[d + 1];
-    }
-    let mut bidx = vec![0u64; ndim];
-    let mut blockno = 0u64;
-    loop {
-        // This block's first element, within the chunk and within the array.
-        let within: Vec<u64> = (0..ndim).map(|d| bidx[d] * nd.blocks[d]).collect();
-        let start: Vec<u64> = (0..ndim)
-            .map(|d| cidx[d] * nd.chunks[d] + within[d])
-            .collect();
-        let inside = (0..ndim).all(|d| within[d] < nd.chunks[d] && start[d] < nd.shape[d]);
-        if inside {
-            let len = row_len
-                .min(nd.chunks[last] - within[last])
-                .min(nd.shape[last] - start[last]) as usize;
-            let rows_shape = &nd.blocks[..last];
-            let mut ridx = vec![0u64; last];
-            let mut row = 0u64;
-            loop {
-                let ok = (0..last).all(|d| {
-                    within[d] + ridx[d] < nd.chunks[d] && start[d] + ridx[d] < nd.shape[d]
-                });
-                if ok {
-                    let src = ((blockno * block_elems + row * row_len) as usize) * item;
-                    let dst: u64 = (0..ndim)
-                        .map(|d| (start[d] + ridx.get(d).copied().unwrap_or(0)) * stride[d])
-                        .sum();
-                    let dst = dst as usize * item;
-                    if let (Some(s), Some(o)) = (
-                        buf.get(src..src + len * item),
-                        out.get_mut(dst..dst + len * item),
-                    ) {
-                        o.copy_from_slice(s);
-                    }
-                }
-                row += 1;
-                if !next_index(&mut ridx, rows_shape) {
-                    break;
-                }
+    let nchunks = grid.iter().product::<u64>() as usize;
+    let mut out = vec![0u8; out_len];
+    let mut cidx = vec![0u64; grid.len()];
+    for i in 0..nchunks {
+        let mut sink = |j: usize, b: &[u8]| layout.scatter(&cidx, j, b, &mut out);
+        match locate(i)? {
+            Piece::Chunk(c) => {
+                chunk_blocks(c, chunk_bytes, block_bytes, layout.wanted(&cidx), &mut sink)?
+            }
+            Piece::Special(kind) => {
+                let one = special(kind, typesize, block_bytes, &[])?;
+                layout.wanted(&cidx).for_each(|j| sink(j, &one));
             }
         }
-        blockno += 1;
-        if !next_index(&mut bidx, &block_grid) {
-            break;
+        next_index(&mut cidx, grid);
+    }
+    Ok(out)
+}
+
+/// Where the blocks of a b2nd array's chunks go: the block grid of a padded chunk and the array's strides.
+struct Layout<'n> {
+    nd: &'n Nd,
+    /// Bytes per element.
+    item: usize,
+    /// Blocks per padded chunk in each dimension.
+    block_grid: Vec<u64>,
+    /// Elements per block.
+    block_elems: u64,
+    /// Elements between consecutive indices of each dimension of the array.
+    stride: Vec<u64>,
+}
+
+impl<'n> Layout<'n> {
+    /// The layout of `nd`, its chunks padded to `ext`, of `item`-byte elements.
+    fn new(nd: &'n Nd, ext: &[u64], item: usize) -> Self {
+        let ndim = nd.shape.len();
+        let mut stride = vec![1u64; ndim];
+        for d in (0..ndim.saturating_sub(1)).rev() {
+            stride[d] = stride[d + 1] * nd.shape[d + 1];
+        }
+        Layout {
+            nd,
+            item,
+            block_grid: ext.iter().zip(&nd.blocks).map(|(&e, &b)| e / b).collect(),
+            block_elems: nd.blocks.iter().product(),
+            stride,
+        }
+    }
+
+    /// The numbers of the blocks of the chunk at grid index `cidx` that hold some of the array (a box of its
+    /// block grid), ascending.
+    fn wanted(&self, cidx: &[u64]) -> impl Iterator<Item = usize> {
+        let nd = self.nd;
+        let span: Vec<u64> = (0..cidx.len())
+            .map(|d| {
+                let left = nd.shape[d].saturating_sub(cidx[d] * nd.chunks[d]);
+                nd.chunks[d].min(left).div_ceil(nd.blocks[d])
+            })
+            .collect();
+        let grid = self.block_grid.clone();
+        let mut idx = vec![0u64; span.len()];
+        let mut done = span.contains(&0);
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let n = idx.iter().zip(&grid).fold(0u64, |a, (&i, &g)| a * g + i);
+            done = !next_index(&mut idx, &span);
+            Some(n as usize)
+        })
+    }
+
+    /// Moves the values of block `blockno` (`block`, in C order) of the chunk at grid index `cidx` to their
+    /// places in `out` (the array in C order), leaving out the padding.
+    fn scatter(&self, cidx: &[u64], blockno: usize, block: &[u8], out: &mut [u8]) {
+        let (nd, item) = (self.nd, self.item);
+        let ndim = nd.shape.len();
+        if ndim == 0 {
+            let n = item.min(block.len()).min(out.len());
+            out[..n].copy_from_slice(&block[..n]);
+            return;
+        }
+        let last = ndim - 1;
+        // This block's index in the block grid, its first element within the chunk and within the array.
+        let mut bidx = vec![0u64; ndim];
+        let mut rest = blockno as u64;
+        for d in (0..ndim).rev() {
+            bidx[d] = rest % self.block_grid[d].max(1);
+            rest /= self.block_grid[d].max(1);
+        }
+        let within: Vec<u64> = (0..ndim).map(|d| bidx[d] * nd.blocks[d]).collect();
+        let start: Vec<u64> = (0..ndim)
+            .map(|d| {
+                cidx[d]
+                    .saturating_mul(nd.chunks[d])
+                    .saturating_add(within[d])
+            })
+            .collect();
+        if rest != 0 || (0..ndim).any(|d| within[d] >= nd.chunks[d] || start[d] >= nd.shape[d]) {
+            return;
+        }
+        let row_len = nd.blocks[last];
+        let len = row_len
+            .min(nd.chunks[last] - within[last])
+            .min(nd.shape[last] - start[last]) as usize;
+        let rows_shape = &nd.blocks[..last];
+        let mut ridx = vec![0u64; last];
+        let mut row = 0u64;
+        loop {
+            let ok = (0..last)
+                .all(|d| within[d] + ridx[d] < nd.chunks[d] && start[d] + ridx[d] < nd.shape[d]);
+            if ok {
+                let src = (row * row_len) as usize * item;
+                let dst: u64 = (0..ndim)
+                    .map(|d| (start[d] + ridx.get(d).copied().unwrap_or(0)) * self.stride[d])
+                    .sum();
+                let dst = dst as usize * item;
+                if let (Some(s), Some(o)) = (
+                    block.get(src..src + len * item),
+                    out.get_mut(dst..dst + len * item),
+                ) {
+                    o.copy_from_slice(s);
+                }
+            }
+            row += 1;
+            if !next_index(&mut ridx, rows_shape) {
+                break;
+            }
         }
     }
 }
@@ -551,138 +674,299 @@ fn filter_name(id: u8) -> &'static str {
     }
 }
 
-/// Decodes one Blosc2 chunk into at most `max_out` bytes.
-fn chunk(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    let Some(h) = data.get(..HEADER) else {
-        return corrupt("blosc2 chunk shorter than its header");
-    };
-    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-    let (version, flags, typesize) = (h[0], h[2], usize::from(h[3]).max(1));
-    let (nbytes, blocksize, cbytes) = (le32(&h[4..8]), le32(&h[8..12]), le32(&h[12..16]));
-    let extended = flags & 0x05 == 0x05;
-    if version == 0 || version > MAX_VERSION {
-        return unsupported(format!("blosc2 chunk format version {version}"));
-    }
-    if !extended && version <= 2 {
-        return crate::blosc::decode(data, max_out);
-    }
-    let header_len = if extended { EXT_HEADER } else { HEADER };
-    let Some(data) = data.get(..cbytes).filter(|d| d.len() >= header_len) else {
-        return corrupt("blosc2 chunk shorter than its stated size");
-    };
-    if nbytes > max_out || nbytes > i32::MAX as usize {
-        return corrupt("blosc2 chunk decodes to more than the chunk size");
-    }
-    // The filter slots, and the extended header's flags.
-    let (filters, codec_id, b2flags) = if extended {
-        let mut f = [0u8; 6];
-        f.copy_from_slice(&data[16..22]);
-        (f, data[22], data[31])
-    } else {
-        let mut f = [0u8; 6];
-        f[5] = if flags & 0x01 != 0 {
-            SHUFFLE
-        } else if flags & 0x04 != 0 {
-            BITSHUFFLE
-        } else {
-            0
+/// A Blosc2 chunk's header, read and checked.
+struct Header<'a> {
+    /// The chunk, cut to its stated size.
+    data: &'a [u8],
+    /// Bytes of the header (basic or extended).
+    header_len: usize,
+    flags: u8,
+    typesize: usize,
+    /// Decoded bytes.
+    nbytes: usize,
+    /// Decoded bytes per block (the last block may be shorter).
+    blocksize: usize,
+    /// The filter slots.
+    filters: [u8; 6],
+    /// The extended header's codec id and flags (0 without it).
+    codec_id: u8,
+    b2flags: u8,
+}
+
+/// What a chunk holds after its header.
+enum Body<'a> {
+    /// One value throughout: its kind (as [`special`] takes) and the bytes after the header.
+    Special(u8, &'a [u8]),
+    /// The decoded bytes as they are.
+    Stored(&'a [u8]),
+    /// Compressed blocks.
+    Blocks(Blocks<'a>),
+}
+
+/// How a chunk's compressed blocks are read.
+struct Blocks<'a> {
+    codec: Codec,
+    /// The filters to undo, in the order they are undone.
+    undo: Vec<u8>,
+    /// Each block's start (i32).
+    starts: &'a [u8],
+}
+
+/// Buffers reused from block to block while filters are undone.
+#[derive(Default)]
+struct Scratch {
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+/// A little-endian u32 at the start of `b` (at least 4 bytes).
+fn le32(b: &[u8]) -> usize {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+}
+
+impl<'a> Header<'a> {
+    /// Reads a chunk's header, its decoded size at most `max_out`; None for a Blosc 1 buffer.
+    fn parse(data: &'a [u8], max_out: usize) -> Result<Option<Self>> {
+        let Some(h) = data.get(..HEADER) else {
+            return corrupt("blosc2 chunk shorter than its header");
         };
-        f[4] = if flags & 0x08 != 0 { DELTA } else { 0 };
-        (f, 0, 0)
-    };
-    let kind = (b2flags >> 4) & 0x07;
-    if kind != 0 {
-        let value = data.get(EXT_HEADER..EXT_HEADER + typesize).unwrap_or(&[]);
-        return special(kind, typesize, nbytes, value);
-    }
-    if b2flags & 0x08 != 0 {
-        return unsupported("blosc2 lazy chunk");
-    }
-    if flags & 0x02 != 0 {
-        return match data.get(header_len..header_len + nbytes) {
-            Some(b) => Ok(b.to_vec()),
-            None => corrupt("blosc2 chunk shorter than its stored bytes"),
-        };
-    }
-    if nbytes == 0 {
-        return Ok(Vec::new());
-    }
-    if b2flags & 0x01 != 0 {
-        return unsupported("blosc2 chunk compressed with a dictionary");
-    }
-    if b2flags & 0x80 != 0 {
-        return unsupported("blosc2 instrumented chunk");
-    }
-    if blocksize == 0 {
-        return corrupt("blosc2 chunk with a block size of 0");
-    }
-    let codec = match flags >> 5 {
-        0 => Codec::BloscLz,
-        1 => Codec::Lz4,
-        3 => Codec::Zlib,
-        4 => Codec::Zstd,
-        6 => match codec_id {
-            0 => Codec::BloscLz,
-            1 | 2 => Codec::Lz4,
-            4 => Codec::Zlib,
-            5 => Codec::Zstd,
-            c => return unsupported(format!("blosc2 codec {c} ({})", codec_name(c))),
-        },
-        2 => return unsupported("blosc2 codec format 2 (snappy)"),
-        c => return unsupported(format!("blosc2 codec format {c}")),
-    };
-    // The filters to undo, in the order they are undone; byte shuffle of 1-byte elements and precision
-    // truncation leave nothing to undo.
-    let mut undo = Vec::new();
-    for &f in filters.iter().rev() {
-        match f {
-            0 | TRUNC_PREC => {}
-            SHUFFLE if typesize == 1 => {}
-            SHUFFLE | BITSHUFFLE | DELTA => undo.push(f),
-            f => return unsupported(format!("blosc2 filter {f} ({})", filter_name(f))),
+        let (version, flags, typesize) = (h[0], h[2], usize::from(h[3]).max(1));
+        let (nbytes, blocksize, cbytes) = (le32(&h[4..8]), le32(&h[8..12]), le32(&h[12..16]));
+        let extended = flags & 0x05 == 0x05;
+        if version == 0 || version > MAX_VERSION {
+            return unsupported(format!("blosc2 chunk format version {version}"));
         }
+        if !extended && version <= 2 {
+            return Ok(None);
+        }
+        let header_len = if extended { EXT_HEADER } else { HEADER };
+        let Some(data) = data.get(..cbytes).filter(|d| d.len() >= header_len) else {
+            return corrupt("blosc2 chunk shorter than its stated size");
+        };
+        if nbytes > max_out || nbytes > i32::MAX as usize {
+            return corrupt("blosc2 chunk decodes to more than the chunk size");
+        }
+        let (filters, codec_id, b2flags) = if extended {
+            let mut f = [0u8; 6];
+            f.copy_from_slice(&data[16..22]);
+            (f, data[22], data[31])
+        } else {
+            let mut f = [0u8; 6];
+            f[5] = if flags & 0x01 != 0 {
+                SHUFFLE
+            } else if flags & 0x04 != 0 {
+                BITSHUFFLE
+            } else {
+                0
+            };
+            f[4] = if flags & 0x08 != 0 { DELTA } else { 0 };
+            (f, 0, 0)
+        };
+        Ok(Some(Header {
+            data,
+            header_len,
+            flags,
+            typesize,
+            nbytes,
+            blocksize,
+            filters,
+            codec_id,
+            b2flags,
+        }))
     }
-    let nblocks = nbytes.div_ceil(blocksize);
-    let Some(starts) = data.get(header_len..header_len + 4 * nblocks) else {
-        return corrupt("blosc2 chunk shorter than its block table");
-    };
-    let dont_split = flags & 0x10 != 0;
-    let mut out = vec![0u8; nbytes];
-    let (mut tmp, mut tmp2) = (Vec::new(), Vec::new());
-    for (j, start) in starts.chunks_exact(4).enumerate() {
-        let at = j * blocksize;
-        let bsize = blocksize.min(nbytes - at);
-        let streams = if dont_split || bsize < blocksize {
+
+    /// What the chunk holds: one special value, its bytes as they are, or compressed blocks (codec and
+    /// filters checked).
+    fn body(&self) -> Result<Body<'a>> {
+        let (data, flags, b2flags) = (self.data, self.flags, self.b2flags);
+        let kind = (b2flags >> 4) & 0x07;
+        if kind != 0 {
+            let value = data.get(EXT_HEADER..EXT_HEADER + self.typesize);
+            return Ok(Body::Special(kind, value.unwrap_or(&[])));
+        }
+        if b2flags & 0x08 != 0 {
+            return unsupported("blosc2 lazy chunk");
+        }
+        if flags & 0x02 != 0 {
+            return match data.get(self.header_len..self.header_len + self.nbytes) {
+                Some(b) => Ok(Body::Stored(b)),
+                None => corrupt("blosc2 chunk shorter than its stored bytes"),
+            };
+        }
+        if self.nbytes == 0 {
+            return Ok(Body::Stored(&[]));
+        }
+        if b2flags & 0x01 != 0 {
+            return unsupported("blosc2 chunk compressed with a dictionary");
+        }
+        if b2flags & 0x80 != 0 {
+            return unsupported("blosc2 instrumented chunk");
+        }
+        if self.blocksize == 0 {
+            return corrupt("blosc2 chunk with a block size of 0");
+        }
+        let codec = match flags >> 5 {
+            0 => Codec::BloscLz,
+            1 => Codec::Lz4,
+            3 => Codec::Zlib,
+            4 => Codec::Zstd,
+            6 => match self.codec_id {
+                0 => Codec::BloscLz,
+                1 | 2 => Codec::Lz4,
+                4 => Codec::Zlib,
+                5 => Codec::Zstd,
+                c => return unsupported(format!("blosc2 codec {c} ({})", codec_name(c))),
+            },
+            2 => return unsupported("blosc2 codec format 2 (snappy)"),
+            c => return unsupported(format!("blosc2 codec format {c}")),
+        };
+        // Byte shuffle of 1-byte elements and precision truncation leave nothing to undo.
+        let mut undo = Vec::new();
+        for &f in self.filters.iter().rev() {
+            match f {
+                0 | TRUNC_PREC => {}
+                SHUFFLE if self.typesize == 1 => {}
+                SHUFFLE | BITSHUFFLE | DELTA => undo.push(f),
+                f => return unsupported(format!("blosc2 filter {f} ({})", filter_name(f))),
+            }
+        }
+        let nblocks = self.nbytes.div_ceil(self.blocksize);
+        let Some(starts) = data.get(self.header_len..self.header_len + 4 * nblocks) else {
+            return corrupt("blosc2 chunk shorter than its block table");
+        };
+        Ok(Body::Blocks(Blocks {
+            codec,
+            undo,
+            starts,
+        }))
+    }
+
+    /// Decodes block `j` into `dest` (as long as that block); `dref` is block 0 decoded, for delta, absent
+    /// for block 0 itself.
+    fn block(
+        &self,
+        b: &Blocks<'_>,
+        j: usize,
+        dest: &mut [u8],
+        dref: Option<&[u8]>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let Some(start) = b.starts.get(4 * j..4 * j + 4) else {
+            return corrupt("blosc2 block past the chunk's block table");
+        };
+        let bsize = dest.len();
+        let streams = if self.flags & 0x10 != 0 || bsize < self.blocksize {
             1
         } else {
-            typesize
+            self.typesize
         };
-        if bsize % streams != 0 {
+        if !bsize.is_multiple_of(streams) {
             return corrupt("blosc2 block is not a whole number of elements");
         }
-        let (head, tail) = out.split_at_mut(at);
-        let dest = &mut tail[..bsize];
-        let dref = if j == 0 {
-            None
-        } else {
-            Some(&head[..blocksize])
+        let Some((&last, rest)) = b.undo.split_last() else {
+            return read_streams(self.data, le32(start), streams, b.codec, dest);
         };
-        let Some((&last, rest)) = undo.split_last() else {
-            read_streams(data, le32(start), streams, codec, dest)?;
-            continue;
-        };
-        tmp.clear();
-        tmp.resize(bsize, 0);
-        read_streams(data, le32(start), streams, codec, &mut tmp)?;
+        let Scratch { a, b: a2 } = scratch;
+        a.clear();
+        a.resize(bsize, 0);
+        read_streams(self.data, le32(start), streams, b.codec, a)?;
         for &f in rest {
-            tmp2.clear();
-            tmp2.resize(bsize, 0);
-            unfilter(f, &tmp, &mut tmp2, dref, typesize);
-            std::mem::swap(&mut tmp, &mut tmp2);
+            a2.clear();
+            a2.resize(bsize, 0);
+            unfilter(f, a, a2, dref, self.typesize);
+            std::mem::swap(a, a2);
         }
-        unfilter(last, &tmp, dest, dref, typesize);
+        unfilter(last, a, dest, dref, self.typesize);
+        Ok(())
+    }
+}
+
+/// Decodes one Blosc2 chunk into at most `max_out` bytes.
+fn chunk(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let Some(h) = Header::parse(data, max_out)? else {
+        return crate::blosc::decode(data, max_out);
+    };
+    let b = match h.body()? {
+        Body::Special(kind, value) => return special(kind, h.typesize, h.nbytes, value),
+        Body::Stored(bytes) => return Ok(bytes.to_vec()),
+        Body::Blocks(b) => b,
+    };
+    let mut out = vec![0u8; h.nbytes];
+    let mut scratch = Scratch::default();
+    for j in 0..b.starts.len() / 4 {
+        let at = j * h.blocksize;
+        let (head, tail) = out.split_at_mut(at);
+        let dref = (j > 0).then(|| &head[..h.blocksize]);
+        let bsize = h.blocksize.min(h.nbytes - at);
+        h.block(&b, j, &mut tail[..bsize], dref, &mut scratch)?;
     }
     Ok(out)
+}
+
+/// Decodes blocks `which` (ascending) of a chunk of `nbytes` bytes in blocks of `block_bytes` one at a time,
+/// handing each (its number, its bytes) to `sink`: a few blocks are held, never the whole chunk.
+fn chunk_blocks(
+    data: &[u8],
+    nbytes: usize,
+    block_bytes: usize,
+    which: impl Iterator<Item = usize>,
+    mut sink: impl FnMut(usize, &[u8]),
+) -> Result<()> {
+    let Some(h) = Header::parse(data, nbytes)? else {
+        return unsupported("b2nd chunk in the Blosc 1 format, padded beyond its array");
+    };
+    if h.nbytes != nbytes || block_bytes == 0 {
+        return corrupt("b2nd chunk of the wrong size");
+    }
+    let b = match h.body()? {
+        Body::Special(kind, value) => {
+            let one = special(kind, h.typesize, block_bytes, value)?;
+            which.for_each(|j| sink(j, &one));
+            return Ok(());
+        }
+        Body::Stored(bytes) => {
+            for j in which {
+                let at = j.saturating_mul(block_bytes);
+                let Some(b) = bytes.get(at..at.saturating_add(block_bytes)) else {
+                    return corrupt("b2nd block past its chunk's end");
+                };
+                sink(j, b);
+            }
+            return Ok(());
+        }
+        Body::Blocks(b) => b,
+    };
+    // Checked before any block is allocated: the caller bounds `block_bytes`.
+    if h.blocksize != block_bytes {
+        return corrupt(format!(
+            "b2nd chunk in blocks of {} bytes where its array's blocks are {block_bytes}",
+            h.blocksize
+        ));
+    }
+    let mut scratch = Scratch::default();
+    // Block 0 decoded, kept as delta's reference.
+    let mut first: Option<Vec<u8>> = None;
+    let mut buf = Vec::new();
+    for j in which {
+        if j >= b.starts.len() / 4 {
+            return corrupt("b2nd block past its chunk's end");
+        }
+        if first.is_none() && (j == 0 || b.undo.contains(&DELTA)) {
+            let mut b0 = vec![0u8; block_bytes];
+            h.block(&b, 0, &mut b0, None, &mut scratch)?;
+            first = Some(b0);
+        }
+        if j == 0 {
+            if let Some(b0) = &first {
+                sink(0, b0);
+            }
+            continue;
+        }
+        buf.resize(block_bytes, 0);
+        h.block(&b, j, &mut buf, first.as_deref(), &mut scratch)?;
+        sink(j, &buf);
+    }
+    Ok(())
 }
 
 /// Decodes the `streams` streams of one block, starting at `pos` in the chunk, into `dest`.
@@ -1022,6 +1306,11 @@ mod tests {
     /// The chunk of a b2nd array of `u8`s `value(row, col)` with chunk shape `c` and block shape `b`, at chunk
     /// row `ci`, in block order (padding 0xee).
     fn b2nd_chunk(shape: [usize; 2], c: [usize; 2], b: [usize; 2], ci: usize) -> Vec<u8> {
+        b2nd_chunk_at(shape, c, b, [ci, 0])
+    }
+
+    /// As [`b2nd_chunk`], the chunk at chunk grid index `ci`.
+    fn b2nd_chunk_at(shape: [usize; 2], c: [usize; 2], b: [usize; 2], ci: [usize; 2]) -> Vec<u8> {
         let ext = [c[0].div_ceil(b[0]) * b[0], c[1].div_ceil(b[1]) * b[1]];
         let mut out = Vec::new();
         for br in 0..ext[0] / b[0] {
@@ -1029,14 +1318,131 @@ mod tests {
                 for r in 0..b[0] {
                     for k in 0..b[1] {
                         let (wr, wc) = (br * b[0] + r, bc * b[1] + k);
-                        let row = ci * c[0] + wr;
-                        let inside = wr < c[0] && wc < c[1] && row < shape[0] && wc < shape[1];
-                        out.push(if inside { (row * 10 + wc) as u8 } else { 0xee });
+                        let (row, col) = (ci[0] * c[0] + wr, ci[1] * c[1] + wc);
+                        let inside = wr < c[0] && wc < c[1] && row < shape[0] && col < shape[1];
+                        out.push(if inside { (row * 10 + col) as u8 } else { 0xee });
                     }
                 }
             }
         }
         out
+    }
+
+    /// `bytes` compressed in blocks of `blocksize` (not split), each block one stream kept as it is, with the
+    /// filter slots `filters`.
+    fn blocked(bytes: &[u8], typesize: u8, blocksize: usize, filters: [u8; 6]) -> Vec<u8> {
+        let nblocks = bytes.len().div_ceil(blocksize);
+        let mut table = Vec::new();
+        let mut streams = Vec::new();
+        for b in bytes.chunks(blocksize) {
+            let at = EXT_HEADER + 4 * nblocks + streams.len();
+            table.extend_from_slice(&(at as u32).to_le_bytes());
+            streams.extend_from_slice(&(b.len() as i32).to_le_bytes());
+            streams.extend_from_slice(b);
+        }
+        table.extend_from_slice(&streams);
+        let sizes = (bytes.len(), blocksize);
+        ext_chunk(0x10, typesize, sizes, filters, 0, 0, &table)
+    }
+
+    /// The values `r * 10 + c` of a `rows` x `cols` array of `u8`s, in C order.
+    fn grid_values(rows: usize, cols: usize) -> Vec<u8> {
+        (0..rows)
+            .flat_map(|r| (0..cols).map(move |c| (r * 10 + c) as u8))
+            .collect()
+    }
+
+    #[test]
+    fn b2nd_chunks_larger_than_their_array_are_read_block_by_block() {
+        // One chunk of 64x64 in blocks of 32x64 over a 3x5 array: 4096 bytes padded, 15 wanted.
+        let chunk = b2nd_chunk([3, 5], [64, 64], [32, 64], 0);
+        assert_eq!(chunk.len(), 4096);
+        let nd = Some((&[3i64, 5][..], &[64i32, 64][..], &[32i32, 64][..]));
+        let want = grid_values(3, 5);
+        for c in [stored(&chunk, 1), blocked(&chunk, 1, 2048, [0; 6])] {
+            let f = frame(&[Some(c)], 4096, 4096, 1, nd);
+            assert_eq!(decode(&[], &f, 15).unwrap(), want, "block by block");
+            assert_eq!(decode(&[], &f, 4096).unwrap(), want, "whole");
+        }
+        // Blocks differing from the chunk's own are refused.
+        let f = frame(&[Some(blocked(&chunk, 1, 1024, [0; 6]))], 4096, 4096, 1, nd);
+        assert!(decode(&[], &f, 15).is_err());
+        // A 5x5 array in four chunks of 4x4 (blocks of 3x3, padded to 6x6): every chunk read block by block.
+        let (shape, c, b) = ([5, 5], [4, 4], [3, 3]);
+        let chunks: Vec<_> = [[0, 0], [0, 1], [1, 0], [1, 1]]
+            .iter()
+            .map(|&ci| Some(blocked(&b2nd_chunk_at(shape, c, b, ci), 1, 9, [0; 6])))
+            .collect();
+        let nd = Some((&[5i64, 5][..], &[4i32, 4][..], &[3i32, 3][..]));
+        let f = frame(&chunks, 4 * 36, 36, 1, nd);
+        assert_eq!(decode(&[], &f, 25).unwrap(), grid_values(5, 5));
+        assert_eq!(decode(&[], &f, 36).unwrap(), grid_values(5, 5), "whole");
+    }
+
+    #[test]
+    fn b2nd_chunks_padded_far_beyond_the_output_hold_one_block() {
+        // A 4-element array in one chunk of 64 MiB not stored (zeros), in blocks of 1 MiB: read block by block.
+        let nd = |block: &'static [i32]| Some((&[4i64][..], &[1i32 << 26][..], block));
+        let f = frame(&[None], 1 << 26, 1 << 26, 1, nd(&[1 << 20]));
+        assert_eq!(decode(&[], &f, 4).unwrap(), [0u8; 4]);
+        // Blocks of 32 MiB are more than the output or the block bound allows.
+        let f = frame(&[None], 1 << 26, 1 << 26, 1, nd(&[1 << 25]));
+        let e = decode(&[], &f, 4).unwrap_err();
+        assert!(matches!(e, crate::FormatError::Unsupported(_)), "{e}");
+        assert!(
+            e.to_string().contains("b2nd blocks of 33554432 bytes"),
+            "{e}"
+        );
+        // A compressed chunk claiming 16 MiB in 4096 blocks of 4 KiB, all one zero stream: only the blocks
+        // wanted are decoded, each no larger than a block.
+        let (nbytes, bs) = (1usize << 24, 4096usize);
+        let nblocks = nbytes / bs;
+        let stream = (EXT_HEADER + 4 * nblocks) as u32;
+        let mut body: Vec<u8> = (0..nblocks).flat_map(|_| stream.to_le_bytes()).collect();
+        body.extend_from_slice(&0i32.to_le_bytes());
+        let c = ext_chunk(0x10, 1, (nbytes, bs), [0; 6], 0, 0, &body);
+        let mut seen = Vec::new();
+        chunk_blocks(&c, nbytes, bs, [0, 7, nblocks - 1].into_iter(), |j, b| {
+            seen.push((j, b.len(), b.iter().all(|&v| v == 0)));
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            [(0, bs, true), (7, bs, true), (nblocks - 1, bs, true)]
+        );
+        assert!(chunk_blocks(&c, nbytes, bs, [nblocks].into_iter(), |_, _| {}).is_err());
+        let e = chunk_blocks(&c, nbytes, 2 * bs, [0].into_iter(), |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("blocks of 4096 bytes"), "{e}");
+        let nd = Some((&[3i64][..], &[1i32 << 24][..], &[4096i32][..]));
+        let f = frame(&[Some(c)], nbytes, nbytes, 1, nd);
+        for max in [3, 1000, 1 << 20] {
+            let out = decode(&[], &f, max).unwrap();
+            assert_eq!(out, [0u8; 3]);
+            assert!(out.len() <= max);
+        }
+    }
+
+    #[test]
+    fn delta_and_shuffle_read_block_by_block_equal_the_whole_chunk() {
+        // A 3x5 array of 2-byte elements in one chunk of blocks of 2x2 (padded to 4x6: 48 bytes, 30 wanted).
+        let mut rng = crate::test_rng::TestRng::new(0xde17a);
+        let raw: Vec<u8> = (0..48).map(|_| rng.next() as u8).collect();
+        let c = blocked(&raw, 2, 8, [SHUFFLE, DELTA, 0, 0, 0, 0]);
+        let decoded = chunk(&c, 48).unwrap();
+        let nd = Some((&[3i64, 5][..], &[3i32, 5][..], &[2i32, 2][..]));
+        let f = frame(&[Some(c)], 48, 48, 2, nd);
+        let whole = decode(&[], &f, 48).unwrap();
+        let blockwise = decode(&[], &f, 30).unwrap();
+        assert_eq!(blockwise, whole);
+        // Element (r, k) is element (r % 2) * 2 + k % 2 of block (r / 2) * 3 + k / 2.
+        let want: Vec<u8> = (0..3)
+            .flat_map(|r| (0..5).map(move |k| (r, k)))
+            .flat_map(|(r, k)| {
+                let at = (((r / 2) * 3 + k / 2) * 4 + (r % 2) * 2 + k % 2) * 2;
+                decoded[at..at + 2].to_vec()
+            })
+            .collect();
+        assert_eq!(whole, want);
     }
 
     #[test]
@@ -1103,11 +1509,19 @@ mod tests {
                 0,
                 &block(&s),
             ),
+            // Read block by block when `max` is under 48.
+            frame(
+                &[Some(blocked(&[7; 48], 2, 8, [SHUFFLE, DELTA, 0, 0, 0, 0]))],
+                48,
+                48,
+                2,
+                Some((&[3, 5], &[3, 5], &[2, 2])),
+            ),
         ];
         let mut rng = crate::test_rng::TestRng::new(0x2026_b105_c2f0_0d5e);
         let mut next = || rng.next();
         for _ in 0..30_000 {
-            let mut b = samples[(next() % 3) as usize].clone();
+            let mut b = samples[(next() % 4) as usize].clone();
             for _ in 0..1 + next() % 4 {
                 let at = (next() as usize) % b.len();
                 b[at] = next() as u8;
