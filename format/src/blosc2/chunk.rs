@@ -1,0 +1,577 @@
+//! A Blosc2 chunk: its header, special values, streams, codecs and filters, decoded whole or block by block.
+//!
+//! A 16-byte header (format version, codec version, flags, element size, then little-endian i32:
+//! decoded size, block size, the chunk's own size), extended to 32 bytes when flags has both 0x01 and 0x04:
+//! six filter ids, the codec id, codec meta, six filter metas, a reserved byte and Blosc2 flags (bits 4–6: the
+//! whole chunk is one special value: 1 zeros, 2 NaNs, 3 the value after the header repeated, 4 uninitialised;
+//! 0x08 lazy; 0x01 a zstd dictionary). Flags 0x02: the data follows the header as it is. Flags bits 5–7: the
+//! codec (0 BloscLZ, 1 LZ4/LZ4HC, 3 zlib, 4 zstd, 6 the extended header's codec id). Otherwise each block's
+//! start (i32) follows the header; a block is one stream, or one per byte of the element unless flags 0x10 is
+//! set or it is the short last block. A stream is its size (i32) and the codec's output; size 0 is a run of
+//! zeros, a negative size `-v` with a token byte (bit 0) a run of the byte `v`, and a size equal to the
+//! stream's decoded size the bytes as they are. The filters are undone in reverse slot order: byte shuffle,
+//! bit shuffle (of the whole multiple of 8 elements; the rest as is), delta (XOR with the previous element in
+//! the first block, with the first block elsewhere) and precision truncation (lossy, nothing to undo).
+//! Format versions 1–2 without an extended header are Blosc 1 buffers, read by [`crate::blosc`].
+
+use crate::blosc::Codec;
+use crate::error::{corrupt, unsupported, Result};
+
+/// Bytes of a chunk's basic header.
+const HEADER: usize = 16;
+/// Bytes of a chunk's extended header.
+pub(super) const EXT_HEADER: usize = 32;
+/// The newest chunk format version read.
+const MAX_VERSION: u8 = 5;
+/// The byte shuffle filter (slot id).
+pub(super) const SHUFFLE: u8 = 1;
+/// The bit shuffle filter (slot id).
+pub(super) const BITSHUFFLE: u8 = 2;
+/// The delta filter (slot id).
+pub(super) const DELTA: u8 = 3;
+/// The precision truncation filter (slot id).
+const TRUNC_PREC: u8 = 4;
+
+/// `nbytes` bytes of one special value: 1 zeros, 2 NaNs (of `typesize` 4 or 8), 3 `value` repeated,
+/// 4 uninitialised (zeros).
+pub(super) fn special(kind: u8, typesize: usize, nbytes: usize, value: &[u8]) -> Result<Vec<u8>> {
+    let pattern: &[u8] = match kind {
+        1 | 4 => return Ok(vec![0u8; nbytes]),
+        2 if typesize == 4 => &[0x00, 0x00, 0xc0, 0x7f],
+        2 if typesize == 8 => &[0, 0, 0, 0, 0, 0, 0xf8, 0x7f],
+        2 => return corrupt(format!("blosc2 NaN chunk of {typesize}-byte elements")),
+        3 => value,
+        k => return unsupported(format!("blosc2 special chunk kind {k}")),
+    };
+    if pattern.is_empty() || !nbytes.is_multiple_of(pattern.len()) {
+        return corrupt("blosc2 special chunk is not a whole number of elements");
+    }
+    Ok(pattern.repeat(nbytes / pattern.len()))
+}
+
+/// Name of a Blosc2 codec id (for messages).
+fn codec_name(id: u8) -> &'static str {
+    match id {
+        3 => "lizard",
+        32 => "ndlz",
+        33 => "zfp_acc",
+        34 => "zfp_prec",
+        35 => "zfp_rate",
+        36 => "openhtj2k",
+        37 => "grok",
+        _ => "unknown",
+    }
+}
+
+/// Name of a Blosc2 filter id (for messages).
+fn filter_name(id: u8) -> &'static str {
+    match id {
+        32 => "ndcell",
+        33 => "ndmean",
+        34 | 35 => "bytedelta",
+        36 => "int_trunc",
+        _ => "unknown",
+    }
+}
+
+/// A Blosc2 chunk's header, read and checked.
+struct Header<'a> {
+    /// The chunk, cut to its stated size.
+    data: &'a [u8],
+    /// Bytes of the header (basic or extended).
+    header_len: usize,
+    /// The basic header's flags.
+    flags: u8,
+    /// Bytes per element (at least 1).
+    typesize: usize,
+    /// Decoded bytes.
+    nbytes: usize,
+    /// Decoded bytes per block (the last block may be shorter).
+    blocksize: usize,
+    /// The filter slots.
+    filters: [u8; 6],
+    /// The extended header's codec id (0 without it).
+    codec_id: u8,
+    /// The extended header's Blosc2 flags (0 without it).
+    b2flags: u8,
+}
+
+/// What a chunk holds after its header.
+enum Body<'a> {
+    /// One value throughout: its kind (as [`special`] takes) and the bytes after the header.
+    Special(u8, &'a [u8]),
+    /// The decoded bytes as they are.
+    Stored(&'a [u8]),
+    /// Compressed blocks.
+    Blocks(Blocks<'a>),
+}
+
+/// How a chunk's compressed blocks are read.
+struct Blocks<'a> {
+    /// The codec of every stream.
+    codec: Codec,
+    /// The filters to undo, in the order they are undone.
+    undo: Vec<u8>,
+    /// Each block's start (i32).
+    starts: &'a [u8],
+}
+
+/// Buffers reused from block to block while filters are undone.
+#[derive(Default)]
+struct Scratch {
+    /// The block as filtered so far.
+    a: Vec<u8>,
+    /// The block with one more filter undone.
+    b: Vec<u8>,
+}
+
+/// A little-endian u32 at the start of `b` (at least 4 bytes).
+fn le32(b: &[u8]) -> usize {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+}
+
+impl<'a> Header<'a> {
+    /// Reads a chunk's header, its decoded size at most `max_out`; None for a Blosc 1 buffer.
+    fn parse(data: &'a [u8], max_out: usize) -> Result<Option<Self>> {
+        let Some(h) = data.get(..HEADER) else {
+            return corrupt("blosc2 chunk shorter than its header");
+        };
+        let (version, flags, typesize) = (h[0], h[2], usize::from(h[3]).max(1));
+        let (nbytes, blocksize, cbytes) = (le32(&h[4..8]), le32(&h[8..12]), le32(&h[12..16]));
+        let extended = flags & 0x05 == 0x05;
+        if version == 0 || version > MAX_VERSION {
+            return unsupported(format!("blosc2 chunk format version {version}"));
+        }
+        if !extended && version <= 2 {
+            return Ok(None);
+        }
+        let header_len = if extended { EXT_HEADER } else { HEADER };
+        let Some(data) = data.get(..cbytes).filter(|d| d.len() >= header_len) else {
+            return corrupt("blosc2 chunk shorter than its stated size");
+        };
+        if nbytes > max_out || nbytes > i32::MAX as usize {
+            return corrupt("blosc2 chunk decodes to more than the chunk size");
+        }
+        let (filters, codec_id, b2flags) = if extended {
+            let mut f = [0u8; 6];
+            f.copy_from_slice(&data[16..22]);
+            (f, data[22], data[31])
+        } else {
+            let mut f = [0u8; 6];
+            f[5] = if flags & 0x01 != 0 {
+                SHUFFLE
+            } else if flags & 0x04 != 0 {
+                BITSHUFFLE
+            } else {
+                0
+            };
+            f[4] = if flags & 0x08 != 0 { DELTA } else { 0 };
+            (f, 0, 0)
+        };
+        Ok(Some(Header {
+            data,
+            header_len,
+            flags,
+            typesize,
+            nbytes,
+            blocksize,
+            filters,
+            codec_id,
+            b2flags,
+        }))
+    }
+
+    /// What the chunk holds: one special value, its bytes as they are, or compressed blocks (codec and
+    /// filters checked).
+    fn body(&self) -> Result<Body<'a>> {
+        let (data, flags, b2flags) = (self.data, self.flags, self.b2flags);
+        let kind = (b2flags >> 4) & 0x07;
+        if kind != 0 {
+            let value = data.get(EXT_HEADER..EXT_HEADER + self.typesize);
+            return Ok(Body::Special(kind, value.unwrap_or(&[])));
+        }
+        if b2flags & 0x08 != 0 {
+            return unsupported("blosc2 lazy chunk");
+        }
+        if flags & 0x02 != 0 {
+            return match data.get(self.header_len..self.header_len + self.nbytes) {
+                Some(b) => Ok(Body::Stored(b)),
+                None => corrupt("blosc2 chunk shorter than its stored bytes"),
+            };
+        }
+        if self.nbytes == 0 {
+            return Ok(Body::Stored(&[]));
+        }
+        if b2flags & 0x01 != 0 {
+            return unsupported("blosc2 chunk compressed with a dictionary");
+        }
+        if b2flags & 0x80 != 0 {
+            return unsupported("blosc2 instrumented chunk");
+        }
+        if self.blocksize == 0 {
+            return corrupt("blosc2 chunk with a block size of 0");
+        }
+        let codec = match flags >> 5 {
+            0 => Codec::BloscLz,
+            1 => Codec::Lz4,
+            3 => Codec::Zlib,
+            4 => Codec::Zstd,
+            6 => match self.codec_id {
+                0 => Codec::BloscLz,
+                1 | 2 => Codec::Lz4,
+                4 => Codec::Zlib,
+                5 => Codec::Zstd,
+                c => return unsupported(format!("blosc2 codec {c} ({})", codec_name(c))),
+            },
+            2 => return unsupported("blosc2 codec format 2 (snappy)"),
+            c => return unsupported(format!("blosc2 codec format {c}")),
+        };
+        // Byte shuffle of 1-byte elements and precision truncation leave nothing to undo.
+        let mut undo = Vec::new();
+        for &f in self.filters.iter().rev() {
+            match f {
+                0 | TRUNC_PREC => {}
+                SHUFFLE if self.typesize == 1 => {}
+                SHUFFLE | BITSHUFFLE | DELTA => undo.push(f),
+                f => return unsupported(format!("blosc2 filter {f} ({})", filter_name(f))),
+            }
+        }
+        let nblocks = self.nbytes.div_ceil(self.blocksize);
+        let Some(starts) = data.get(self.header_len..self.header_len + 4 * nblocks) else {
+            return corrupt("blosc2 chunk shorter than its block table");
+        };
+        Ok(Body::Blocks(Blocks {
+            codec,
+            undo,
+            starts,
+        }))
+    }
+
+    /// Decodes block `j` into `dest` (as long as that block); `dref` is block 0 decoded, for delta, absent
+    /// for block 0 itself.
+    fn block(
+        &self,
+        b: &Blocks<'_>,
+        j: usize,
+        dest: &mut [u8],
+        dref: Option<&[u8]>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let Some(start) = b.starts.get(4 * j..4 * j + 4) else {
+            return corrupt("blosc2 block past the chunk's block table");
+        };
+        let bsize = dest.len();
+        let streams = if self.flags & 0x10 != 0 || bsize < self.blocksize {
+            1
+        } else {
+            self.typesize
+        };
+        if !bsize.is_multiple_of(streams) {
+            return corrupt("blosc2 block is not a whole number of elements");
+        }
+        let Some((&last, rest)) = b.undo.split_last() else {
+            return read_streams(self.data, le32(start), streams, b.codec, dest);
+        };
+        let Scratch { a, b: a2 } = scratch;
+        a.clear();
+        a.resize(bsize, 0);
+        read_streams(self.data, le32(start), streams, b.codec, a)?;
+        for &f in rest {
+            a2.clear();
+            a2.resize(bsize, 0);
+            unfilter(f, a, a2, dref, self.typesize);
+            std::mem::swap(a, a2);
+        }
+        unfilter(last, a, dest, dref, self.typesize);
+        Ok(())
+    }
+}
+
+/// Decodes one Blosc2 chunk into at most `max_out` bytes.
+pub(super) fn chunk(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let Some(h) = Header::parse(data, max_out)? else {
+        return crate::blosc::decode(data, max_out);
+    };
+    let b = match h.body()? {
+        Body::Special(kind, value) => return special(kind, h.typesize, h.nbytes, value),
+        Body::Stored(bytes) => return Ok(bytes.to_vec()),
+        Body::Blocks(b) => b,
+    };
+    let mut out = vec![0u8; h.nbytes];
+    let mut scratch = Scratch::default();
+    for j in 0..b.starts.len() / 4 {
+        let at = j * h.blocksize;
+        let (head, tail) = out.split_at_mut(at);
+        let dref = (j > 0).then(|| &head[..h.blocksize]);
+        let bsize = h.blocksize.min(h.nbytes - at);
+        h.block(&b, j, &mut tail[..bsize], dref, &mut scratch)?;
+    }
+    Ok(out)
+}
+
+/// Decodes blocks `which` (ascending) of a chunk of `nbytes` bytes in blocks of `block_bytes` one at a time,
+/// handing each (its number, its bytes) to `sink`: a few blocks are held, never the whole chunk.
+pub(super) fn chunk_blocks(
+    data: &[u8],
+    nbytes: usize,
+    block_bytes: usize,
+    which: impl Iterator<Item = usize>,
+    mut sink: impl FnMut(usize, &[u8]),
+) -> Result<()> {
+    let Some(h) = Header::parse(data, nbytes)? else {
+        return unsupported("b2nd chunk in the Blosc 1 format, padded beyond its array");
+    };
+    if h.nbytes != nbytes || block_bytes == 0 {
+        return corrupt("b2nd chunk of the wrong size");
+    }
+    let b = match h.body()? {
+        Body::Special(kind, value) => {
+            let one = special(kind, h.typesize, block_bytes, value)?;
+            which.for_each(|j| sink(j, &one));
+            return Ok(());
+        }
+        Body::Stored(bytes) => {
+            for j in which {
+                let at = j.saturating_mul(block_bytes);
+                let Some(b) = bytes.get(at..at.saturating_add(block_bytes)) else {
+                    return corrupt("b2nd block past its chunk's end");
+                };
+                sink(j, b);
+            }
+            return Ok(());
+        }
+        Body::Blocks(b) => b,
+    };
+    // Checked before any block is allocated: the caller bounds `block_bytes`.
+    if h.blocksize != block_bytes {
+        return corrupt(format!(
+            "b2nd chunk in blocks of {} bytes where its array's blocks are {block_bytes}",
+            h.blocksize
+        ));
+    }
+    let mut scratch = Scratch::default();
+    // Block 0 decoded, kept as delta's reference.
+    let mut first: Option<Vec<u8>> = None;
+    let mut buf = Vec::new();
+    for j in which {
+        if j >= b.starts.len() / 4 {
+            return corrupt("b2nd block past its chunk's end");
+        }
+        if first.is_none() && (j == 0 || b.undo.contains(&DELTA)) {
+            let mut b0 = vec![0u8; block_bytes];
+            h.block(&b, 0, &mut b0, None, &mut scratch)?;
+            first = Some(b0);
+        }
+        if j == 0 {
+            if let Some(b0) = &first {
+                sink(0, b0);
+            }
+            continue;
+        }
+        buf.resize(block_bytes, 0);
+        h.block(&b, j, &mut buf, first.as_deref(), &mut scratch)?;
+        sink(j, &buf);
+    }
+    Ok(())
+}
+
+/// Decodes the `streams` streams of one block, starting at `pos` in the chunk, into `dest`.
+fn read_streams(
+    data: &[u8],
+    mut pos: usize,
+    streams: usize,
+    codec: Codec,
+    dest: &mut [u8],
+) -> Result<()> {
+    let each = dest.len() / streams;
+    for target in dest.chunks_exact_mut(each.max(1)).take(streams) {
+        let Some(size) = data.get(pos..pos + 4) else {
+            return corrupt("blosc2 block past the chunk's end");
+        };
+        let size = i32::from_le_bytes([size[0], size[1], size[2], size[3]]);
+        pos += 4;
+        if size == 0 {
+            target.fill(0);
+            continue;
+        }
+        if size < 0 {
+            let Some(&token) = data.get(pos) else {
+                return corrupt("blosc2 stream past the chunk's end");
+            };
+            pos += 1;
+            if token & 0x01 == 0 {
+                return unsupported(format!("blosc2 stream token 0x{token:02x}"));
+            }
+            let Ok(value) = u8::try_from(-i64::from(size)) else {
+                return corrupt("blosc2 run of a value that is not a byte");
+            };
+            target.fill(value);
+            continue;
+        }
+        let size = size as usize;
+        let Some(body) = data.get(pos..pos + size) else {
+            return corrupt("blosc2 stream past the chunk's end");
+        };
+        if size == target.len() {
+            target.copy_from_slice(body);
+        } else {
+            crate::blosc::decompress(codec, body, target)?;
+        }
+        pos += size;
+    }
+    Ok(())
+}
+
+/// Undoes filter `f` on one block, `src` into `dst` (as long); `dref` is the chunk's first block (decoded),
+/// absent for the first block itself.
+fn unfilter(f: u8, src: &[u8], dst: &mut [u8], dref: Option<&[u8]>, typesize: usize) {
+    match f {
+        SHUFFLE => crate::filters::unshuffle_into(src, typesize, dst),
+        BITSHUFFLE => {
+            let n = src.len() / typesize;
+            let whole = (n - n % 8) * typesize;
+            dst[..whole].fill(0);
+            crate::bitshuffle::unshuffle_block(
+                &src[..whole],
+                &mut dst[..whole],
+                n - n % 8,
+                typesize,
+            );
+            dst[whole..].copy_from_slice(&src[whole..]);
+        }
+        DELTA => {
+            dst.copy_from_slice(src);
+            // XOR over elements of 1, 2, 4 or 8 bytes: byte by byte, `w` apart.
+            let w = match typesize {
+                1 | 2 | 4 | 8 => typesize,
+                t if t % 8 == 0 => 8,
+                _ => 1,
+            };
+            let n = dst.len() / w * w;
+            match dref {
+                None => {
+                    for k in w..n {
+                        dst[k] ^= dst[k - w];
+                    }
+                }
+                Some(r) => {
+                    for (d, r) in dst[..n].iter_mut().zip(r) {
+                        *d ^= r;
+                    }
+                }
+            }
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blosc2::decode;
+    use crate::blosc2::test_util::{block, ext_chunk, stored};
+
+    #[test]
+    fn stored_chunks_and_damage() {
+        let c = stored(&[1, 2, 3, 4, 5, 6, 7, 8], 4);
+        assert_eq!(decode(&[], &c, 8).unwrap(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(decode(&[], &c, 7).is_err(), "bound");
+        assert!(decode(&[], &c[..c.len() - 1], 8).is_err(), "cut short");
+        assert!(decode(&[], &c[..20], 8).is_err(), "header cut short");
+        let mut v6 = c.clone();
+        v6[0] = 6;
+        let e = decode(&[], &v6, 8).unwrap_err().to_string();
+        assert!(e.contains("blosc2 chunk format version 6"), "{e}");
+        let mut lazy = c.clone();
+        lazy[31] = 0x08;
+        assert!(decode(&[], &lazy, 8).is_err());
+    }
+
+    #[test]
+    fn special_value_chunks() {
+        let zeros = ext_chunk(0, 8, (24, 24), [0; 6], 0, 0x10, &[]);
+        assert_eq!(decode(&[], &zeros, 24).unwrap(), [0u8; 24]);
+        assert!(decode(&[], &zeros, 16).is_err(), "bound");
+        let nan = ext_chunk(0, 8, (16, 16), [0; 6], 0, 0x20, &[]);
+        let out = decode(&[], &nan, 16).unwrap();
+        assert!(f64::from_le_bytes(out[8..].try_into().unwrap()).is_nan());
+        let nan3 = ext_chunk(0, 3, (6, 6), [0; 6], 0, 0x20, &[]);
+        assert!(decode(&[], &nan3, 6).is_err(), "NaNs of 3 bytes");
+        let repeat = ext_chunk(0, 2, (6, 6), [0; 6], 0, 0x30, &[7, 9]);
+        assert_eq!(decode(&[], &repeat, 6).unwrap(), [7, 9, 7, 9, 7, 9]);
+        assert!(decode(&[], &repeat[..33], 6).is_err(), "value cut short");
+        let uninit = ext_chunk(0, 1, (3, 3), [0; 6], 0, 0x40, &[]);
+        assert_eq!(decode(&[], &uninit, 3).unwrap(), [0, 0, 0]);
+        let odd = ext_chunk(0, 1, (3, 3), [0; 6], 0, 0x50, &[]);
+        assert!(decode(&[], &odd, 3).is_err());
+    }
+
+    #[test]
+    fn streams_runs_zeros_and_stored_bytes_then_shuffle() {
+        // Two streams of 4 bytes (element size 2, split): the low bytes stored, the high bytes a run of 9.
+        let mut s = 4i32.to_le_bytes().to_vec();
+        s.extend_from_slice(&[1, 2, 3, 4]);
+        s.extend_from_slice(&(-9i32).to_le_bytes());
+        s.push(0x01);
+        let shuffle = [SHUFFLE, 0, 0, 0, 0, 0];
+        let c = ext_chunk(0, 2, (8, 8), shuffle, 0, 0, &block(&s));
+        assert_eq!(decode(&[], &c, 8).unwrap(), [1, 9, 2, 9, 3, 9, 4, 9]);
+        // A zero-sized stream is zeros.
+        let mut z = 0i32.to_le_bytes().to_vec();
+        z.extend_from_slice(&(-9i32).to_le_bytes());
+        z.push(0x01);
+        let c = ext_chunk(0, 2, (8, 8), [0; 6], 0, 0, &block(&z));
+        assert_eq!(decode(&[], &c, 8).unwrap(), [0, 0, 0, 0, 9, 9, 9, 9]);
+        // A token other than a byte run, a run of a value past 255, a missing token.
+        let mut t = s.clone();
+        *t.last_mut().unwrap() = 0x02;
+        let e = decode(&[], &ext_chunk(0, 2, (8, 8), shuffle, 0, 0, &block(&t)), 8).unwrap_err();
+        assert!(e.to_string().contains("token"), "{e}");
+        let mut big = s.clone();
+        big[8..12].copy_from_slice(&(-300i32).to_le_bytes());
+        assert!(decode(
+            &[],
+            &ext_chunk(0, 2, (8, 8), shuffle, 0, 0, &block(&big)),
+            8
+        )
+        .is_err());
+        let cut = &s[..s.len() - 1];
+        assert!(decode(&[], &ext_chunk(0, 2, (8, 8), shuffle, 0, 0, &block(cut)), 8).is_err());
+    }
+
+    #[test]
+    fn delta_xors_the_first_block_in_itself_and_later_blocks_with_it() {
+        // Element size 1, two blocks of 4 (not split), each one stored stream.
+        let mut body = Vec::new();
+        body.extend_from_slice(&((EXT_HEADER + 8) as u32).to_le_bytes());
+        body.extend_from_slice(&((EXT_HEADER + 16) as u32).to_le_bytes());
+        for bytes in [[1, 1, 1, 1], [1, 2, 3, 4]] {
+            body.extend_from_slice(&4i32.to_le_bytes());
+            body.extend_from_slice(&bytes);
+        }
+        let c = ext_chunk(0x10, 1, (8, 4), [DELTA, 0, 0, 0, 0, 0], 0, 0, &body);
+        assert_eq!(decode(&[], &c, 8).unwrap(), [1, 0, 1, 0, 0, 2, 2, 4]);
+        // Precision truncation leaves nothing to undo.
+        let c = ext_chunk(
+            0x10,
+            1,
+            (8, 4),
+            [TRUNC_PREC, DELTA, 0, 0, 0, 0],
+            0,
+            0,
+            &body,
+        );
+        assert_eq!(decode(&[], &c, 8).unwrap(), [1, 0, 1, 0, 0, 2, 2, 4]);
+    }
+
+    #[test]
+    fn unknown_codecs_and_filters_are_named() {
+        let s = block(&[4, 0, 0, 0, 1, 2, 3, 4]);
+        let zfp = ext_chunk(0xc0, 4, (8, 8), [0; 6], 33, 0, &s);
+        let e = decode(&[], &zfp, 8).unwrap_err().to_string();
+        assert!(e.contains("blosc2 codec 33 (zfp_acc)"), "{e}");
+        let bytedelta = ext_chunk(0, 4, (8, 8), [SHUFFLE, 35, 0, 0, 0, 0], 0, 0, &s);
+        let e = decode(&[], &bytedelta, 8).unwrap_err().to_string();
+        assert!(e.contains("blosc2 filter 35 (bytedelta)"), "{e}");
+    }
+}
