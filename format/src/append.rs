@@ -717,17 +717,17 @@ fn read_raw_with(
 ) -> Result<Vec<u8>> {
     let d = h5.dataset_at(addr)?;
     let ctx = h5.ctx();
-    let fetch = |a: u64, n: u64| -> Result<Vec<u8>> {
+    let fetch = |a: u64, n: u64| -> Result<std::borrow::Cow<[u8]>> {
         if a >= sink.base {
             let off = (a - sink.base) as usize;
             match sink.buf.get(off..off + n as usize) {
-                Some(s) => Ok(s.to_vec()),
+                Some(s) => Ok(s.into()),
                 None => Err(FormatError::Corrupt(
                     "chunk outside the pending data".into(),
                 )),
             }
         } else {
-            Ok(ctx.slice(a, n)?.to_vec())
+            Ok(ctx.slice(a, n)?.into())
         }
     };
     d.chunked_box(dims, entries, start, count, &fetch)

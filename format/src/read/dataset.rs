@@ -16,8 +16,12 @@ use crate::read::file::H5File;
 use crate::select::{copy_box, copy_points};
 use half::f16;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// Fetches a chunk's stored bytes by (address, size): borrowed from a mapping where it can be.
+pub(crate) type Fetch<'f> = dyn Fn(u64, u64) -> Result<Cow<'f, [u8]>> + Sync + 'f;
 
 /// Decoded chunks kept per dataset, least recently inserted evicted first.
 struct ChunkCache {
@@ -521,7 +525,8 @@ impl<'a> Dataset<'a> {
                 }
                 let chunk_bytes = nominal_chunk_bytes(&chunk, elem)?;
                 let ctx = self.file.ctx();
-                let fetch = |a: u64, n: u64| -> Result<Vec<u8>> { Ok(ctx.slice(a, n)?.to_vec()) };
+                let fetch =
+                    |a: u64, n: u64| -> Result<Cow<[u8]>> { Ok(Cow::Borrowed(ctx.slice(a, n)?)) };
                 let loaded = self.load_chunks(&hits, chunk_bytes, &fetch, true)?;
                 for ((e, rg), d) in hits.iter().zip(&ranges).zip(&loaded) {
                     let pairs: Vec<Vec<(u64, u64)>> = (0..r)
@@ -629,7 +634,8 @@ impl<'a> Dataset<'a> {
                     return Ok(());
                 }
                 let all = self.chunk_index()?;
-                let fetch = |a: u64, n: u64| -> Result<Vec<u8>> { Ok(ctx.slice(a, n)?.to_vec()) };
+                let fetch =
+                    |a: u64, n: u64| -> Result<Cow<[u8]>> { Ok(Cow::Borrowed(ctx.slice(a, n)?)) };
                 self.chunked_box_cached(out, zeroed, dims, all, start, count, &fetch, true)?;
             }
         }
@@ -644,7 +650,7 @@ impl<'a> Dataset<'a> {
         entries: &[ChunkEntry],
         start: &[u64],
         count: &[u64],
-        fetch: &(dyn Fn(u64, u64) -> Result<Vec<u8>> + Sync),
+        fetch: &Fetch<'_>,
     ) -> Result<Vec<u8>> {
         let elem = self.dtype.size();
         let n = count.iter().product::<u64>() as usize * elem;
@@ -664,7 +670,7 @@ impl<'a> Dataset<'a> {
         entries: &[ChunkEntry],
         start: &[u64],
         count: &[u64],
-        fetch: &(dyn Fn(u64, u64) -> Result<Vec<u8>> + Sync),
+        fetch: &Fetch<'_>,
         use_cache: bool,
     ) -> Result<()> {
         let chunk = match &self.layout {
@@ -709,6 +715,22 @@ impl<'a> Dataset<'a> {
         if !(distinct && aligned && covered == count.iter().product::<u64>()) {
             self.prefill(out, zeroed);
         }
+        if !self.filters.is_empty()
+            && distinct
+            && aligned
+            && self.load_by_chunk_rows(
+                out,
+                chunk,
+                &hits,
+                start,
+                count,
+                chunk_bytes,
+                fetch,
+                use_cache,
+            )?
+        {
+            return Ok(());
+        }
         let loaded = self.load_chunks(&hits, chunk_bytes, fetch, use_cache)?;
         for (e, d) in hits.iter().zip(&loaded) {
             let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
@@ -730,16 +752,10 @@ impl<'a> Dataset<'a> {
         &self,
         hits: &[&ChunkEntry],
         chunk_bytes: usize,
-        fetch: &(dyn Fn(u64, u64) -> Result<Vec<u8>> + Sync),
+        fetch: &Fetch<'_>,
         use_cache: bool,
     ) -> Result<Vec<ChunkBytes<'a>>> {
-        let elem = self.dtype.size();
-        let (len, limit) = self.decoded_limit();
-        if !self.filters.is_empty() && chunk_bytes as u64 > limit {
-            return corrupt(format!(
-                "chunk of {chunk_bytes} bytes (decoded) is implausibly large for a file of {len} bytes"
-            ));
-        }
+        self.check_decoded_size(chunk_bytes)?;
         if self.filters.is_empty() && use_cache {
             let ctx = self.file.ctx();
             return hits
@@ -752,38 +768,125 @@ impl<'a> Dataset<'a> {
                 })
                 .collect();
         }
+        let keep = use_cache && cacheable(hits.len(), chunk_bytes);
         hits.par_iter()
-            .map(|e| {
-                if use_cache {
-                    if let Some(d) = self.cache.lock().ok().and_then(|c| c.get(e.addr)) {
-                        return Ok(ChunkBytes::Decoded(d));
-                    }
-                }
-                let stored = fetch(e.addr, e.size)?;
-                let d = if self.filters.is_empty() {
-                    if stored.len() < chunk_bytes {
-                        return corrupt("chunk shorter than the chunk shape");
-                    }
-                    let mut stored = stored;
-                    stored.truncate(chunk_bytes);
-                    stored
-                } else {
-                    let d =
-                        filters::decode(&self.filters, e.filter_mask, &stored, elem, chunk_bytes)?;
-                    if d.len() < chunk_bytes {
-                        return corrupt("decoded chunk shorter than the chunk shape");
-                    }
-                    d
-                };
-                let d = Arc::new(d);
-                if use_cache {
-                    if let Ok(mut c) = self.cache.lock() {
-                        c.put(e.addr, d.clone());
-                    }
-                }
-                Ok(ChunkBytes::Decoded(d))
-            })
+            .map(|e| self.load_chunk(e, chunk_bytes, fetch, use_cache, keep))
             .collect()
+    }
+
+    /// Refuses a filtered chunk whose decoded size is implausible for the file, before any codec allocates.
+    fn check_decoded_size(&self, chunk_bytes: usize) -> Result<()> {
+        let (len, limit) = self.decoded_limit();
+        if !self.filters.is_empty() && chunk_bytes as u64 > limit {
+            return corrupt(format!(
+                "chunk of {chunk_bytes} bytes (decoded) is implausibly large for a file of {len} bytes"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decodes the chunks of a box one chunk row (chunks sharing their first-dimension offset) per task and
+    /// copies each into its rows of `out` at once, so no task waits for the others and no decoded chunk outlives
+    /// its copy. False (nothing done) when the box spans fewer than two chunk rows.
+    #[allow(clippy::too_many_arguments)]
+    fn load_by_chunk_rows(
+        &self,
+        out: &mut [u8],
+        chunk: &[u64],
+        hits: &[&ChunkEntry],
+        start: &[u64],
+        count: &[u64],
+        chunk_bytes: usize,
+        fetch: &Fetch<'_>,
+        use_cache: bool,
+    ) -> Result<bool> {
+        let r = count.len();
+        if r == 0 {
+            return Ok(false);
+        }
+        let mut rows: std::collections::BTreeMap<u64, Vec<&ChunkEntry>> = Default::default();
+        for e in hits {
+            rows.entry(e.offset[0]).or_default().push(e);
+        }
+        if rows.len() < 2 {
+            return Ok(false);
+        }
+        self.check_decoded_size(chunk_bytes)?;
+        let elem = self.dtype.size();
+        let row_bytes = count[1..].iter().product::<u64>() as usize * elem;
+        // Each chunk row's slab of `out`: its first-dimension range within the box, in ascending order.
+        let mut slabs = Vec::with_capacity(rows.len());
+        let mut rest = out;
+        let mut at = start[0];
+        for (&off, entries) in &rows {
+            let lo = off.max(start[0]);
+            let hi = (off + chunk[0]).min(start[0] + count[0]);
+            let skip = (lo - at) as usize * row_bytes;
+            let (slab, tail) =
+                std::mem::take(&mut rest)[skip..].split_at_mut((hi - lo) as usize * row_bytes);
+            rest = tail;
+            at = hi;
+            slabs.push((slab, lo, hi, entries));
+        }
+        let keep = use_cache && cacheable(hits.len(), chunk_bytes);
+        slabs
+            .into_par_iter()
+            .try_for_each(|(slab, lo0, hi0, entries)| -> Result<()> {
+                let mut shape = count.to_vec();
+                shape[0] = hi0 - lo0;
+                for e in entries {
+                    let d = self.load_chunk(e, chunk_bytes, fetch, use_cache, keep)?;
+                    let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
+                    let hi: Vec<u64> = (0..r)
+                        .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
+                        .collect();
+                    let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
+                    let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
+                    let mut dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
+                    dst[0] = lo[0] - lo0;
+                    copy_box(&d, chunk, &sst, slab, &shape, &dst, &cnt, elem);
+                }
+                Ok(())
+            })?;
+        Ok(true)
+    }
+
+    /// One chunk's decoded bytes (at least `chunk_bytes`), fetched with `fetch` and undone through the
+    /// filters; taken from the dataset's chunk cache when `use_cache`, and put there when `keep`.
+    fn load_chunk(
+        &self,
+        e: &ChunkEntry,
+        chunk_bytes: usize,
+        fetch: &Fetch<'_>,
+        use_cache: bool,
+        keep: bool,
+    ) -> Result<ChunkBytes<'a>> {
+        if use_cache {
+            if let Some(d) = self.cache.lock().ok().and_then(|c| c.get(e.addr)) {
+                return Ok(ChunkBytes::Decoded(d));
+            }
+        }
+        let stored = fetch(e.addr, e.size)?;
+        let d = if self.filters.is_empty() {
+            if stored.len() < chunk_bytes {
+                return corrupt("chunk shorter than the chunk shape");
+            }
+            stored[..chunk_bytes].to_vec()
+        } else {
+            let elem = self.dtype.size();
+            let d = filters::decode(&self.filters, e.filter_mask, &stored, elem, chunk_bytes)?;
+            if d.len() < chunk_bytes {
+                return corrupt("decoded chunk shorter than the chunk shape");
+            }
+            d
+        };
+        let d = Arc::new(d);
+        if keep {
+            if let Ok(mut c) = self.cache.lock() {
+                c.put(e.addr, d.clone());
+            }
+        }
+        Ok(ChunkBytes::Decoded(d))
     }
 
     /// The chunk index of a chunked dataset, built once per `Dataset`.
@@ -805,6 +908,13 @@ impl<'a> Dataset<'a> {
         )?;
         Ok(self.index.get_or_init(|| v))
     }
+}
+
+/// Whether a read of `n` chunks of `chunk_bytes` should keep them in the chunk cache: not when they would fill
+/// it, as a read of many chunks (a whole dataset, say) would only evict them again and keep their memory from
+/// being reused.
+fn cacheable(n: usize, chunk_bytes: usize) -> bool {
+    n.saturating_mul(chunk_bytes) <= CHUNK_CACHE_BYTES
 }
 
 /// A chunk's decoded bytes: borrowed from the file mapping or owned (shared with the cache).
