@@ -131,11 +131,7 @@ with h5py.File(sys.argv[1], "w") as f:
 "#;
 
 fn check(path: &std::path::Path) {
-    let (bad, unsupported) = common::compare_file(path);
-    assert!(
-        bad.is_empty() && unsupported.is_empty(),
-        "{bad:?} {unsupported:?}"
-    );
+    common::assert_equal_to_h5py(path);
     let f = clawhdf5_format::H5File::open(path).unwrap();
     let mut blosc2 = 0;
     for e in f.list("/").unwrap() {
@@ -152,33 +148,25 @@ fn check(path: &std::path::Path) {
 
 #[test]
 fn hdf5plugin_blosc2_datasets_read_equal_to_h5py() {
-    if !common::have_python_module("hdf5plugin") {
-        return;
+    if let Some((_dir, path)) = common::python_written(MAKE, "blosc2.h5", &["hdf5plugin"]) {
+        check(&path);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("blosc2.h5");
-    common::run_python(MAKE, &[&path]);
-    check(&path);
 }
 
 #[test]
 fn pytables_blosc2_datasets_read_equal_to_h5py() {
-    if !common::have_python_module("hdf5plugin") || !common::have_python_module("tables") {
-        return;
+    if let Some((_dir, path)) =
+        common::python_written(PYTABLES, "pytables_blosc2.h5", &["hdf5plugin", "tables"])
+    {
+        check(&path);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pytables_blosc2.h5");
-    common::run_python(PYTABLES, &[&path]);
-    check(&path);
 }
 
 #[test]
 fn python_blosc2_frames_read_equal_to_h5py() {
-    if !common::have_python_module("hdf5plugin") || !common::have_python_module("blosc2") {
-        return;
+    if let Some((_dir, path)) =
+        common::python_written(RAW, "raw_blosc2.h5", &["hdf5plugin", "blosc2"])
+    {
+        check(&path);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("raw_blosc2.h5");
-    common::run_python(RAW, &[&path]);
-    check(&path);
 }

@@ -50,17 +50,10 @@ with h5py.File(sys.argv[1], "w") as f:
 
 #[test]
 fn plugin_filtered_datasets_read_equal_to_h5py() {
-    if !common::have_python_module("hdf5plugin") {
+    let Some((_dir, path)) = common::python_written(MAKE, "plugins.h5", &["hdf5plugin"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("plugins.h5");
-    common::run_python(MAKE, &[&path]);
-    let (bad, unsupported) = common::compare_file(&path);
-    assert!(
-        bad.is_empty() && unsupported.is_empty(),
-        "{bad:?} {unsupported:?}"
-    );
+    };
+    common::assert_equal_to_h5py(&path);
     let f = clawhdf5_format::H5File::open(&path).unwrap();
     for name in ["zstd_ints", "lz4_blocks", "lz4_noise"] {
         let d = f.dataset(&format!("/{name}")).unwrap();

@@ -95,17 +95,10 @@ with h5py.File(sys.argv[1], "w") as f:
 
 #[test]
 fn szip_datasets_read_equal_to_h5py() {
-    if !common::have_python_module("h5py") {
+    let Some((_dir, path)) = common::python_written(MAKE, "szip.h5", &["h5py"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("szip.h5");
-    common::run_python(MAKE, &[&path]);
-    let (bad, unsupported) = common::compare_file(&path);
-    assert!(
-        bad.is_empty() && unsupported.is_empty(),
-        "{bad:?} {unsupported:?}"
-    );
+    };
+    common::assert_equal_to_h5py(&path);
     let f = clawhdf5_format::H5File::open(&path).unwrap();
     for name in [
         "smooth_le_f8_nn",
@@ -130,9 +123,5 @@ fn corpus_szip_file_reads_equal_to_h5py() {
     if !path.exists() || !common::have_python_module("h5py") {
         return;
     }
-    let (bad, unsupported) = common::compare_file(&path);
-    assert!(
-        bad.is_empty() && unsupported.is_empty(),
-        "{bad:?} {unsupported:?}"
-    );
+    common::assert_equal_to_h5py(&path);
 }

@@ -733,13 +733,7 @@ impl<'a> Dataset<'a> {
         }
         let loaded = self.load_chunks(&hits, chunk_bytes, fetch, use_cache)?;
         for (e, d) in hits.iter().zip(&loaded) {
-            let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
-            let hi: Vec<u64> = (0..r)
-                .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
-                .collect();
-            let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
-            let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
-            let dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
+            let (sst, dst, cnt) = overlap(&e.offset, chunk, start, count);
             copy_box(d, chunk, &sst, out, count, &dst, &cnt, elem);
         }
         Ok(())
@@ -836,14 +830,9 @@ impl<'a> Dataset<'a> {
                 shape[0] = hi0 - lo0;
                 for e in entries {
                     let d = self.load_chunk(e, chunk_bytes, fetch, use_cache, keep)?;
-                    let lo: Vec<u64> = (0..r).map(|i| e.offset[i].max(start[i])).collect();
-                    let hi: Vec<u64> = (0..r)
-                        .map(|i| (e.offset[i] + chunk[i]).min(start[i] + count[i]))
-                        .collect();
-                    let cnt: Vec<u64> = (0..r).map(|i| hi[i] - lo[i]).collect();
-                    let sst: Vec<u64> = (0..r).map(|i| lo[i] - e.offset[i]).collect();
-                    let mut dst: Vec<u64> = (0..r).map(|i| lo[i] - start[i]).collect();
-                    dst[0] = lo[0] - lo0;
+                    let (sst, mut dst, cnt) = overlap(&e.offset, chunk, start, count);
+                    // The slab starts at this chunk row's first row of the box.
+                    dst[0] = e.offset[0].max(start[0]) - lo0;
                     copy_box(&d, chunk, &sst, slab, &shape, &dst, &cnt, elem);
                 }
                 Ok(())
@@ -908,6 +897,26 @@ impl<'a> Dataset<'a> {
         )?;
         Ok(self.index.get_or_init(|| v))
     }
+}
+
+/// Where the chunk at `offset` (of shape `chunk`) meets the box at `start` of extent `count`: the overlap's first
+/// element within the chunk, its first element within the box, and its extent.
+fn overlap(
+    offset: &[u64],
+    chunk: &[u64],
+    start: &[u64],
+    count: &[u64],
+) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let r = count.len();
+    let lo: Vec<u64> = (0..r).map(|i| offset[i].max(start[i])).collect();
+    let hi: Vec<u64> = (0..r)
+        .map(|i| (offset[i] + chunk[i]).min(start[i] + count[i]))
+        .collect();
+    (
+        (0..r).map(|i| lo[i] - offset[i]).collect(),
+        (0..r).map(|i| lo[i] - start[i]).collect(),
+        (0..r).map(|i| hi[i] - lo[i]).collect(),
+    )
 }
 
 /// Whether a read of `n` chunks of `chunk_bytes` should keep them in the chunk cache: not when they would fill

@@ -100,6 +100,32 @@ pub fn compare_file(path: &Path) -> (Vec<String>, Vec<String>) {
     compare_with_dump(path, &h5py_dump(path))
 }
 
+/// Asserts that everything in `path` reads equal to h5py's view, with nothing unsupported.
+pub fn assert_equal_to_h5py(path: &Path) {
+    let (bad, unsupported) = compare_file(path);
+    assert!(
+        bad.is_empty() && unsupported.is_empty(),
+        "{}: {bad:?} {unsupported:?}",
+        path.display()
+    );
+}
+
+/// Runs the python3 `script` with the path of a new file `name` in a temporary folder (kept alive by the
+/// returned guard), when every one of `modules` imports; `None` (a skip, which CI refuses) otherwise.
+pub fn python_written(
+    script: &str,
+    name: &str,
+    modules: &[&str],
+) -> Option<(tempfile::TempDir, PathBuf)> {
+    if !modules.iter().all(|m| have_python_module(m)) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    run_python(script, &[&path]);
+    Some((dir, path))
+}
+
 /// Dumps several files with one python3 start: file path → dump.
 pub fn h5py_dump_many(files: &[PathBuf]) -> serde_json::Value {
     let dump = script("dump_h5.py");
