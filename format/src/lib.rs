@@ -8,6 +8,7 @@
 
 pub mod append;
 pub mod array;
+mod bits;
 pub mod bitshuffle;
 pub mod blosc;
 pub mod blosc2;

@@ -15,6 +15,7 @@
 //! its base type; compound: byte size, member count, then per member its byte offset and its type; stored
 //! whole: byte size.
 
+use crate::bits::MsbBits;
 use crate::error::{corrupt, unsupported, Result};
 
 /// Deepest nesting of array and compound types accepted in the client data.
@@ -97,7 +98,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
             ))
         })?;
     let mut out = vec![0u8; out_len];
-    let mut bits = BitReader::new(data);
+    let mut bits = MsbBits::new(data, "nbit chunk ends before its last element");
     let size = part.size();
     for cell in out.chunks_exact_mut(size) {
         unpack(&part, cell, &mut bits)?;
@@ -198,7 +199,7 @@ impl Params<'_> {
 }
 
 /// Puts one value of `part`, read from `bits`, into `out` (exactly `part.size()` bytes, zeroed).
-fn unpack(part: &Part, out: &mut [u8], bits: &mut BitReader) -> Result<()> {
+fn unpack(part: &Part, out: &mut [u8], bits: &mut MsbBits) -> Result<()> {
     match part {
         Part::Atomic {
             size,
@@ -206,7 +207,7 @@ fn unpack(part: &Part, out: &mut [u8], bits: &mut BitReader) -> Result<()> {
             precision,
             offset,
         } => {
-            let value = bits.read_wide(*precision)? << offset;
+            let value = read_wide(bits, *precision)? << offset;
             let le = value.to_le_bytes();
             if *big_endian {
                 for (o, &b) in out.iter_mut().zip(le[..*size].iter().rev()) {
@@ -228,57 +229,22 @@ fn unpack(part: &Part, out: &mut [u8], bits: &mut BitReader) -> Result<()> {
         }
         Part::Whole { .. } => {
             for o in out.iter_mut() {
-                *o = bits.read(8)? as u8;
+                *o = bits.take(8)? as u8;
             }
         }
     }
     Ok(())
 }
 
-/// Reads bits most significant first.
-struct BitReader<'a> {
-    data: &'a [u8],
-    /// Next byte of `data` to load.
-    at: usize,
-    /// Loaded bits, right-aligned: the next bit to read is bit `have - 1`.
-    acc: u64,
-    have: u32,
-}
-
-impl<'a> BitReader<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        BitReader {
-            data,
-            at: 0,
-            acc: 0,
-            have: 0,
-        }
+/// The next `n` bits (at most 128) of `bits` as an integer.
+fn read_wide(bits: &mut MsbBits, mut n: u32) -> Result<u128> {
+    let mut v = 0u128;
+    while n > 0 {
+        let take = n.min(32);
+        v = (v << take) | u128::from(bits.take(take)?);
+        n -= take;
     }
-
-    /// The next `n` bits (at most 56) as an integer.
-    fn read(&mut self, n: u32) -> Result<u64> {
-        while self.have < n {
-            let Some(&b) = self.data.get(self.at) else {
-                return corrupt("nbit chunk ends before its last element");
-            };
-            self.acc = (self.acc << 8) | b as u64;
-            self.at += 1;
-            self.have += 8;
-        }
-        self.have -= n;
-        Ok((self.acc >> self.have) & ((1u64 << n) - 1))
-    }
-
-    /// The next `n` bits (at most 128) as an integer.
-    fn read_wide(&mut self, mut n: u32) -> Result<u128> {
-        let mut v = 0u128;
-        while n > 0 {
-            let take = n.min(48);
-            v = (v << take) | self.read(take)? as u128;
-            n -= take;
-        }
-        Ok(v)
-    }
+    Ok(v)
 }
 
 #[cfg(test)]

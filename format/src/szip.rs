@@ -24,6 +24,7 @@
 //! reference sample in full; every later sample is coded as its difference from the one before, mapped to
 //! an unsigned number (small differences of either sign to small numbers).
 
+use crate::bits::MsbBits;
 use crate::error::{corrupt, unsupported, Result};
 
 /// Option-mask bit: the nearest-neighbour predictor ran before coding.
@@ -155,96 +156,11 @@ fn unshuffle(bytes: &[u8], word: usize) -> Vec<u8> {
     out
 }
 
-/// A most-significant-bit-first reader over the coded stream.
-struct Bits<'a> {
-    data: &'a [u8],
-    /// The next byte of `data` not yet in `acc`.
-    pos: usize,
-    /// Buffered bits, left-aligned: the top `n` are the next ones. Bits below them may already hold the
-    /// following byte's bits (put there again, identically, by the next refill).
-    acc: u64,
-    n: u32,
-}
-
-impl<'a> Bits<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        Bits {
-            data,
-            pos: 0,
-            acc: 0,
-            n: 0,
-        }
-    }
-
-    /// Tops up the buffer to at least 56 bits where the stream has them.
-    fn refill(&mut self) {
-        if let Some(word) = self.data.get(self.pos..self.pos + 8) {
-            let mut be = [0; 8];
-            be.copy_from_slice(word);
-            self.acc |= u64::from_be_bytes(be) >> self.n;
-            let take = (63 - self.n) / 8;
-            self.pos += take as usize;
-            self.n += take * 8;
-            return;
-        }
-        while self.n <= 56 {
-            let Some(&b) = self.data.get(self.pos) else {
-                return;
-            };
-            self.acc |= (b as u64) << (56 - self.n);
-            self.pos += 1;
-            self.n += 8;
-        }
-    }
-
-    /// The next `k` bits (0 to 32) as a number.
-    #[inline]
-    fn take(&mut self, k: u32) -> Result<u32> {
-        if k == 0 {
-            return Ok(0);
-        }
-        if self.n < k {
-            self.refill();
-            if self.n < k {
-                return corrupt("szip stream truncated");
-            }
-        }
-        let v = (self.acc >> (64 - k)) as u32;
-        self.acc <<= k;
-        self.n -= k;
-        Ok(v)
-    }
-
-    /// A fundamental sequence: the number of 0 bits before the next 1 bit (which is consumed too).
-    #[inline]
-    fn fs(&mut self) -> Result<u64> {
-        let mut count = 0u64;
-        loop {
-            let zeros = self.acc.leading_zeros();
-            if zeros < self.n {
-                count += zeros as u64;
-                // zeros + 1 <= n <= 63 here, so the shift is in range.
-                self.acc <<= zeros + 1;
-                self.n -= zeros + 1;
-                return Ok(count);
-            }
-            // Every buffered bit is 0: count them and read on.
-            count += self.n as u64;
-            self.acc = 0;
-            self.n = 0;
-            self.refill();
-            if self.n == 0 {
-                return corrupt("szip stream truncated");
-            }
-        }
-    }
-}
-
 /// Turns the stream's coded values into output bytes: undoes the predictor, drops each RSI's padding and
 /// stops at the decoded size.
 struct Decoder<'a, 'p> {
     p: &'p Params,
-    bits: Bits<'a>,
+    bits: MsbBits<'a>,
     out: Vec<u8>,
     /// Samples still to write.
     left: usize,
@@ -260,7 +176,7 @@ impl<'a, 'p> Decoder<'a, 'p> {
     fn new(p: &'p Params, stream: &'a [u8], samples: usize) -> Self {
         Decoder {
             p,
-            bits: Bits::new(stream),
+            bits: MsbBits::new(stream, "szip stream truncated"),
             out: Vec::with_capacity(samples * p.bytes),
             left: samples,
             pos: 0,
