@@ -841,7 +841,8 @@ impl<'a> Dataset<'a> {
     }
 
     /// One chunk's decoded bytes (at least `chunk_bytes`), fetched with `fetch` and undone through the
-    /// filters; taken from the dataset's chunk cache when `use_cache`, and put there when `keep`.
+    /// filters; taken from the dataset's chunk cache (or, stored unfiltered, from the file mapping) when
+    /// `use_cache` (reads of the committed file), and put in the cache when `keep`.
     fn load_chunk(
         &self,
         e: &ChunkEntry,
@@ -853,6 +854,14 @@ impl<'a> Dataset<'a> {
         if use_cache {
             if let Some(d) = self.cache.lock().ok().and_then(|c| c.get(e.addr)) {
                 return Ok(ChunkBytes::Decoded(d));
+            }
+            // A chunk the writer stored unfiltered (every filter skipped: it would not compress) is read in
+            // place, as an unfiltered dataset's chunks are.
+            let skipped = (0..self.filters.len()).all(|i| i < 32 && e.filter_mask & (1 << i) != 0);
+            if skipped && e.size >= chunk_bytes as u64 {
+                return Ok(ChunkBytes::Mapped(
+                    self.file.ctx().slice(e.addr, chunk_bytes as u64)?,
+                ));
             }
         }
         let stored = fetch(e.addr, e.size)?;
