@@ -14,6 +14,7 @@
 //! 1 float), 4 element size, 5 sign (1 signed), 6 byte order of the dataset (0 little, 1 big), 7 whether a
 //! fill value is defined, 8.. the fill value's bytes, four per value, least significant first.
 
+use crate::bits::MsbBits;
 use crate::error::{corrupt, unsupported, Result};
 
 /// Bytes before the packed offsets.
@@ -90,7 +91,10 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         if (payload.len() as u128) < needed {
             return corrupt("scale-offset chunk shorter than its packed elements");
         }
-        let mut bits = BitReader::new(payload);
+        let mut bits = MsbBits::new(
+            payload,
+            "scale-offset chunk shorter than its packed elements",
+        );
         let all_ones = if minbits == 0 {
             0
         } else {
@@ -98,7 +102,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         };
         let fill = fill_defined.then(|| fill_value(cd, size)).transpose()?;
         for _ in 0..n {
-            let offset = bits.take(minbits);
+            let offset = bits.take64(minbits as u32)?;
             let value = match fill {
                 Some(f) if minbits > 0 && offset == all_ones => f,
                 _ if float => unscale(offset, minval, size, scale_factor),
@@ -142,36 +146,6 @@ fn unscale(offset: u64, minval: u64, size: usize, d: i32) -> u64 {
         let min = f64::from_bits(minval);
         let v = (offset as i64) as f64 / 10f64.powf(d as f64) + min;
         v.to_bits()
-    }
-}
-
-/// Reads bit fields most significant bit first.
-struct BitReader<'a> {
-    bytes: &'a [u8],
-    /// Next bit, counted from the first byte's most significant bit.
-    pos: usize,
-}
-
-impl<'a> BitReader<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        BitReader { bytes, pos: 0 }
-    }
-
-    /// The next `n` (≤ 64) bits as an unsigned number; bits past the end read as 0 (callers check the length).
-    fn take(&mut self, n: usize) -> u64 {
-        let mut v = 0u64;
-        let mut left = n;
-        while left > 0 {
-            let byte = self.bytes.get(self.pos / 8).copied().unwrap_or(0);
-            let used = self.pos % 8;
-            let avail = 8 - used;
-            let k = avail.min(left);
-            let chunk = (byte >> (avail - k)) & (0xffu8 >> (8 - k));
-            v = (v << k) | chunk as u64;
-            left -= k;
-            self.pos += k;
-        }
-        v
     }
 }
 
