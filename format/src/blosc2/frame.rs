@@ -91,23 +91,26 @@ impl<'a> Cursor<'a> {
 
     /// The length of a msgpack array.
     fn array(&mut self) -> Result<usize> {
-        let m = self.byte()?;
-        match m {
-            0x90..=0x9f => Ok(usize::from(m & 0x0f)),
-            0xdc => Ok(self.be(2)? as usize),
-            0xdd => Ok(self.be(4)? as usize),
-            _ => corrupt(format!("blosc2 frame header: 0x{m:02x} is not an array")),
-        }
+        self.container(0x90, 0xdc, "an array")
     }
 
     /// The number of entries of a msgpack map.
     fn map(&mut self) -> Result<usize> {
+        self.container(0x80, 0xde, "a map")
+    }
+
+    /// The size of a msgpack container whose fix form starts at marker `fix` (16 of them) and whose 16- and
+    /// 32-bit forms are markers `wide` and `wide + 1`.
+    fn container(&mut self, fix: u8, wide: u8, what: &str) -> Result<usize> {
         let m = self.byte()?;
-        match m {
-            0x80..=0x8f => Ok(usize::from(m & 0x0f)),
-            0xde => Ok(self.be(2)? as usize),
-            0xdf => Ok(self.be(4)? as usize),
-            _ => corrupt(format!("blosc2 frame header: 0x{m:02x} is not a map")),
+        if (fix..=fix + 0x0f).contains(&m) {
+            Ok(usize::from(m & 0x0f))
+        } else if m == wide {
+            Ok(self.be(2)? as usize)
+        } else if m == wide + 1 {
+            Ok(self.be(4)? as usize)
+        } else {
+            corrupt(format!("blosc2 frame header: 0x{m:02x} is not {what}"))
         }
     }
 
