@@ -100,7 +100,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
                 &planes[..]
             }
         };
-        unshuffle_block(
+        crate::transpose::unshuffle_bits(
             stored,
             &mut out[done * elem..done * elem + bytes],
             count,
@@ -148,40 +148,6 @@ fn decompress_block(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
     }
 }
 
-/// Puts the bit planes of `count` elements of `elem` bytes (`count` a multiple of 8) back into elements; `out`
-/// must be zeroed. Byte `j` of eight consecutive elements comes from one byte of each of the planes
-/// `8 * j .. 8 * j + 8`: an 8x8 bit matrix, transposed at once.
-pub(crate) fn unshuffle_block(planes: &[u8], out: &mut [u8], count: usize, elem: usize) {
-    let row = count / 8;
-    for j in 0..elem {
-        let base = j * 8 * row;
-        for q in 0..row {
-            let mut x = 0u64;
-            for k in 0..8 {
-                x |= (planes[base + k * row + q] as u64) << (8 * k);
-            }
-            if x == 0 {
-                continue;
-            }
-            let bytes = transpose8(x).to_le_bytes();
-            for (t, b) in bytes.iter().enumerate() {
-                out[(q * 8 + t) * elem + j] = *b;
-            }
-        }
-    }
-}
-
-/// Transposes an 8x8 bit matrix held row by row in the bytes of `x` (bit `t` of byte `k` goes to bit `k` of
-/// byte `t`), by swapping ever larger blocks across the diagonal.
-fn transpose8(mut x: u64) -> u64 {
-    let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
-    x ^= t ^ (t << 7);
-    let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
-    x ^= t ^ (t << 14);
-    let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
-    x ^ t ^ (t << 28)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,20 +184,6 @@ mod tests {
         let cd = [0, 3, 2, 16, 0];
         assert_eq!(decode(&cd, &stored, 86).unwrap(), data);
         assert!(decode(&cd, &stored[..85], 86).is_err(), "half an element");
-    }
-
-    #[test]
-    fn the_bit_matrix_transpose_moves_each_bit_across_the_diagonal() {
-        let mut rng = crate::test_rng::TestRng::new(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..200 {
-            let x = rng.next();
-            let t = transpose8(x);
-            for k in 0..8 {
-                for b in 0..8 {
-                    assert_eq!(x >> (8 * k + b) & 1, t >> (8 * b + k) & 1);
-                }
-            }
-        }
     }
 
     #[test]

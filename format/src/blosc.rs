@@ -107,13 +107,13 @@ pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
             pos += size;
         }
         if byte_shuffled {
-            crate::filters::unshuffle_into(&tmp, typesize, dest);
+            crate::transpose::unshuffle_bytes(&tmp, typesize, dest);
         } else if bit_shuffled {
             let n = bsize / typesize;
             if n % 8 == 0 {
-                dest.fill(0);
-                crate::bitshuffle::unshuffle_block(&tmp, dest, n, typesize);
-                dest[n * typesize..].copy_from_slice(&tmp[n * typesize..]);
+                let whole = n * typesize;
+                crate::transpose::unshuffle_bits(&tmp[..whole], &mut dest[..whole], n, typesize);
+                dest[whole..].copy_from_slice(&tmp[whole..]);
             } else {
                 dest.copy_from_slice(&tmp);
             }

@@ -160,74 +160,15 @@ pub(crate) fn inflate(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 }
 
 fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
-    regroup(data, size, false)
-}
-
-fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
-    regroup(data, size, true)
-}
-
-/// The shuffle filter's byte transpose: with `to_planes`, byte `b` of each whole `size`-byte element goes
-/// to plane `b` (the filter's encoding); otherwise the planes are woven back into elements. Bytes after the
-/// last whole element are copied as they are.
-fn regroup(data: &[u8], size: usize, to_planes: bool) -> Vec<u8> {
     let mut out = vec![0u8; data.len()];
-    regroup_into(data, size, to_planes, &mut out);
+    crate::transpose::unshuffle_bytes(data, size, &mut out);
     out
 }
 
-/// [`unshuffle`] into `out` (as long as `data`), without a buffer of its own.
-pub(crate) fn unshuffle_into(data: &[u8], size: usize, out: &mut [u8]) {
-    regroup_into(data, size, false, out);
-}
-
-/// [`regroup`] into `out`, which is as long as `data`.
-fn regroup_into(data: &[u8], size: usize, to_planes: bool, out: &mut [u8]) {
-    if size <= 1 || data.len() < size {
-        out.copy_from_slice(data);
-        return;
-    }
-    let n = data.len() / size;
-    // Element by element in order on the element side, for the common sizes (a plane at a time touches
-    // every element `size` times over).
-    match size {
-        2 => regroup_fixed::<2>(data, n, out, to_planes),
-        4 => regroup_fixed::<4>(data, n, out, to_planes),
-        8 => regroup_fixed::<8>(data, n, out, to_planes),
-        _ => {
-            for b in 0..size {
-                for i in 0..n {
-                    let (plane, elem) = (b * n + i, i * size + b);
-                    if to_planes {
-                        out[plane] = data[elem];
-                    } else {
-                        out[elem] = data[plane];
-                    }
-                }
-            }
-        }
-    }
-    out[n * size..].copy_from_slice(&data[n * size..]);
-}
-
-/// [`regroup`] for elements of `S` bytes, `n` of them.
-fn regroup_fixed<const S: usize>(data: &[u8], n: usize, out: &mut [u8], to_planes: bool) {
-    let whole = n * S;
-    if to_planes {
-        let mut planes: Vec<&mut [u8]> = out[..whole].chunks_exact_mut(n).collect();
-        for (i, elem) in data[..whole].chunks_exact(S).enumerate() {
-            for (plane, &v) in planes.iter_mut().zip(elem) {
-                plane[i] = v;
-            }
-        }
-    } else {
-        let planes: [&[u8]; S] = std::array::from_fn(|b| &data[b * n..(b + 1) * n]);
-        for (i, elem) in out[..whole].chunks_exact_mut(S).enumerate() {
-            for (dst, plane) in elem.iter_mut().zip(&planes) {
-                *dst = plane[i];
-            }
-        }
-    }
+fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
+    let mut out = vec![0u8; data.len()];
+    crate::transpose::shuffle_bytes(data, size, &mut out);
+    out
 }
 
 /// Applies the pipeline to one chunk.

@@ -40,6 +40,7 @@ pub mod superblock;
 pub mod szip;
 #[cfg(test)]
 mod test_rng;
+mod transpose;
 pub mod write;
 
 pub use append::FileAppender;

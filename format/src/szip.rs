@@ -146,13 +146,8 @@ impl Params {
 /// Undoes libaec's byte interleaving of `word`-byte elements: byte `j` of element `i` was stored at
 /// `j * count + i`.
 fn unshuffle(bytes: &[u8], word: usize) -> Vec<u8> {
-    let count = bytes.len() / word;
     let mut out = vec![0; bytes.len()];
-    for (j, plane) in bytes.chunks_exact(count.max(1)).enumerate().take(word) {
-        for (i, &b) in plane.iter().enumerate() {
-            out[i * word + j] = b;
-        }
-    }
+    crate::transpose::unshuffle_bytes(bytes, word, &mut out);
     out
 }
 

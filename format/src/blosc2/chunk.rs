@@ -426,17 +426,11 @@ fn read_streams(
 /// absent for the first block itself.
 fn unfilter(f: u8, src: &[u8], dst: &mut [u8], dref: Option<&[u8]>, typesize: usize) {
     match f {
-        SHUFFLE => crate::filters::unshuffle_into(src, typesize, dst),
+        SHUFFLE => crate::transpose::unshuffle_bytes(src, typesize, dst),
         BITSHUFFLE => {
             let n = src.len() / typesize;
             let whole = (n - n % 8) * typesize;
-            dst[..whole].fill(0);
-            crate::bitshuffle::unshuffle_block(
-                &src[..whole],
-                &mut dst[..whole],
-                n - n % 8,
-                typesize,
-            );
+            crate::transpose::unshuffle_bits(&src[..whole], &mut dst[..whole], n - n % 8, typesize);
             dst[whole..].copy_from_slice(&src[whole..]);
         }
         DELTA => {
