@@ -67,15 +67,6 @@ impl<'a> MsbBits<'a> {
         Ok(v)
     }
 
-    /// The next `k` bits (0 to 64) as a number.
-    pub(crate) fn take64(&mut self, k: u32) -> Result<u64> {
-        if k <= 32 {
-            return Ok(u64::from(self.take(k)?));
-        }
-        let high = u64::from(self.take(k - 32)?);
-        Ok(high << 32 | u64::from(self.take(32)?))
-    }
-
     /// A fundamental sequence: the number of 0 bits before the next 1 bit (which is consumed too).
     #[inline]
     pub(crate) fn fs(&mut self) -> Result<u64> {

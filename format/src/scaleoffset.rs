@@ -14,7 +14,6 @@
 //! 1 float), 4 element size, 5 sign (1 signed), 6 byte order of the dataset (0 little, 1 big), 7 whether a
 //! fill value is defined, 8.. the fill value's bytes, four per value, least significant first.
 
-use crate::bits::MsbBits;
 use crate::error::{corrupt, unsupported, Result};
 
 /// Bytes before the packed offsets.
@@ -91,24 +90,28 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         if (payload.len() as u128) < needed {
             return corrupt("scale-offset chunk shorter than its packed elements");
         }
-        let mut bits = MsbBits::new(
-            payload,
-            "scale-offset chunk shorter than its packed elements",
-        );
         let all_ones = if minbits == 0 {
             0
         } else {
             u64::MAX >> (64 - minbits)
         };
         let fill = fill_defined.then(|| fill_value(cd, size)).transpose()?;
-        for _ in 0..n {
-            let offset = bits.take64(minbits as u32)?;
-            let value = match fill {
-                Some(f) if minbits > 0 && offset == all_ones => f,
-                _ if float => unscale(offset, minval, size, scale_factor),
-                _ => offset.wrapping_add(minval),
-            };
-            out.extend_from_slice(&value.to_le_bytes()[..size]);
+        let unscale = Unscale::new(minval, size, scale_factor);
+        let value = |offset: u64| match fill {
+            Some(f) if minbits > 0 && offset == all_ones => f,
+            _ if float => unscale.bits(offset),
+            _ => offset.wrapping_add(minval),
+        };
+        out.resize(out_len, 0);
+        let packed = Packed {
+            data: payload,
+            bits: minbits as u32,
+        };
+        match size {
+            1 => put_values::<1>(&mut out, &packed, value),
+            2 => put_values::<2>(&mut out, &packed, value),
+            4 => put_values::<4>(&mut out, &packed, value),
+            _ => put_values::<8>(&mut out, &packed, value),
         }
     }
     if big_endian && size > 1 {
@@ -117,6 +120,59 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         }
     }
     Ok(out)
+}
+
+/// Offsets of `bits` bits each, packed most significant bit first from the start of `data`, which holds
+/// them all (checked by the caller).
+struct Packed<'a> {
+    data: &'a [u8],
+    bits: u32,
+}
+
+impl Packed<'_> {
+    /// Offset `i`.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        let k = self.bits;
+        if k == 0 {
+            return 0;
+        }
+        let at = i as u64 * k as u64;
+        let (byte, shift) = ((at / 8) as usize, (at % 8) as u32);
+        // Up to 64 bits from `byte` on (zeros past the end), then the bits below the first 64 if the
+        // offset reaches past them (only for offsets of more than 57 bits).
+        let word = self.word(byte);
+        let high = (word << shift) >> (64 - k);
+        if shift + k <= 64 {
+            high
+        } else {
+            let rest = shift + k - 64;
+            let next = self.data.get(byte + 8).copied().unwrap_or(0) as u64;
+            high | (next >> (8 - rest))
+        }
+    }
+
+    /// The eight bytes from `byte` on, big-endian, zero past the end of the data.
+    #[inline]
+    fn word(&self, byte: usize) -> u64 {
+        if let Some(w) = self.data.get(byte..byte + 8) {
+            let mut be = [0; 8];
+            be.copy_from_slice(w);
+            return u64::from_be_bytes(be);
+        }
+        let mut be = [0; 8];
+        let tail = self.data.get(byte..).unwrap_or(&[]);
+        be[..tail.len()].copy_from_slice(tail);
+        u64::from_be_bytes(be)
+    }
+}
+
+/// Fills `out`'s `S`-byte elements (little-endian) with `value` of each packed offset in turn.
+fn put_values<const S: usize>(out: &mut [u8], packed: &Packed<'_>, value: impl Fn(u64) -> u64) {
+    for (i, e) in out.chunks_exact_mut(S).enumerate() {
+        let v = value(packed.get(i)).to_le_bytes();
+        e.copy_from_slice(&v[..S]);
+    }
 }
 
 /// The fill value's bytes (little-endian, the element's width) from client data entries 8 onward.
@@ -136,16 +192,37 @@ fn fill_value(cd: &[u32], size: usize) -> Result<u64> {
     })
 }
 
-/// A D-scaled float's bits: `offset / 10^D + min`, in the element's own precision (as libhdf5 computes it).
-fn unscale(offset: u64, minval: u64, size: usize, d: i32) -> u64 {
-    if size == 4 {
-        let min = f32::from_bits(minval as u32);
-        let v = (offset as u32 as i32) as f32 / 10f32.powf(d as f32) + min;
-        v.to_bits() as u64
-    } else {
-        let min = f64::from_bits(minval);
-        let v = (offset as i64) as f64 / 10f64.powf(d as f64) + min;
-        v.to_bits()
+/// Turns D-scaled offsets back into floats: `offset / 10^D + min`, in the element's own precision (as
+/// libhdf5 computes it), with `10^D` computed once.
+struct Unscale {
+    size: usize,
+    min: u64,
+    div32: f32,
+    div64: f64,
+}
+
+impl Unscale {
+    fn new(minval: u64, size: usize, d: i32) -> Unscale {
+        Unscale {
+            size,
+            min: minval,
+            div32: 10f32.powf(d as f32),
+            div64: 10f64.powf(d as f64),
+        }
+    }
+
+    /// The float's bits for `offset`.
+    #[inline]
+    fn bits(&self, offset: u64) -> u64 {
+        if self.size == 4 {
+            let min = f32::from_bits(self.min as u32);
+            let v = (offset as u32 as i32) as f32 / self.div32 + min;
+            v.to_bits() as u64
+        } else {
+            let min = f64::from_bits(self.min);
+            let v = (offset as i64) as f64 / self.div64 + min;
+            v.to_bits()
+        }
     }
 }
 
