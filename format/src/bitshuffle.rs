@@ -23,50 +23,91 @@ enum Codec {
 
 /// Decodes one bitshuffle-filtered chunk (client data `cd`) into at most `max_out` bytes.
 pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    let Some(&elem) = cd.get(2) else {
-        return corrupt("bitshuffle filter without its element size");
-    };
-    let elem = elem as usize;
-    if elem == 0 || elem > 1 << 16 {
-        return corrupt(format!("bitshuffle element size {elem}"));
-    }
-    let codec = match cd.get(4).copied().unwrap_or(0) {
-        0 => Codec::None,
-        2 => Codec::Lz4,
-        3 => Codec::Zstd,
-        c => return unsupported(format!("bitshuffle compression {c}")),
-    };
-    let (total, mut block, mut pos) = match codec {
-        Codec::None => (data.len(), cd.get(3).copied().unwrap_or(0) as usize, 0),
-        Codec::Lz4 | Codec::Zstd => {
-            let Some(h) = data.get(..12) else {
-                return corrupt("bitshuffle chunk shorter than its header");
-            };
-            let total = u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
-            let block_bytes = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
-            (
-                usize::try_from(total).unwrap_or(usize::MAX),
-                block_bytes / elem,
-                12,
-            )
-        }
-    };
+    let total = Layout::read(cd, data)?.total;
     if total > max_out {
         return corrupt("bitshuffle chunk decodes to more than the chunk size");
     }
-    if total % elem != 0 {
-        return corrupt("bitshuffle chunk is not a whole number of elements");
-    }
-    if block == 0 {
-        block = default_block(elem);
-    }
-    if block % MULT != 0 {
-        return corrupt(format!(
-            "bitshuffle block of {block} elements (not a multiple of 8)"
-        ));
-    }
-    let n = total / elem;
     let mut out = vec![0u8; total];
+    decode_into(cd, data, &mut out)?;
+    Ok(out)
+}
+
+/// How a chunk is laid out: its codec, element size, decoded size, block size in elements and where its
+/// first block starts.
+struct Layout {
+    codec: Codec,
+    elem: usize,
+    total: usize,
+    block: usize,
+    pos: usize,
+}
+
+impl Layout {
+    fn read(cd: &[u32], data: &[u8]) -> Result<Layout> {
+        let Some(&elem) = cd.get(2) else {
+            return corrupt("bitshuffle filter without its element size");
+        };
+        let elem = elem as usize;
+        if elem == 0 || elem > 1 << 16 {
+            return corrupt(format!("bitshuffle element size {elem}"));
+        }
+        let codec = match cd.get(4).copied().unwrap_or(0) {
+            0 => Codec::None,
+            2 => Codec::Lz4,
+            3 => Codec::Zstd,
+            c => return unsupported(format!("bitshuffle compression {c}")),
+        };
+        let (total, mut block, pos) = match codec {
+            Codec::None => (data.len(), cd.get(3).copied().unwrap_or(0) as usize, 0),
+            Codec::Lz4 | Codec::Zstd => {
+                let Some(h) = data.get(..12) else {
+                    return corrupt("bitshuffle chunk shorter than its header");
+                };
+                let total = u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+                let block_bytes = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
+                (
+                    usize::try_from(total).unwrap_or(usize::MAX),
+                    block_bytes / elem,
+                    12,
+                )
+            }
+        };
+        if total % elem != 0 {
+            return corrupt("bitshuffle chunk is not a whole number of elements");
+        }
+        if block == 0 {
+            block = default_block(elem);
+        }
+        if block % MULT != 0 {
+            return corrupt(format!(
+                "bitshuffle block of {block} elements (not a multiple of 8)"
+            ));
+        }
+        Ok(Layout {
+            codec,
+            elem,
+            total,
+            block,
+            pos,
+        })
+    }
+}
+
+/// Decodes one bitshuffle-filtered chunk into the start of `out`; returns the decoded size (an error when
+/// `out` is too short for it).
+pub fn decode_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize> {
+    let Layout {
+        codec,
+        elem,
+        total,
+        block,
+        mut pos,
+    } = Layout::read(cd, data)?;
+    if total > out.len() {
+        return corrupt("bitshuffle chunk decodes to more than the chunk size");
+    }
+    let out = &mut out[..total];
+    let n = total / elem;
     let mut done = 0;
     let mut planes = Vec::new();
     while n - done >= MULT {
@@ -114,7 +155,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         return corrupt("bitshuffle chunk cut short");
     };
     out[done * elem..].copy_from_slice(tail);
-    Ok(out)
+    Ok(total)
 }
 
 /// The block size bitshuffle picks when none is given: about 8 KiB of elements, a multiple of 8.

@@ -23,24 +23,49 @@ const MAX_DISTANCE: usize = 8191;
 
 /// Decodes one Blosc buffer into at most `max_out` bytes.
 pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    let Some(h) = data.get(..HEADER) else {
-        return corrupt("blosc chunk shorter than its header");
-    };
-    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-    let (version, flags, typesize) = (h[0], h[2], (h[3] as usize).max(1));
-    let (nbytes, blocksize) = (le32(&h[4..8]), le32(&h[8..12]));
-    if version > 2 || flags & 0x05 == 0x05 {
-        return unsupported("blosc2 chunk format (only Blosc 1 buffers are read)");
-    }
+    let nbytes = decoded_size(data)?;
     if nbytes > max_out {
         return corrupt("blosc chunk decodes to more than the chunk size");
     }
+    let mut out = vec![0u8; nbytes];
+    decode_into(data, &mut out)?;
+    Ok(out)
+}
+
+/// The decoded size a Blosc buffer's header states.
+fn decoded_size(data: &[u8]) -> Result<usize> {
+    let Some(h) = data.get(..HEADER) else {
+        return corrupt("blosc chunk shorter than its header");
+    };
+    let (version, flags) = (h[0], h[2]);
+    if version > 2 || flags & 0x05 == 0x05 {
+        return unsupported("blosc2 chunk format (only Blosc 1 buffers are read)");
+    }
+    Ok(u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize)
+}
+
+/// Decodes one Blosc buffer into the start of `out`; returns the decoded size (an error when `out` is too
+/// short for it).
+pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
+    let nbytes = decoded_size(data)?;
+    if nbytes > out.len() {
+        return corrupt("blosc chunk decodes to more than the chunk size");
+    }
+    let out = &mut out[..nbytes];
+    // `decoded_size` read the header.
+    let h = &data[..HEADER];
+    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let (flags, typesize) = (h[2], (h[3] as usize).max(1));
+    let blocksize = le32(&h[8..12]);
     if nbytes == 0 {
-        return Ok(Vec::new());
+        return Ok(0);
     }
     if flags & 0x02 != 0 {
         return match data.get(HEADER..HEADER + nbytes) {
-            Some(b) => Ok(b.to_vec()),
+            Some(b) => {
+                out.copy_from_slice(b);
+                Ok(nbytes)
+            }
             None => corrupt("blosc chunk shorter than its stored bytes"),
         };
     }
@@ -59,7 +84,6 @@ pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     let Some(starts) = data.get(HEADER..HEADER + 4 * nblocks) else {
         return corrupt("blosc chunk shorter than its block table");
     };
-    let mut out = vec![0u8; nbytes];
     let mut tmp = Vec::new();
     for (j, start) in starts.chunks_exact(4).enumerate() {
         let at = j * blocksize;
@@ -119,7 +143,7 @@ pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
             }
         }
     }
-    Ok(out)
+    Ok(nbytes)
 }
 
 /// The codec of a buffer's streams.

@@ -4,6 +4,7 @@
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
 use crate::messages::Filter;
+use std::borrow::Cow;
 use std::io::Write;
 
 pub const DEFLATE: u16 = 1;
@@ -60,51 +61,124 @@ pub fn decode(
     elem: usize,
     max_out: usize,
 ) -> Result<Vec<u8>> {
-    let mut buf = std::borrow::Cow::Borrowed(data);
-    for (i, f) in filters.iter().enumerate().rev() {
-        if i < 32 && mask & (1 << i) != 0 {
-            continue;
-        }
-        buf = match f.id {
-            DEFLATE => inflate(&buf, max_out)?.into(),
-            LZF => crate::lzf::decompress(&buf, max_out)?.into(),
-            LZO => unlzo(&buf, max_out)?.into(),
-            LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
-            BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
-            BLOSC2 => crate::blosc2::decode(&f.params, &buf, max_out)?.into(),
-            ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
-            BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
-            NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),
-            SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
-            SZIP => crate::szip::decode(&f.params, &buf, max_out)?.into(),
-            SHUFFLE => {
-                let size = f.params.first().map(|&s| s as usize).unwrap_or(elem);
-                unshuffle(&buf, size).into()
-            }
-            FLETCHER32 => {
-                if buf.len() < 4 {
-                    return corrupt("fletcher32 chunk shorter than its checksum");
-                }
-                let n = buf.len() - 4;
-                let stored = u32::from_le_bytes([buf[n], buf[n + 1], buf[n + 2], buf[n + 3]]);
-                let sum = fletcher32(&buf[..n]);
-                if sum != stored && sum.swap_bytes() != stored {
-                    return corrupt("fletcher32 checksum mismatch in chunk");
-                }
-                match buf {
-                    std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(&b[..n]),
-                    std::borrow::Cow::Owned(mut v) => {
-                        v.truncate(n);
-                        v.into()
-                    }
-                }
-            }
-            id => {
-                return unsupported(format!("filter {id} ({})", filter_name(id)));
-            }
-        };
+    let mut buf = Cow::Borrowed(data);
+    for f in applied(filters, mask) {
+        buf = stage(f, buf, elem, max_out)?;
     }
     Ok(buf.into_owned())
+}
+
+/// Undoes the pipeline on one stored chunk into `out`, which must come out exactly full (the chunk's
+/// decoded size): the last filter undone writes straight into `out` where its decoder can, without a buffer
+/// of its own. `mask` as for [`decode`].
+pub fn decode_into(
+    filters: &[Filter],
+    mask: u32,
+    data: &[u8],
+    elem: usize,
+    out: &mut [u8],
+) -> Result<()> {
+    let stages: Vec<&Filter> = applied(filters, mask).collect();
+    let written = match stages.split_last() {
+        None => {
+            let n = data.len().min(out.len());
+            out[..n].copy_from_slice(&data[..n]);
+            n
+        }
+        Some((last, before)) => {
+            let mut buf = Cow::Borrowed(data);
+            for f in before {
+                buf = stage(f, buf, elem, out.len())?;
+            }
+            stage_into(last, &buf, elem, out)?
+        }
+    };
+    if written < out.len() {
+        return corrupt("decoded chunk shorter than the chunk shape");
+    }
+    Ok(())
+}
+
+/// The filters `mask` does not skip, in the order they are undone (last applied first).
+fn applied(filters: &[Filter], mask: u32) -> impl Iterator<Item = &Filter> {
+    filters
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(move |(i, _)| !(*i < 32 && mask & (1 << i) != 0))
+        .map(|(_, f)| f)
+}
+
+/// Undoes filter `f` on `buf`, bounded by `max_out` bytes.
+fn stage<'d>(f: &Filter, buf: Cow<'d, [u8]>, elem: usize, max_out: usize) -> Result<Cow<'d, [u8]>> {
+    Ok(match f.id {
+        DEFLATE => inflate(&buf, max_out)?.into(),
+        LZF => crate::lzf::decompress(&buf, max_out)?.into(),
+        LZO => unlzo(&buf, max_out)?.into(),
+        LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
+        BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
+        BLOSC2 => crate::blosc2::decode(&f.params, &buf, max_out)?.into(),
+        ZSTD => crate::plugin_codecs::unzstd(&buf, max_out)?.into(),
+        BITSHUFFLE => crate::bitshuffle::decode(&f.params, &buf, max_out)?.into(),
+        NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),
+        SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
+        SZIP => crate::szip::decode(&f.params, &buf, max_out)?.into(),
+        SHUFFLE => unshuffle(&buf, shuffle_size(f, elem)).into(),
+        FLETCHER32 => {
+            let n = check_fletcher32(&buf)?;
+            match buf {
+                Cow::Borrowed(b) => Cow::Borrowed(&b[..n]),
+                Cow::Owned(mut v) => {
+                    v.truncate(n);
+                    v.into()
+                }
+            }
+        }
+        id => {
+            return unsupported(format!("filter {id} ({})", filter_name(id)));
+        }
+    })
+}
+
+/// Undoes filter `f` on `buf` into the start of `out` (bounded by its length); returns the bytes written.
+/// Decoders that can write into a given buffer do; the others decode into their own, which is copied.
+fn stage_into(f: &Filter, buf: &[u8], elem: usize, out: &mut [u8]) -> Result<usize> {
+    match f.id {
+        DEFLATE => inflate_into(buf, out),
+        LZ4 => crate::plugin_codecs::unlz4_into(buf, out),
+        ZSTD => crate::plugin_codecs::unzstd_into(buf, out),
+        BLOSC => crate::blosc::decode_into(buf, out),
+        BITSHUFFLE => crate::bitshuffle::decode_into(&f.params, buf, out),
+        SHUFFLE if buf.len() == out.len() => {
+            crate::transpose::unshuffle_bytes(buf, shuffle_size(f, elem), out);
+            Ok(out.len())
+        }
+        _ => {
+            let d = stage(f, Cow::Borrowed(buf), elem, out.len())?;
+            let n = d.len().min(out.len());
+            out[..n].copy_from_slice(&d[..n]);
+            Ok(n)
+        }
+    }
+}
+
+/// The element size the shuffle filter regroups by (its parameter, else the datatype's).
+fn shuffle_size(f: &Filter, elem: usize) -> usize {
+    f.params.first().map(|&s| s as usize).unwrap_or(elem)
+}
+
+/// Checks the Fletcher-32 checksum at the end of `buf`; returns the length before it.
+fn check_fletcher32(buf: &[u8]) -> Result<usize> {
+    if buf.len() < 4 {
+        return corrupt("fletcher32 chunk shorter than its checksum");
+    }
+    let n = buf.len() - 4;
+    let stored = u32::from_le_bytes([buf[n], buf[n + 1], buf[n + 2], buf[n + 3]]);
+    let sum = fletcher32(&buf[..n]);
+    if sum != stored && sum.swap_bytes() != stored {
+        return corrupt("fletcher32 checksum mismatch in chunk");
+    }
+    Ok(n)
 }
 
 /// Decodes a PyTables LZO chunk: an LZO1X stream, which some PyTables versions follow with the Adler-32 of
@@ -125,6 +199,53 @@ fn unlzo(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
             "lzo chunk: {} bytes after the end of its stream",
             rest.len()
         )),
+    }
+}
+
+/// Inflates a zlib stream into the start of `out`; returns the bytes written. A stream that decodes to
+/// more than `out` holds is an error.
+pub(crate) fn inflate_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
+    let mut z = flate2::Decompress::new(true);
+    let err =
+        |e: flate2::DecompressError| crate::FormatError::Corrupt(format!("deflate stream: {e}"));
+    loop {
+        let (read, wrote) = (z.total_in() as usize, z.total_out() as usize);
+        let status = z
+            .decompress(
+                &data[read..],
+                &mut out[wrote..],
+                flate2::FlushDecompress::Finish,
+            )
+            .map_err(err)?;
+        let (now_read, now_wrote) = (z.total_in() as usize, z.total_out() as usize);
+        match status {
+            flate2::Status::StreamEnd => return Ok(now_wrote),
+            _ if now_wrote == out.len() => {
+                // Full: the stream may still end here (its last block or checksum not read yet), or
+                // hold more than the chunk.
+                let mut spare = [0u8; 1];
+                return match z
+                    .decompress(
+                        &data[now_read..],
+                        &mut spare,
+                        flate2::FlushDecompress::Finish,
+                    )
+                    .map_err(err)?
+                {
+                    flate2::Status::StreamEnd if z.total_out() as usize == out.len() => {
+                        Ok(out.len())
+                    }
+                    _ if z.total_out() as usize > out.len() => {
+                        corrupt("deflated chunk larger than the chunk size")
+                    }
+                    _ => corrupt("deflate stream: truncated"),
+                };
+            }
+            _ if (now_read, now_wrote) == (read, wrote) || now_read >= data.len() => {
+                return corrupt("deflate stream: truncated");
+            }
+            _ => {}
+        }
     }
 }
 
@@ -262,6 +383,101 @@ mod tests {
                     "unshuffle size {size} len {len}"
                 );
             }
+        }
+    }
+
+    /// `decode_into` a buffer of exactly the decoded size gives what `decode` gives; one byte more is an
+    /// error, and so is one byte less for a stream that states or ends at its size (size-keeping filters,
+    /// like `decode`, leave bytes past the chunk unread).
+    fn check_into(f: &[Filter], mask: u32, stored: &[u8], elem: usize, want: &[u8]) {
+        let sized = applied(f, mask).any(|f| f.id != SHUFFLE && f.id != FLETCHER32);
+        assert_eq!(decode(f, mask, stored, elem, want.len()).unwrap(), want);
+        let mut out = vec![0xAAu8; want.len()];
+        decode_into(f, mask, stored, elem, &mut out).unwrap();
+        assert_eq!(out, want);
+        if sized && !want.is_empty() {
+            let mut short = vec![0u8; want.len() - 1];
+            assert!(
+                decode_into(f, mask, stored, elem, &mut short).is_err(),
+                "short buffer"
+            );
+        }
+        let mut long = vec![0u8; want.len() + 1];
+        assert!(
+            decode_into(f, mask, stored, elem, &mut long).is_err(),
+            "long buffer"
+        );
+    }
+
+    fn filter(id: u16, params: Vec<u32>) -> Filter {
+        Filter {
+            id,
+            flags: 0,
+            name: String::new(),
+            params,
+        }
+    }
+
+    #[test]
+    fn decoding_into_a_buffer_equals_decoding_into_a_new_one() {
+        let data: Vec<u8> = (0..40_003u32)
+            .flat_map(|x| (x / 3 * 7).to_le_bytes())
+            .collect();
+        for (deflate, shuffle, fletcher) in [
+            (Some(6), false, false),
+            (Some(1), true, false),
+            (Some(9), true, true),
+            (None, true, false),
+            (None, false, true),
+            (None, false, false),
+        ] {
+            let f = pipeline(deflate, shuffle, fletcher, 4);
+            let enc = encode(&f, &data, 4).unwrap();
+            check_into(&f, 0, &enc, 4, &data);
+        }
+        // Filters the mask skips are not undone: deflate skipped leaves the shuffled bytes.
+        let f = pipeline(Some(6), true, false, 4);
+        let shuffled = shuffle(&data, 4);
+        check_into(&f, 0b10, &shuffled, 4, &data);
+        // LZ4 plugin chunks: a compressed block, then a stored one.
+        let mut lz4 = (data.len() as u64).to_be_bytes().to_vec();
+        lz4.extend_from_slice(&100_000u32.to_be_bytes());
+        let block = lz4_flex::block::compress(&data[..100_000]);
+        lz4.extend_from_slice(&(block.len() as u32).to_be_bytes());
+        lz4.extend_from_slice(&block);
+        lz4.extend_from_slice(&((data.len() - 100_000) as u32).to_be_bytes());
+        lz4.extend_from_slice(&data[100_000..]);
+        check_into(&[filter(LZ4, vec![])], 0, &lz4, 4, &data);
+        // A zstd frame.
+        let z = zstd::bulk::compress(&data, 3).unwrap();
+        check_into(&[filter(ZSTD, vec![])], 0, &z, 4, &data);
+        // Blosc, stored as is (flag 0x02): header, then the bytes.
+        let mut blosc = vec![2, 1, 0x02, 4];
+        blosc.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        blosc.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        blosc.extend_from_slice(&((data.len() + 16) as u32).to_le_bytes());
+        blosc.extend_from_slice(&data);
+        check_into(&[filter(BLOSC, vec![])], 0, &blosc, 4, &data);
+    }
+
+    #[test]
+    fn inflating_into_a_buffer_checks_the_stream_fits_it_exactly() {
+        let data: Vec<u8> = (0..70_000u32).map(|x| (x % 251) as u8).collect();
+        let enc = encode(&pipeline(Some(6), false, false, 1), &data, 1).unwrap();
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(inflate_into(&enc, &mut out).unwrap(), data.len());
+        assert_eq!(out, data);
+        let mut big = vec![0u8; data.len() + 10];
+        assert_eq!(
+            inflate_into(&enc, &mut big).unwrap(),
+            data.len(),
+            "stops at the end"
+        );
+        let mut small = vec![0u8; data.len() - 1];
+        let e = inflate_into(&enc, &mut small).unwrap_err().to_string();
+        assert!(e.contains("larger than the chunk size"), "{e}");
+        for cut in [0, 1, 2, enc.len() / 2, enc.len() - 4, enc.len() - 1] {
+            assert!(inflate_into(&enc[..cut], &mut out).is_err(), "cut at {cut}");
         }
     }
 

@@ -7,50 +7,74 @@ use crate::error::{corrupt, Result};
 pub fn unzstd(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     // The frame header usually states the decoded size: the buffer is made that size (within the bound)
     // and libzstd writes into it, failing rather than writing past it.
-    let size = match zstd::zstd_safe::get_frame_content_size(data) {
+    let size = zstd_size(data, max_out)?.unwrap_or(max_out);
+    let mut out = vec![0u8; size];
+    let n = unzstd_into(data, &mut out)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// The decoded size a Zstandard frame states, if it does (an error if above `max_out`).
+fn zstd_size(data: &[u8], max_out: usize) -> Result<Option<usize>> {
+    match zstd::zstd_safe::get_frame_content_size(data) {
         Ok(Some(n)) => usize::try_from(n)
             .ok()
             .filter(|&n| n <= max_out)
             .map_or_else(
                 || corrupt("zstd chunk decodes to more than the chunk size"),
-                Ok,
-            )?,
-        Ok(None) => max_out,
-        Err(_) => return corrupt("zstd chunk: not a Zstandard frame"),
-    };
-    let mut out = vec![0u8; size];
-    let n = zstd::bulk::decompress_to_buffer(data, &mut out[..])
-        .map_err(|e| crate::FormatError::Corrupt(format!("zstd chunk: {e}")))?;
-    out.truncate(n);
-    Ok(out)
+                |n| Ok(Some(n)),
+            ),
+        Ok(None) => Ok(None),
+        Err(_) => corrupt("zstd chunk: not a Zstandard frame"),
+    }
+}
+
+/// Decodes one zstd-filtered chunk into the start of `out`; returns the decoded size (an error when `out`
+/// is too short for it).
+pub fn unzstd_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
+    zstd_size(data, out.len())?;
+    zstd::bulk::decompress_to_buffer(data, out)
+        .map_err(|e| crate::FormatError::Corrupt(format!("zstd chunk: {e}")))
 }
 
 /// Decodes one LZ4-filtered chunk: the decoded size (8 bytes, big-endian), the block size (4 bytes), then per
 /// block its stored size (4 bytes) and the block, LZ4-compressed unless its stored size equals its decoded
 /// size (then kept as it was).
 pub fn unlz4(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; lz4_size(data, max_out)?];
+    unlz4_into(data, &mut out)?;
+    Ok(out)
+}
+
+/// The decoded size an LZ4-filtered chunk states (an error if above `max_out`).
+fn lz4_size(data: &[u8], max_out: usize) -> Result<usize> {
+    let Some(head) = data.get(..8) else {
+        return corrupt("lz4 chunk shorter than its header");
+    };
+    let total = u64::from_be_bytes(head.try_into().unwrap_or([0; 8]));
+    usize::try_from(total)
+        .ok()
+        .filter(|&t| t <= max_out)
+        .map_or_else(
+            || corrupt("lz4 chunk decodes to more than the chunk size"),
+            Ok,
+        )
+}
+
+/// Decodes one LZ4-filtered chunk into the start of `out`; returns the decoded size (an error when `out` is
+/// too short for it).
+pub fn unlz4_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
     let be32 = |at: usize| -> Result<usize> {
         match data.get(at..at + 4) {
             Some(b) => Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize),
             None => corrupt("lz4 chunk cut short"),
         }
     };
-    let Some(head) = data.get(..8) else {
-        return corrupt("lz4 chunk shorter than its header");
-    };
-    let total = u64::from_be_bytes(head.try_into().unwrap_or([0; 8]));
-    let total = usize::try_from(total)
-        .ok()
-        .filter(|&t| t <= max_out)
-        .map_or_else(
-            || corrupt("lz4 chunk decodes to more than the chunk size"),
-            Ok,
-        )?;
+    let total = lz4_size(data, out.len())?;
     let block = be32(8)?;
     if block == 0 && total > 0 {
         return corrupt("lz4 chunk with a block size of 0");
     }
-    let mut out = vec![0u8; total];
     let (mut pos, mut done) = (12, 0);
     while done < total {
         let want = block.min(total - done);
@@ -76,7 +100,7 @@ pub fn unlz4(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         pos += stored;
         done += want;
     }
-    Ok(out)
+    Ok(total)
 }
 
 #[cfg(test)]

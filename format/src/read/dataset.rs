@@ -38,6 +38,10 @@ impl ChunkCache {
         self.map.get(&addr).cloned()
     }
 
+    fn contains(&self, addr: u64) -> bool {
+        self.map.contains_key(&addr)
+    }
+
     fn put(&mut self, addr: u64, data: Arc<Vec<u8>>) {
         if data.len() > CHUNK_CACHE_BYTES / 4 || self.map.contains_key(&addr) {
             return;
@@ -829,14 +833,57 @@ impl<'a> Dataset<'a> {
                 let mut shape = count.to_vec();
                 shape[0] = hi0 - lo0;
                 for e in entries {
-                    let d = self.load_chunk(e, chunk_bytes, fetch, use_cache, keep)?;
                     let (sst, mut dst, cnt) = overlap(&e.offset, chunk, start, count);
                     // The slab starts at this chunk row's first row of the box.
                     dst[0] = e.offset[0].max(start[0]) - lo0;
+                    // A whole chunk whose elements are one run of the slab is decoded in place.
+                    if !keep && cnt == chunk {
+                        if let Some((at, n)) = contiguous_run(&shape, &dst, &cnt) {
+                            let (at, n) = (at * elem, n * elem);
+                            if n == chunk_bytes
+                                && self.decode_in_place(
+                                    e,
+                                    fetch,
+                                    use_cache,
+                                    &mut slab[at..at + n],
+                                )?
+                            {
+                                continue;
+                            }
+                        }
+                    }
+                    let d = self.load_chunk(e, chunk_bytes, fetch, use_cache, keep)?;
                     copy_box(&d, chunk, &sst, slab, &shape, &dst, &cnt, elem);
                 }
                 Ok(())
             })?;
+        Ok(true)
+    }
+
+    /// Decodes filtered chunk `e` straight into `out` (its decoded size). False, with nothing done, when the
+    /// chunk is better taken from the chunk cache or the file mapping (see `load_chunk`).
+    fn decode_in_place(
+        &self,
+        e: &ChunkEntry,
+        fetch: &Fetch<'_>,
+        use_cache: bool,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        let skipped = (0..self.filters.len()).all(|i| i < 32 && e.filter_mask & (1 << i) != 0);
+        if self.filters.is_empty() || skipped {
+            return Ok(false);
+        }
+        if use_cache && self.cache.lock().is_ok_and(|c| c.contains(e.addr)) {
+            return Ok(false);
+        }
+        let stored = fetch(e.addr, e.size)?;
+        filters::decode_into(
+            &self.filters,
+            e.filter_mask,
+            &stored,
+            self.dtype.size(),
+            out,
+        )?;
         Ok(true)
     }
 
@@ -926,6 +973,23 @@ fn overlap(
         (0..r).map(|i| lo[i] - start[i]).collect(),
         (0..r).map(|i| hi[i] - lo[i]).collect(),
     )
+}
+
+/// Where a box of `cnt` elements at `dst` lies in a row-major array of `shape` when it is one run of
+/// consecutive elements: (first element, elements), else `None`.
+fn contiguous_run(shape: &[u64], dst: &[u64], cnt: &[u64]) -> Option<(usize, usize)> {
+    let r = shape.len();
+    // Leading dimensions of one element, then one of any extent, then dimensions taken whole.
+    let k = cnt.iter().position(|&c| c != 1).unwrap_or(r);
+    if (k + 1..r).any(|i| cnt[i] != shape[i]) {
+        return None;
+    }
+    let mut at = 0u64;
+    for i in 0..r {
+        at = at.checked_mul(shape[i])?.checked_add(dst[i])?;
+    }
+    let n = cnt.iter().try_fold(1u64, |a, &c| a.checked_mul(c))?;
+    Some((usize::try_from(at).ok()?, usize::try_from(n).ok()?))
 }
 
 /// Whether a read of `n` chunks of `chunk_bytes` should keep them in the chunk cache: not when they would fill
