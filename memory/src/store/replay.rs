@@ -1,0 +1,175 @@
+//! Applying log entries to the in-memory store: the log's replay at open, and each change just appended.
+
+use crate::error::{MemoryError, Result};
+use crate::record::Tier;
+use crate::tokenize::Terms;
+use crate::wal::{RecordChange, Recovery, Wal, WalEntry, WalOp};
+
+use super::{dedup_key, wal_path, Store, ROW_FORGOTTEN, ROW_SUPERSEDED};
+
+impl Store {
+    pub(super) fn replay_log(&mut self) -> Result<()> {
+        let wal_file = wal_path(&self.path);
+        let recovery = if self.opts.read_only {
+            if wal_file.exists() {
+                crate::wal::read_log(&wal_file)?
+            } else {
+                Recovery::default()
+            }
+        } else {
+            let (wal, rec) = Wal::open(&wal_file, self.meta.checkpoint_lsn, self.opts.durability)?;
+            self.wal = Some(wal);
+            rec
+        };
+        for entry in &recovery.entries {
+            if entry.lsn <= self.meta.checkpoint_lsn {
+                continue;
+            }
+            self.apply(entry.clone())?;
+        }
+        self.recovery = Recovery {
+            entries: Vec::new(),
+            ..recovery
+        };
+        Ok(())
+    }
+
+    pub(super) fn apply(&mut self, entry: WalEntry) -> Result<()> {
+        self.apply_terms(entry, None)
+    }
+
+    /// [`Self::apply`], with the terms of a saved record's text when they are known already.
+    pub(super) fn apply_terms(&mut self, entry: WalEntry, terms: Option<Terms>) -> Result<()> {
+        self.last_lsn = self.last_lsn.max(entry.lsn);
+        let op = match entry.op.into_saved() {
+            Ok(r) => {
+                if self.by_id.contains_key(&r.id) {
+                    return Ok(());
+                }
+                if let Some(e) = &r.embedding {
+                    self.ensure_dim(e.len())?;
+                }
+                self.index_record(*r, terms.map(|t| (t, Vec::new())));
+                return Ok(());
+            }
+            Err(op) => op,
+        };
+        match op {
+            WalOp::Save(_) | WalOp::SaveHalf { .. } => {}
+            WalOp::Update { id, change } => self.apply_change(id, change)?,
+            WalOp::Delete { id } => self.apply_delete(id),
+            WalOp::Access { ids, at } => self.apply_access(&ids, at),
+            WalOp::Extension { name, payload } => {
+                self.pending.extensions.insert(name.clone());
+                self.extensions.insert(name, payload);
+            }
+            WalOp::EmbeddingModel { model } => self.meta.config.embedding_model = Some(model),
+        }
+        Ok(())
+    }
+
+    pub(super) fn ensure_dim(&mut self, dim: usize) -> Result<()> {
+        match self.meta.config.embedding_dim {
+            Some(d) if d as usize == dim => Ok(()),
+            Some(d) => Err(MemoryError::Embedding(format!(
+                "embedding has {dim} dimensions, the store holds {d}-dimensional vectors"
+            ))),
+            None => {
+                let d = u32::try_from(dim)
+                    .map_err(|_| MemoryError::Embedding("dimension too large".into()))?;
+                if d == 0 {
+                    return Err(MemoryError::Embedding("empty embedding".into()));
+                }
+                self.meta.config.embedding_dim = Some(d);
+                self.vectors.set_dim(dim);
+                Ok(())
+            }
+        }
+    }
+
+    fn apply_change(&mut self, id: u64, change: RecordChange) -> Result<()> {
+        let Some(&row) = self.by_id.get(&id) else {
+            return Ok(());
+        };
+        let row_us = row as usize;
+        if matches!(change, RecordChange::Text { .. }) {
+            self.pending.text_rows.insert(row);
+        } else {
+            self.pending.meta_rows.insert(row);
+        }
+        match change {
+            RecordChange::Text { text, embedding } => {
+                let old = std::mem::take(&mut self.records[row_us].text);
+                if !self.records[row_us].tombstone {
+                    let old_toks = self.tokenizer.tokens(&old);
+                    self.bm25.remove(row, &old_toks);
+                    let new_toks = self.tokenizer.tokens(&text);
+                    let ids = self.bm25.add(row, &new_toks);
+                    self.pending.row_terms.insert(row, ids);
+                }
+                self.records[row_us].text = text;
+                if let Some(e) = &embedding {
+                    self.ensure_dim(e.len())?;
+                }
+                if self.vectors.dim() > 0 {
+                    self.vectors.set(row_us, embedding.as_deref());
+                    self.index.changed(row);
+                    self.meta.vector_epoch += 1;
+                }
+            }
+            RecordChange::Tags(tags) => self.records[row_us].tags = tags,
+            RecordChange::Importance(x) => self.records[row_us].importance = x,
+            RecordChange::Tier(t) => {
+                if let Some(t) = Tier::from_code(t) {
+                    self.records[row_us].tier = t;
+                }
+            }
+            RecordChange::SupersededBy(other) => {
+                self.records[row_us].superseded_by = Some(other);
+                self.row_flags[row_us] |= ROW_SUPERSEDED;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_delete(&mut self, id: u64) {
+        let Some(&row) = self.by_id.get(&id) else {
+            return;
+        };
+        let r = &mut self.records[row as usize];
+        if r.tombstone {
+            return;
+        }
+        r.tombstone = true;
+        self.row_flags[row as usize] |= ROW_FORGOTTEN;
+        self.pending.meta_rows.insert(row);
+        let toks = self.tokenizer.tokens(&r.text);
+        let key = dedup_key(&r.agent, &r.session, r.source.as_str(), &r.text);
+        self.bm25.remove(row, &toks);
+        self.dedup.remove(&key);
+        self.index.deleted(row);
+    }
+
+    fn apply_access(&mut self, ids: &[u64], at: i64) {
+        for id in ids {
+            if let Some(&row) = self.by_id.get(id) {
+                self.pending.access_rows.insert(row);
+                let r = &mut self.records[row as usize];
+                r.access_count = r.access_count.saturating_add(1);
+                r.last_access = r.last_access.max(at);
+            }
+        }
+    }
+
+    pub(super) fn drain_pending_access(&mut self) {
+        let pending = std::mem::take(
+            &mut *self
+                .pending_access
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for (ids, at) in pending {
+            self.apply_access(&ids, at);
+        }
+    }
+}
