@@ -1,10 +1,10 @@
 //! The store: an HDF5 snapshot plus a write-ahead log, loaded into memory with its keyword and vector indexes.
 
-mod append;
 mod checkpointing;
 mod extensions;
 mod indexing;
 mod lock;
+mod logging;
 mod model;
 mod open;
 mod query;
