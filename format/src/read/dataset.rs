@@ -836,8 +836,10 @@ impl<'a> Dataset<'a> {
                     let (sst, mut dst, cnt) = overlap(&e.offset, chunk, start, count);
                     // The slab starts at this chunk row's first row of the box.
                     dst[0] = e.offset[0].max(start[0]) - lo0;
-                    // A whole chunk whose elements are one run of the slab is decoded in place.
-                    if !keep && cnt == chunk {
+                    // A whole chunk whose elements are one run of the slab is decoded in place and
+                    // not kept in the cache: the caller holds all of it (chunks a read takes only part
+                    // of are the ones a neighbouring read will want again).
+                    if cnt == chunk {
                         if let Some((at, n)) = contiguous_run(&shape, &dst, &cnt) {
                             let (at, n) = (at * elem, n * elem);
                             if n == chunk_bytes
