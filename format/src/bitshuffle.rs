@@ -193,29 +193,13 @@ fn decompress_block(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// The filter's transform, for tests: the planes of `count` elements.
-    fn shuffle_block(data: &[u8], count: usize, elem: usize) -> Vec<u8> {
-        let row = count / 8;
-        let mut planes = vec![0u8; data.len()];
-        for i in 0..count {
-            for j in 0..elem {
-                for k in 0..8 {
-                    if data[i * elem + j] >> k & 1 != 0 {
-                        planes[(j * 8 + k) * row + i / 8] |= 1 << (i % 8);
-                    }
-                }
-            }
-        }
-        planes
-    }
-
     #[test]
     fn uncompressed_blocks_with_a_short_last_block_and_a_tail() {
         // 2-byte elements, blocks of 16: 43 elements = 16 + 16 + 8 shuffled, then 3 as they are.
         let data: Vec<u8> = (0..86u32).map(|i| (i * 37 % 256) as u8).collect();
         let mut stored = Vec::new();
         for (start, count) in [(0, 16), (16, 16), (32, 8)] {
-            stored.extend(shuffle_block(
+            stored.extend(crate::transpose::shuffle_bits(
                 &data[start * 2..(start + count) * 2],
                 count,
                 2,

@@ -10,83 +10,83 @@ mod avx512;
 /// `n = data.len() / size` bytes from `b * n`) gives byte `b` of every whole element. Bytes after the last
 /// whole element are copied as they are. `out` is as long as `data`.
 pub(crate) fn unshuffle_bytes(data: &[u8], size: usize, out: &mut [u8]) {
-    assert_eq!(
-        data.len(),
-        out.len(),
-        "unshuffle into a buffer of another length"
-    );
-    if size <= 1 || data.len() < size {
-        out.copy_from_slice(data);
+    let Some(n) = whole_elements(data, size, out) else {
         return;
-    }
-    let n = data.len() / size;
+    };
     #[cfg(target_arch = "x86_64")]
     if matches!(size, 2 | 4 | 8) && avx512::available() {
         // SAFETY: the CPU has the kernel's features (checked by `available`).
         unsafe { avx512::unshuffle_bytes(data, size, n, out) };
-        out[n * size..].copy_from_slice(&data[n * size..]);
         return;
     }
     unshuffle_bytes_scalar(data, size, n, out);
+}
+
+/// The whole elements of `size` bytes in `data` (as long as `out`), after copying the bytes past them to
+/// `out`; `None`, with all of `data` copied, when there is nothing to regroup.
+fn whole_elements(data: &[u8], size: usize, out: &mut [u8]) -> Option<usize> {
+    assert_eq!(
+        data.len(),
+        out.len(),
+        "regrouping into a buffer of another length"
+    );
+    if size <= 1 || data.len() < size {
+        out.copy_from_slice(data);
+        return None;
+    }
+    let n = data.len() / size;
     out[n * size..].copy_from_slice(&data[n * size..]);
+    Some(n)
 }
 
 /// Splits elements into byte planes (the shuffle filter's encoding); the inverse of [`unshuffle_bytes`].
 pub(crate) fn shuffle_bytes(data: &[u8], size: usize, out: &mut [u8]) {
-    assert_eq!(
-        data.len(),
-        out.len(),
-        "shuffle into a buffer of another length"
-    );
-    if size <= 1 || data.len() < size {
-        out.copy_from_slice(data);
+    let Some(n) = whole_elements(data, size, out) else {
         return;
-    }
-    let n = data.len() / size;
-    let whole = n * size;
-    // Element by element in order on the element side, for the common sizes (a plane at a time touches
-    // every element `size` times over).
-    fn fixed<const S: usize>(data: &[u8], n: usize, out: &mut [u8]) {
-        let mut planes: Vec<&mut [u8]> = out[..n * S].chunks_exact_mut(n).collect();
-        for (i, elem) in data[..n * S].chunks_exact(S).enumerate() {
-            for (plane, &v) in planes.iter_mut().zip(elem) {
-                plane[i] = v;
-            }
-        }
-    }
-    match size {
-        2 => fixed::<2>(data, n, out),
-        4 => fixed::<4>(data, n, out),
-        8 => fixed::<8>(data, n, out),
-        _ => {
-            for b in 0..size {
-                for i in 0..n {
-                    out[b * n + i] = data[i * size + b];
-                }
-            }
-        }
-    }
-    out[whole..].copy_from_slice(&data[whole..]);
+    };
+    regroup_scalar(data, size, n, out, true);
 }
 
 /// [`unshuffle_bytes`] of the `n` whole elements, one byte at a time.
 fn unshuffle_bytes_scalar(data: &[u8], size: usize, n: usize, out: &mut [u8]) {
-    fn fixed<const S: usize>(data: &[u8], n: usize, out: &mut [u8]) {
-        let planes: [&[u8]; S] = std::array::from_fn(|b| &data[b * n..(b + 1) * n]);
-        for (i, elem) in out[..n * S].chunks_exact_mut(S).enumerate() {
-            for (dst, plane) in elem.iter_mut().zip(&planes) {
-                *dst = plane[i];
+    regroup_scalar(data, size, n, out, false);
+}
+
+/// The byte transpose of `n` whole elements of `size` bytes: with `to_planes`, byte `b` of each element goes
+/// to plane `b` (the shuffle filter's encoding); otherwise the planes are woven back into elements.
+fn regroup_scalar(data: &[u8], size: usize, n: usize, out: &mut [u8], to_planes: bool) {
+    // Element by element in order on the element side, for the common sizes (a plane at a time touches
+    // every element `size` times over).
+    fn fixed<const S: usize>(data: &[u8], n: usize, out: &mut [u8], to_planes: bool) {
+        if to_planes {
+            let mut planes: Vec<&mut [u8]> = out[..n * S].chunks_exact_mut(n).collect();
+            for (i, elem) in data[..n * S].chunks_exact(S).enumerate() {
+                for (plane, &v) in planes.iter_mut().zip(elem) {
+                    plane[i] = v;
+                }
+            }
+        } else {
+            let planes: [&[u8]; S] = std::array::from_fn(|b| &data[b * n..(b + 1) * n]);
+            for (i, elem) in out[..n * S].chunks_exact_mut(S).enumerate() {
+                for (dst, plane) in elem.iter_mut().zip(&planes) {
+                    *dst = plane[i];
+                }
             }
         }
     }
     match size {
-        2 => fixed::<2>(data, n, out),
-        4 => fixed::<4>(data, n, out),
-        8 => fixed::<8>(data, n, out),
+        2 => fixed::<2>(data, n, out, to_planes),
+        4 => fixed::<4>(data, n, out, to_planes),
+        8 => fixed::<8>(data, n, out, to_planes),
         _ => {
             for b in 0..size {
                 for i in 0..n {
-                    out[i * size + b] = data[b * n + i];
+                    let (plane, elem) = (b * n + i, i * size + b);
+                    if to_planes {
+                        out[plane] = data[elem];
+                    } else {
+                        out[elem] = data[plane];
+                    }
                 }
             }
         }
@@ -152,6 +152,23 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
+/// The bitshuffle filter's transform, for tests: the bit planes of `count` elements (a multiple of 8).
+#[cfg(test)]
+pub(crate) fn shuffle_bits(data: &[u8], count: usize, elem: usize) -> Vec<u8> {
+    let row = count / 8;
+    let mut planes = vec![0u8; data.len()];
+    for i in 0..count {
+        for j in 0..elem {
+            for k in 0..8 {
+                if data[i * elem + j] >> k & 1 != 0 {
+                    planes[(j * 8 + k) * row + i / 8] |= 1 << (i % 8);
+                }
+            }
+        }
+    }
+    planes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,22 +176,6 @@ mod tests {
 
     fn random_bytes(rng: &mut TestRng, len: usize) -> Vec<u8> {
         (0..len).map(|_| rng.next() as u8).collect()
-    }
-
-    /// The filter's transform: the bit planes of `count` elements.
-    fn shuffle_bits(data: &[u8], count: usize, elem: usize) -> Vec<u8> {
-        let row = count / 8;
-        let mut planes = vec![0u8; data.len()];
-        for i in 0..count {
-            for j in 0..elem {
-                for k in 0..8 {
-                    if data[i * elem + j] >> k & 1 != 0 {
-                        planes[(j * 8 + k) * row + i / 8] |= 1 << (i % 8);
-                    }
-                }
-            }
-        }
-        planes
     }
 
     #[test]
