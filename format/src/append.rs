@@ -684,12 +684,9 @@ fn check_compatible(file: &Datatype, rows: &Array, path: &str) -> Result<()> {
                 ..
             },
         ) => a == b && sa == sb && *pa as usize == a * 8,
-        (
-            Datatype::Float {
-                size: a, be: false, ..
-            },
-            Datatype::Float { size: b, .. },
-        ) => a == b,
+        (Datatype::Float { .. }, Datatype::Float { .. }) => {
+            file.ieee_layout().is_some_and(|(_, be)| !be) && file.size() == ours.size()
+        }
         (Datatype::VarStr { .. }, Datatype::VarStr { .. }) => true,
         (Datatype::FixedStr { size: a, .. }, Datatype::FixedStr { size: b, .. }) => a == b,
         _ => false,

@@ -216,25 +216,29 @@ fn decode_depth(
                 (_, false) => Data::U64(ints!(raw, s, *be, u64, u64, false, fix)),
             }
         }
-        Datatype::Float {
-            size,
-            be,
-            exp_size,
-            mant_size,
-            ..
-        } => match (size, exp_size, mant_size) {
-            (2, 5, 10) if *be => Data::F16(fixed::<2, _>(raw, f16::from_be_bytes)),
-            (2, 5, 10) => Data::F16(le_pod::<2, _>(raw, f16::from_le_bytes)),
-            (4, 8, 23) if *be => Data::F32(fixed::<4, _>(raw, f32::from_be_bytes)),
-            (4, 8, 23) => Data::F32(le_pod::<4, _>(raw, f32::from_le_bytes)),
-            (8, 11, 52) if *be => Data::F64(fixed::<8, _>(raw, f64::from_be_bytes)),
-            (8, 11, 52) => Data::F64(le_pod::<8, _>(raw, f64::from_le_bytes)),
-            _ => {
-                return unsupported(format!(
-                "float layout of {size} bytes, exponent {exp_size} bits, mantissa {mant_size} bits"
-            ))
-            }
+        Datatype::Float { .. } => match dt.ieee_layout() {
+            Some((2, true)) => Data::F16(fixed::<2, _>(raw, f16::from_be_bytes)),
+            Some((2, false)) => Data::F16(le_pod::<2, _>(raw, f16::from_le_bytes)),
+            Some((4, true)) => Data::F32(fixed::<4, _>(raw, f32::from_be_bytes)),
+            Some((4, false)) => Data::F32(le_pod::<4, _>(raw, f32::from_le_bytes)),
+            Some((_, true)) => Data::F64(fixed::<8, _>(raw, f64::from_be_bytes)),
+            Some((_, false)) => Data::F64(le_pod::<8, _>(raw, f64::from_le_bytes)),
+            None => crate::float_layout::decode(dt, raw)?,
         },
+        // Real and imaginary parts as the compound {r, i} h5py writes complex numbers as (before HDF5 2.0).
+        Datatype::Complex { base, .. } => {
+            let part = base.size();
+            let mut re = Vec::with_capacity(n * part);
+            let mut im = Vec::with_capacity(n * part);
+            for c in raw.chunks_exact(size) {
+                re.extend_from_slice(&c[..part]);
+                im.extend_from_slice(&c[part..2 * part]);
+            }
+            Data::Compound(vec![
+                ("r".into(), decode_depth(base, &re, n, src, depth + 1)?),
+                ("i".into(), decode_depth(base, &im, n, src, depth + 1)?),
+            ])
+        }
         Datatype::FixedStr { size, pad, .. } => Data::FixedStr {
             len: *size,
             values: raw
@@ -366,21 +370,7 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         offset: 0,
         precision: (size * 8) as u16,
     };
-    let float = |size: usize| {
-        let (exp_loc, exp_size, mant_size, bias) = match size {
-            2 => (10, 5, 10, 15),
-            4 => (23, 8, 23, 127),
-            _ => (52, 11, 52, 1023),
-        };
-        Datatype::Float {
-            size,
-            be: false,
-            exp_loc,
-            exp_size,
-            mant_size,
-            bias,
-        }
-    };
+    let float = |size: usize| Datatype::ieee_float(size, false);
     Ok(match data {
         Data::I8(_) => int(1, true),
         Data::I16(_) => int(2, true),

@@ -30,15 +30,22 @@ pub enum Datatype {
         offset: u16,
         precision: u16,
     },
-    /// IEEE-like float; only the f16/f32/f64 layouts are decoded.
+    /// Floating point with its fields at bit positions within the element: IEEE f16/f32/f64, and the
+    /// other layouts HDF5 2.0 predefines (bfloat16, FP8 E4M3/E5M2) or a writer defines.
     Float {
         size: usize,
         be: bool,
+        sign_loc: u8,
         exp_loc: u8,
         exp_size: u8,
+        mant_loc: u8,
         mant_size: u8,
         bias: u32,
+        /// Mantissa normalisation: 0 none, 1 leading bit stored (set), 2 leading bit implied (IEEE).
+        norm: u8,
     },
+    /// Complex number (HDF5 2.0's class 11): real then imaginary part, each of the float type `base`.
+    Complex { size: usize, base: Box<Datatype> },
     /// Fixed-length string of `size` bytes.
     FixedStr {
         size: usize,
@@ -80,6 +87,7 @@ impl Datatype {
         match self {
             Datatype::Int { size, .. }
             | Datatype::Float { size, .. }
+            | Datatype::Complex { size, .. }
             | Datatype::FixedStr { size, .. }
             | Datatype::Compound { size, .. }
             | Datatype::Opaque { size, .. }
@@ -98,9 +106,10 @@ impl Datatype {
     /// value a 64-bit integer. Reads bound this, not just the stored size, by the file's size.
     pub fn decoded_size(&self) -> usize {
         let decoded = match self {
-            Datatype::Int { size, .. } | Datatype::Float { size, .. } => {
-                size.next_power_of_two().min(8)
-            }
+            Datatype::Int { size, .. } => size.next_power_of_two().min(8),
+            // Layouts other than IEEE's decode to f32 or f64 (see `crate::float_layout`).
+            Datatype::Float { size, .. } => size.next_power_of_two().clamp(4, 8),
+            Datatype::Complex { base, .. } => base.decoded_size().saturating_mul(2),
             Datatype::FixedStr { size, .. } => std::mem::size_of::<String>().saturating_add(*size),
             Datatype::VarStr { .. } => std::mem::size_of::<String>(),
             Datatype::VarSeq(_) => std::mem::size_of::<crate::Data>(),
@@ -119,6 +128,40 @@ impl Datatype {
         decoded.max(self.size())
     }
 
+    /// IEEE binary16/32/64 of `size` bytes in either byte order (what the writer produces).
+    pub fn ieee_float(size: usize, be: bool) -> Datatype {
+        let (exp_size, mant_size, bias) = match size {
+            2 => (5, 10, 15),
+            4 => (8, 23, 127),
+            _ => (11, 52, 1023),
+        };
+        let size = if matches!(size, 2 | 4) { size } else { 8 };
+        Datatype::Float {
+            size,
+            be,
+            sign_loc: (size * 8 - 1) as u8,
+            exp_loc: mant_size,
+            exp_size,
+            mant_loc: 0,
+            mant_size,
+            bias,
+            norm: 2,
+        }
+    }
+
+    /// `Some((size, big_endian))` when this is an IEEE binary16, binary32 or binary64 float, laid out bit
+    /// for bit as IEEE defines it; `None` for any other type or float layout.
+    pub fn ieee_layout(&self) -> Option<(usize, bool)> {
+        match self {
+            Datatype::Float { size, be, .. }
+                if matches!(size, 2 | 4 | 8) && *self == Datatype::ieee_float(*size, *be) =>
+            {
+                Some((*size, *be))
+            }
+            _ => None,
+        }
+    }
+
     /// A short human-readable description ("i32le", "f64", "vlen-str", ...).
     pub fn describe(&self) -> String {
         match self {
@@ -130,9 +173,23 @@ impl Datatype {
                 size * 8,
                 if *be { "be" } else { "" }
             ),
-            Datatype::Float { size, be, .. } => {
-                format!("f{}{}", size * 8, if *be { "be" } else { "" })
+            Datatype::Float {
+                size,
+                be,
+                exp_size,
+                mant_size,
+                ..
+            } => {
+                let name = if self.ieee_layout().is_some() {
+                    format!("f{}", size * 8)
+                } else if (*size, *exp_size, *mant_size) == (2, 8, 7) {
+                    "bfloat16".into()
+                } else {
+                    format!("f{}e{exp_size}m{mant_size}", size * 8)
+                };
+                format!("{name}{}", if *be && *size > 1 { "be" } else { "" })
             }
+            Datatype::Complex { base, .. } => format!("complex<{}>", base.describe()),
             Datatype::FixedStr { size, utf8, .. } => {
                 format!("str[{}]{}", size, if *utf8 { " utf8" } else { "" })
             }
@@ -198,7 +255,7 @@ impl Datatype {
                 let _precision = c.u16()?;
                 let exp_loc = c.u8()?;
                 let exp_size = c.u8()?;
-                let _mant_loc = c.u8()?;
+                let mant_loc = c.u8()?;
                 let mant_size = c.u8()?;
                 let bias = c.u32()?;
                 if bits & 0x40 != 0 {
@@ -207,10 +264,13 @@ impl Datatype {
                 Datatype::Float {
                     size,
                     be: bits & 0x01 != 0,
+                    sign_loc: (bits >> 8) as u8,
                     exp_loc,
                     exp_size,
+                    mant_loc,
                     mant_size,
                     bias,
+                    norm: ((bits >> 4) & 0x03) as u8,
                 }
             }
             2 => {
@@ -360,6 +420,32 @@ impl Datatype {
                     base: Box::new(base),
                 }
             }
+            11 => {
+                // Bit 0: both parts of one type (the only kind HDF5 2.0 makes); bits 1-2: the form.
+                if bits & 0x01 == 0 {
+                    return unsupported("complex number whose parts differ in type");
+                }
+                if (bits >> 1) & 0x03 != 0 {
+                    return unsupported("complex number in polar or exponential form");
+                }
+                let base = Self::parse_depth(c, depth + 1)?;
+                if !matches!(base, Datatype::Float { .. }) {
+                    return corrupt(format!(
+                        "complex number of a non-float part ({})",
+                        base.describe()
+                    ));
+                }
+                if base.size().checked_mul(2) != Some(size) {
+                    return corrupt(format!(
+                        "complex number of {size} bytes with parts of {} bytes",
+                        base.size()
+                    ));
+                }
+                Datatype::Complex {
+                    size,
+                    base: Box::new(base),
+                }
+            }
             other => return corrupt(format!("unknown datatype class {other}")),
         })
     }
@@ -380,6 +466,9 @@ impl Datatype {
                 out.put_u16((*size * 8) as u16);
             }
             Datatype::Float { size, be, .. } => {
+                if self.ieee_layout().is_none() {
+                    return unsupported(format!("writing {}", self.describe()));
+                }
                 let (sign, eloc, esize, msize, bias) = match size {
                     2 => (15u32, 10u8, 5u8, 10u8, 15u32),
                     4 => (31, 23, 8, 23, 127),

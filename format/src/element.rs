@@ -50,18 +50,12 @@ int_element!(u64, 8, false);
 int_element!(i64, 8, true);
 
 macro_rules! float_element {
-    ($t:ty, $size:expr, $exp:expr, $mant:expr) => {
+    ($t:ty, $size:expr) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
             fn stored_byte_order(dt: &Datatype) -> Option<bool> {
-                match dt {
-                    Datatype::Float {
-                        size,
-                        be,
-                        exp_size,
-                        mant_size,
-                        ..
-                    } if *size == $size && *exp_size == $exp && *mant_size == $mant => Some(*be),
+                match dt.ieee_layout() {
+                    Some(($size, be)) => Some(be),
                     _ => None,
                 }
             }
@@ -69,9 +63,9 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f16, 2, 5, 10);
-float_element!(f32, 4, 8, 23);
-float_element!(f64, 8, 11, 52);
+float_element!(f16, 2);
+float_element!(f32, 4);
+float_element!(f64, 8);
 
 /// Reverses the bytes of every `size`-byte element of `bytes` in place.
 pub(crate) fn swap_in_place(bytes: &mut [u8], size: usize) {
@@ -93,16 +87,22 @@ mod tests {
 
     #[test]
     fn matches_types_and_byte_order() {
-        let f64be = Datatype::Float {
-            size: 8,
-            be: true,
-            exp_loc: 52,
-            exp_size: 11,
-            mant_size: 52,
-            bias: 1023,
-        };
+        let f64be = Datatype::ieee_float(8, true);
         assert_eq!(f64::stored_byte_order(&f64be), Some(true));
         assert_eq!(f32::stored_byte_order(&f64be), None);
+        // bfloat16 is two bytes but not binary16.
+        let bf16 = Datatype::Float {
+            size: 2,
+            be: false,
+            sign_loc: 15,
+            exp_loc: 7,
+            exp_size: 8,
+            mant_loc: 0,
+            mant_size: 7,
+            bias: 127,
+            norm: 2,
+        };
+        assert_eq!(f16::stored_byte_order(&bf16), None);
         let i16le = Datatype::Int {
             size: 2,
             signed: true,

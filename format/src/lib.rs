@@ -22,6 +22,7 @@ pub mod datatype;
 pub mod element;
 pub mod error;
 pub mod filters;
+mod float_layout;
 pub mod heap;
 pub(crate) mod hugepages;
 pub mod inspect;

@@ -153,8 +153,8 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), written by h5py with hdf5plugin, so that
-/// mutations reach those decoders too.
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), plus HDF5 2.0's complex, bfloat16 and FP8 types,
+/// written by h5py with hdf5plugin, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
@@ -189,6 +189,30 @@ dcpl.set_chunk((128,))
 dcpl.set_filter(h5py.h5z.FILTER_NBIT)
 d = h5py.h5d.create(fid, b"nbit", tid, h5py.h5s.create_simple((400,)), dcpl=dcpl)
 d.write(h5py.h5s.ALL, h5py.h5s.ALL, (np.arange(400) % 64 - 32).astype("i2"))
+d.close()
+# HDF5 2.0's types (not named by h5py: taken from its libhdf5): complex numbers, bfloat16, FP8.
+import ctypes, glob, os
+libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
+lib = ctypes.CDLL(libs[0] if libs else h5py.h5.__file__)
+lib.H5Tcopy.restype = ctypes.c_int64
+def predefined(name, cls):
+    return cls(lib.H5Tcopy(ctypes.c_int64(ctypes.c_int64.in_dll(lib, "H5T_" + name + "_g").value)))
+t = h5py.h5t
+cx = predefined("COMPLEX_IEEE_F32BE", t.TypeComplexID)
+bf = predefined("FLOAT_BFLOAT16LE", t.TypeFloatID)
+for name, ftype, data, mtype in [
+    (b"complex", cx, (np.arange(50) + 1j * np.arange(50)[::-1]).astype("c8"), t.NATIVE_FLOAT_COMPLEX),
+    (b"bf16", bf, np.arange(0, 65536, 331, dtype="u2"), bf),
+    (b"fp8", predefined("FLOAT_F8E5M2", t.TypeFloatID), np.arange(256, dtype="u1"), predefined("FLOAT_F8E5M2", t.TypeFloatID)),
+]:
+    d = h5py.h5d.create(fid, name, ftype, h5py.h5s.create_simple(data.shape))
+    d.write(h5py.h5s.ALL, h5py.h5s.ALL, data, mtype=mtype)
+    d.close()
+ct = t.create(t.COMPOUND, 10)
+ct.insert(b"z", 0, cx)
+ct.insert(b"w", 8, bf)
+d = h5py.h5d.create(fid, b"cx_compound", ct, h5py.h5s.create_simple((20,)))
+d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.zeros(20, dtype=np.dtype([("z", ">c8"), ("w", "<u2")])), mtype=ct)
 d.close()
 fid.close()
 "#;

@@ -973,9 +973,9 @@ impl SnapshotReader<'_> {
             .ok_or_else(|| self.corrupt("embedding is too large"))?;
         // Straight into the table's chunks: read in place when the file holds the store's precision,
         // converted on the way otherwise (no full-size intermediate copy).
-        let size = match d.dtype() {
-            clawhdf5_format::Datatype::Float { size, .. } => *size,
-            _ => 0,
+        let size = match d.dtype().ieee_layout() {
+            Some((size, _)) => size,
+            None => 0,
         };
         if size != 2 && size != 4 {
             return Err(self.corrupt("embedding is neither f16 nor f32"));

@@ -46,7 +46,7 @@ def conv(v):
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
         return str(v)
     if isinstance(v, complex):
-        return [v.real, v.imag]
+        return [conv(v.real), conv(v.imag)]
     if isinstance(v, h5py.Reference):
         return "ref"
     return v

@@ -1,0 +1,267 @@
+//! Floats of any HDF5 bit layout other than IEEE binary16/32/64: bfloat16 and the FP8 types HDF5 2.0
+//! predefines, or any layout a writer defines, decoded the way libhdf5 converts them to native floats
+//! (IEEE rules: an all-ones exponent is infinity or NaN, a zero exponent a subnormal).
+
+use crate::array::Data;
+use crate::datatype::Datatype;
+use crate::error::{unsupported, Result};
+
+/// Where the fields of one float layout sit, checked to lie inside its element.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    size: usize,
+    be: bool,
+    sign_loc: u32,
+    exp_loc: u32,
+    exp_size: u32,
+    mant_loc: u32,
+    mant_size: u32,
+    bias: i64,
+}
+
+impl Layout {
+    fn of(dt: &Datatype) -> Result<Layout> {
+        let Datatype::Float {
+            size,
+            be,
+            sign_loc,
+            exp_loc,
+            exp_size,
+            mant_loc,
+            mant_size,
+            bias,
+            norm,
+        } = dt
+        else {
+            return unsupported(format!("{} is not a float", dt.describe()));
+        };
+        let l = Layout {
+            size: *size,
+            be: *be,
+            sign_loc: u32::from(*sign_loc),
+            exp_loc: u32::from(*exp_loc),
+            exp_size: u32::from(*exp_size),
+            mant_loc: u32::from(*mant_loc),
+            mant_size: u32::from(*mant_size),
+            bias: i64::from(*bias),
+        };
+        let bits = (*size as u32).saturating_mul(8);
+        if *size == 0 || *size > 8 {
+            return unsupported(format!("float of {size} bytes"));
+        }
+        if *norm != 2 {
+            return unsupported(format!(
+                "float of {size} bytes whose mantissa's leading bit is stored"
+            ));
+        }
+        let inside = |loc: u32, len: u32| loc.checked_add(len).is_some_and(|end| end <= bits);
+        if !(1..=16).contains(&l.exp_size)
+            || l.mant_size > 52
+            || !inside(l.exp_loc, l.exp_size)
+            || !inside(l.mant_loc, l.mant_size)
+            || l.sign_loc >= bits
+        {
+            return unsupported(format!(
+                "float of {size} bytes with sign at bit {sign_loc}, exponent {exp_size} bits at {exp_loc}, \
+                 mantissa {mant_size} bits at {mant_loc}"
+            ));
+        }
+        Ok(l)
+    }
+
+    /// Unbiased exponent of the largest finite value and of the smallest subnormal's last bit.
+    fn range(&self) -> (i64, i64) {
+        let max = (1i64 << self.exp_size) - 2 - self.bias;
+        let min = 1 - self.bias - i64::from(self.mant_size);
+        (max, min)
+    }
+
+    /// Whether every value of the layout is an f32 exactly (else an f64, when [`fits_f64`](Self::fits_f64)).
+    fn fits_f32(&self) -> bool {
+        let (max, min) = self.range();
+        self.mant_size <= 23 && max <= 127 && min >= -149
+    }
+
+    fn fits_f64(&self) -> bool {
+        let (max, min) = self.range();
+        self.mant_size <= 52 && max <= 1023 && min >= -1074
+    }
+
+    /// The element's bits as one integer (bit 0 the least significant of the value).
+    fn word(&self, c: &[u8]) -> u64 {
+        let mut v = 0u64;
+        if self.be {
+            for b in c {
+                v = (v << 8) | u64::from(*b);
+            }
+        } else {
+            for b in c.iter().rev() {
+                v = (v << 8) | u64::from(*b);
+            }
+        }
+        v
+    }
+
+    /// The value of one element; exact whenever [`fits_f64`](Self::fits_f64).
+    fn value(&self, w: u64) -> f64 {
+        let field = |loc: u32, len: u32| (w >> loc) & ((1u64 << len) - 1);
+        let e = field(self.exp_loc, self.exp_size) as i64;
+        let m = field(self.mant_loc, self.mant_size);
+        let emax = (1i64 << self.exp_size) - 1;
+        let ms = i64::from(self.mant_size);
+        let mag = if e == emax {
+            if m == 0 {
+                f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        } else if e == 0 {
+            m as f64 * pow2(1 - self.bias - ms)
+        } else {
+            (m | (1u64 << ms)) as f64 * pow2(e - self.bias - ms)
+        };
+        if (w >> self.sign_loc) & 1 == 1 {
+            -mag
+        } else {
+            mag
+        }
+    }
+}
+
+/// 2^k exactly for k in f64's range (subnormal powers included); saturating outside it.
+fn pow2(k: i64) -> f64 {
+    if k > 1023 {
+        f64::INFINITY
+    } else if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else if k >= -1074 {
+        f64::from_bits(1u64 << (k + 1074))
+    } else {
+        0.0
+    }
+}
+
+/// Decodes elements of the float type `dt` (any layout but IEEE's, which callers take faster paths for)
+/// into f32 when every value of the layout is one exactly, else f64.
+pub fn decode(dt: &Datatype, raw: &[u8]) -> Result<Data> {
+    let l = Layout::of(dt)?;
+    let elems = raw.chunks_exact(l.size);
+    if l.fits_f32() {
+        if l.size == 2
+            && (l.sign_loc, l.exp_loc, l.exp_size, l.mant_loc, l.mant_size) == (15, 7, 8, 0, 7)
+            && l.bias == 127
+        {
+            // bfloat16: the high half of an f32.
+            return Ok(Data::F32(
+                elems
+                    .map(|c| f32::from_bits((l.word(c) as u32) << 16))
+                    .collect(),
+            ));
+        }
+        Ok(Data::F32(
+            elems.map(|c| l.value(l.word(c)) as f32).collect(),
+        ))
+    } else if l.fits_f64() {
+        Ok(Data::F64(elems.map(|c| l.value(l.word(c))).collect()))
+    } else {
+        unsupported(format!(
+            "{} (its values are not all f64 values)",
+            dt.describe()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn float(size: usize, sign: u8, eloc: u8, esize: u8, msize: u8, bias: u32) -> Datatype {
+        Datatype::Float {
+            size,
+            be: false,
+            sign_loc: sign,
+            exp_loc: eloc,
+            exp_size: esize,
+            mant_loc: 0,
+            mant_size: msize,
+            bias,
+            norm: 2,
+        }
+    }
+
+    fn f32s(dt: &Datatype, raw: &[u8]) -> Vec<f32> {
+        match decode(dt, raw).unwrap() {
+            Data::F32(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ieee_layouts_through_the_generic_path_equal_the_native_ones() {
+        // The generic decoder, forced onto IEEE binary16 and binary32 bit patterns, agrees with `half` and
+        // Rust's own f32 on every binary16 and a spread of binary32 patterns (NaN compared as NaN).
+        let h = float(2, 15, 10, 5, 10, 15);
+        let l = Layout::of(&h).unwrap();
+        for bits in 0..=u16::MAX {
+            let want = half::f16::from_bits(bits).to_f64();
+            let got = l.value(u64::from(bits));
+            assert!(got == want || (got.is_nan() && want.is_nan()), "{bits:#x}");
+        }
+        let s = float(4, 31, 23, 8, 23, 127);
+        let l = Layout::of(&s).unwrap();
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            for bits in [x, x & 0x807f_ffff, x | 0x7f80_0000, x & 0x8000_00ff] {
+                let want = f32::from_bits(bits);
+                let got = l.value(u64::from(bits)) as f32;
+                assert!(got == want || (got.is_nan() && want.is_nan()), "{bits:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn fp8_and_bfloat16_follow_ieee_rules() {
+        // E4M3 as HDF5 2.0 defines it: 0x78 is infinity, 0x77 the largest finite value (240).
+        let e4m3 = float(1, 7, 3, 4, 3, 7);
+        let v = f32s(&e4m3, &[0x00, 0x01, 0x08, 0x77, 0x78, 0x79, 0x80, 0xf8]);
+        assert_eq!(&v[..5], &[0.0, 0.001953125, 0.015625, 240.0, f32::INFINITY]);
+        assert!(v[5].is_nan());
+        assert!(v[6] == 0.0 && v[6].is_sign_negative());
+        assert_eq!(v[7], f32::NEG_INFINITY);
+        let e5m2 = float(1, 7, 2, 5, 2, 15);
+        assert_eq!(
+            f32s(&e5m2, &[0x01, 0x7b, 0x7c]),
+            vec![2f32.powi(-16), 57344.0, f32::INFINITY]
+        );
+        let bf16 = float(2, 15, 7, 8, 7, 127);
+        let v = f32s(&bf16, &[0x80, 0x3f, 0x01, 0x00, 0x80, 0xff]);
+        assert_eq!(v, vec![1.0, f32::from_bits(0x0001_0000), f32::NEG_INFINITY]);
+        // The same big-endian.
+        let mut be = bf16.clone();
+        if let Datatype::Float { be: b, .. } = &mut be {
+            *b = true;
+        }
+        assert_eq!(f32s(&be, &[0x3f, 0x80]), vec![1.0]);
+    }
+
+    #[test]
+    fn wide_layouts_decode_to_f64_and_impossible_ones_are_refused() {
+        // A 24-bit float with a 9-bit exponent: f32 cannot hold its range.
+        let t = float(3, 23, 14, 9, 14, 255);
+        match decode(&t, &[0x01, 0x00, 0x00]).unwrap() {
+            Data::F64(v) => assert_eq!(v, vec![2f64.powi(-268)]),
+            other => panic!("{other:?}"),
+        }
+        // Fields outside the element, a stored leading bit, and an exponent too wide for f64.
+        assert!(decode(&float(2, 15, 10, 8, 10, 15), &[0, 0]).is_err());
+        let mut explicit = float(2, 15, 10, 5, 10, 15);
+        if let Datatype::Float { norm, .. } = &mut explicit {
+            *norm = 1;
+        }
+        assert!(decode(&explicit, &[0, 0]).is_err());
+        assert!(decode(&float(8, 63, 48, 15, 48, 16383), &[0; 8]).is_err());
+    }
+}
