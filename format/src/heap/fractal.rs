@@ -421,7 +421,7 @@ pub fn write_heap<O: AsRef<[u8]>>(
     h.put_u16(0);
     h.put_u8(2); // direct blocks checksummed
     h.put_u32(MAX_MANAGED as u32);
-    h.put_u64(huge_count + 1); // next huge id
+    h.put_u64(huge_count); // the last huge object ID handed out (libhdf5 gives the next one + 1)
     h.put_u64(huge_btree);
     h.put_u64(
         free_total
@@ -432,8 +432,8 @@ pub fn write_heap<O: AsRef<[u8]>>(
             },
     );
     h.put_u64(UNDEF); // free-space manager
-    h.put_u64(managed_space);
-    h.put_u64(managed_space);
+    h.put_u64(managed_space); // managed space the root spans
+    h.put_u64(nblocks * start_block); // of which allocated (direct blocks written)
     h.put_u64(if single { 0 } else { nblocks * start_block }); // allocation iterator
     h.put_u64(managed.len() as u64);
     h.put_u64(huge_size);
@@ -444,7 +444,9 @@ pub fn write_heap<O: AsRef<[u8]>>(
     h.put_u64(start_block);
     h.put_u64(max_direct);
     h.put_u16(heap_bits);
-    h.put_u16(if single { 0 } else { nrows as u16 });
+    // Starting rows of a root indirect block: libhdf5 builds one from this when it outgrows a root direct
+    // block, so it must not be 0 (libhdf5's default is 1).
+    h.put_u16(if single { 1 } else { nrows as u16 });
     h.put_u64(if single { block_addrs[0] } else { iblock_addr });
     h.put_u16(nrows as u16);
     let sum = lookup3(&h, 0);

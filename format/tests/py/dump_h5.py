@@ -73,7 +73,8 @@ def attrs(obj):
     out = {}
     for k in obj.attrs.keys():
         try:
-            out[k] = conv(obj.attrs[k])
+            v = obj.attrs[k]
+            out[k] = structured(v, v.dtype) if isinstance(v, np.ndarray) and v.dtype.names else conv(v)
         except Exception as e:  # noqa: BLE001
             out[k] = {"error": str(e)}
     return out
@@ -100,7 +101,7 @@ def dump(path):
                 out[p] = {
                     "kind": "dataset",
                     "dtype": str(obj.dtype),
-                    "shape": list(obj.shape),
+                    "shape": None if obj.shape is None else list(obj.shape),
                     "maxshape": [None if m is None else m for m in (obj.maxshape or [])],
                     "chunks": list(obj.chunks) if obj.chunks else None,
                     "compression": obj.compression,
