@@ -1,4 +1,4 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, lz4, zstd,
+//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, bzip2, lz4, zstd,
 //! bitshuffle, blosc, blosc2, N-bit and scale-offset (others are reported by name).
 
 use crate::checksum::fletcher32;
@@ -18,6 +18,8 @@ pub const NBIT: u16 = 5;
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305), read only.
 pub const LZO: u16 = 305;
+/// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin), read only.
+pub const BZIP2: u16 = 307;
 /// The Blosc plugin filter (registered id 32001; Blosc 1 buffers), read only.
 pub const BLOSC: u16 = 32001;
 /// The LZ4 plugin filter (registered id 32004), read only.
@@ -115,6 +117,7 @@ fn stage<'d>(f: &Filter, buf: Cow<'d, [u8]>, elem: usize, max_out: usize) -> Res
         DEFLATE => inflate(&buf, max_out)?.into(),
         LZF => crate::lzf::decompress(&buf, max_out)?.into(),
         LZO => unlzo(&buf, max_out)?.into(),
+        BZIP2 => crate::bzip2_filter::decode(&buf, max_out)?.into(),
         LZ4 => crate::plugin_codecs::unlz4(&buf, max_out)?.into(),
         BLOSC => crate::blosc::decode(&buf, max_out)?.into(),
         BLOSC2 => crate::blosc2::decode(&f.params, &buf, max_out)?.into(),
@@ -146,6 +149,7 @@ fn stage_into(f: &Filter, buf: &[u8], elem: usize, out: &mut [u8]) -> Result<usi
     match f.id {
         DEFLATE => inflate_into(buf, out),
         LZ4 => crate::plugin_codecs::unlz4_into(buf, out),
+        BZIP2 => crate::bzip2_filter::decode_into(buf, out),
         ZSTD => crate::plugin_codecs::unzstd_into(buf, out),
         BLOSC => crate::blosc::decode_into(buf, out),
         BITSHUFFLE => crate::bitshuffle::decode_into(&f.params, buf, out),
@@ -490,6 +494,14 @@ mod tests {
             params: vec![],
         }];
         let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
-        assert!(e.contains("filter 307 (bzip2)"), "{e}");
+        assert!(e.contains("bzip2 chunk"), "{e}");
+        let f = vec![Filter {
+            id: 318,
+            flags: 0,
+            name: String::new(),
+            params: vec![],
+        }];
+        let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
+        assert!(e.contains("filter 318 (unknown)"), "{e}");
     }
 }

@@ -13,6 +13,7 @@ pub mod bitshuffle;
 pub mod blosc;
 pub mod blosc2;
 pub mod btree;
+mod bzip2_filter;
 pub mod checksum;
 pub mod chunk_index;
 pub mod convert;

@@ -152,7 +152,7 @@ fn ours() -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
-/// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit,
+/// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
 /// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), plus HDF5 2.0's complex, bfloat16 and FP8 types,
 /// written by h5py with hdf5plugin, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
@@ -170,6 +170,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("sof", data=y, chunks=(128,), scaleoffset=3)
     f.create_dataset("lzf", data=x, chunks=(128,), compression="lzf")
     f.create_dataset("zstd", data=x, chunks=(128,), **hdf5plugin.Zstd())
+    f.create_dataset("bzip2", data=y, chunks=(128,), **hdf5plugin.BZip2(blocksize=1))
     f.create_dataset("lz4", data=y, chunks=(128,), **hdf5plugin.LZ4(nbytes=256))
     f.create_dataset("bs", data=x, chunks=(200,), **hdf5plugin.Bitshuffle())
     f.create_dataset("bsz", data=y, chunks=(200,), **hdf5plugin.Bitshuffle(cname="zstd"))

@@ -1,5 +1,5 @@
-//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle, Blosc), written by h5py at test time: every
-//! dataset we read equals h5py's view of it.
+//! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle, Blosc, bzip2), written by h5py at test
+//! time, and PyTables' bzip2: every dataset we read equals h5py's view of it.
 
 mod common;
 
@@ -46,7 +46,40 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("blosc_clevel_9", data=smooth, chunks=(20000,), **blosc(cname="blosclz", clevel=9))
     f.create_dataset("blosc_clevel_0", data=smooth, chunks=(20000,), **blosc(cname="blosclz", clevel=0))
     f.create_dataset("lz4_shuffle", data=smooth.astype("f4"), chunks=(4096,), shuffle=True, **hdf5plugin.LZ4())
+    # bzip2 (filter 307): 100 KB and 900 KB blocks, a chunk of several blocks, noise, after shuffle, strings.
+    f.create_dataset("bzip2_ints", data=ints, chunks=(16, 16), **hdf5plugin.BZip2(blocksize=1))
+    f.create_dataset("bzip2_smooth", data=smooth, chunks=(20000,), **hdf5plugin.BZip2(blocksize=9))
+    f.create_dataset("bzip2_multi_block", data=np.tile(smooth, 2), chunks=(40000,), **hdf5plugin.BZip2(blocksize=1))
+    f.create_dataset("bzip2_noise", data=noise, chunks=(1000,), **hdf5plugin.BZip2())
+    f.create_dataset("bzip2_shuffle", data=smooth.astype("f4"), chunks=(4096,), shuffle=True, **hdf5plugin.BZip2())
+    f.create_dataset("bzip2_strings", data=np.array(["memory %d" % i for i in range(500)], dtype=h5py.string_dtype()), chunks=(128,), **hdf5plugin.BZip2())
 "#;
+
+/// PyTables' own bzip2 filter (the one netCDF-4 and hdf5plugin follow), with and without shuffle.
+const PYTABLES_BZIP2: &str = r#"
+import sys, tables, numpy as np
+with tables.open_file(sys.argv[1], "w") as f:
+    for shuffle in (False, True):
+        filters = tables.Filters(complevel=5, complib="bzip2", shuffle=shuffle)
+        a = f.create_carray("/", "bzip2_shuffle_%d" % shuffle, obj=np.arange(50000, dtype="f8") / 7, filters=filters, chunkshape=(8192,))
+    t = f.create_table("/", "table", {"x": tables.Int32Col(), "y": tables.Float64Col()}, filters=tables.Filters(5, "bzip2"))
+    t.append([(i, i / 3) for i in range(3000)])
+"#;
+
+#[test]
+fn pytables_bzip2_reads_equal_to_h5py() {
+    let Some((_dir, path)) =
+        common::python_written(PYTABLES_BZIP2, "bzip2.h5", &["tables", "hdf5plugin"])
+    else {
+        return;
+    };
+    common::assert_equal_to_h5py(&path);
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    for name in ["bzip2_shuffle_0", "bzip2_shuffle_1", "table"] {
+        let d = f.dataset(&format!("/{name}")).unwrap();
+        assert!(d.filters().iter().any(|fl| fl.id == 307), "{name}: bzip2");
+    }
+}
 
 #[test]
 fn plugin_filtered_datasets_read_equal_to_h5py() {
@@ -55,7 +88,13 @@ fn plugin_filtered_datasets_read_equal_to_h5py() {
     };
     common::assert_equal_to_h5py(&path);
     let f = clawhdf5_format::H5File::open(&path).unwrap();
-    for name in ["zstd_ints", "lz4_blocks", "lz4_noise"] {
+    for name in [
+        "zstd_ints",
+        "lz4_blocks",
+        "lz4_noise",
+        "bzip2_smooth",
+        "bzip2_multi_block",
+    ] {
         let d = f.dataset(&format!("/{name}")).unwrap();
         assert!(!d.filters().is_empty(), "{name} is filtered");
     }
