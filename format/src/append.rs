@@ -653,7 +653,7 @@ fn load_node(h5: &H5File, addr: u64) -> Result<Node> {
                 change: None,
             }))
         }
-        ObjectKind::Other => unsupported(format!(
+        ObjectKind::Datatype | ObjectKind::Other => unsupported(format!(
             "changing the object at {addr:#x} (not a group or dataset)"
         )),
     }

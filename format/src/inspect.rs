@@ -1,6 +1,7 @@
 //! Inspection helpers behind `clawhdf5 h5 ls` and `clawhdf5 h5 dump --json`.
 
 use crate::array::{Array, Data};
+use crate::datatype::Datatype;
 use crate::error::Result;
 use crate::filters::filter_name;
 use crate::read::dataset::Dataset;
@@ -98,11 +99,13 @@ fn shape_str(shape: &[u64], max: Option<&[Option<u64>]>) -> String {
     }
 }
 
-/// One h5ls-style line for an object (shown as `label`) of kind `kind`; `dataset` opens it when it is one.
+/// One h5ls-style line for an object (shown as `label`) of kind `kind`; `dataset` opens it when it is one,
+/// `datatype` reads it when it is a committed datatype.
 fn entry_line<'f>(
     label: &str,
     kind: &EntryKind,
     dataset: impl FnOnce() -> Result<Dataset<'f>>,
+    datatype: impl FnOnce() -> Result<Datatype>,
 ) -> String {
     match kind {
         EntryKind::Group => format!("{label:<24} Group"),
@@ -118,6 +121,10 @@ fn entry_line<'f>(
         EntryKind::ExternalLink { file, path } => {
             format!("{label:<24} External Link {{{file}/{path}}}")
         }
+        EntryKind::Datatype => match datatype() {
+            Ok(t) => format!("{label:<24} Type {}", t.describe()),
+            Err(err) => format!("{label:<24} Type (unreadable: {err})"),
+        },
         EntryKind::Other => format!("{label:<24} Other"),
     }
 }
@@ -125,18 +132,27 @@ fn entry_line<'f>(
 /// One line per link of the group at `path` (h5ls style: name, kind, shape, type).
 pub fn ls(file: &H5File, path: &str) -> Result<Vec<String>> {
     let kind = file.kind(path)?;
-    if kind == EntryKind::Dataset {
+    if matches!(kind, EntryKind::Dataset | EntryKind::Datatype) {
         let name = path.rsplit('/').next().unwrap_or(path);
-        return Ok(vec![entry_line(name, &kind, || file.dataset(path))]);
+        return Ok(vec![entry_line(
+            name,
+            &kind,
+            || file.dataset(path),
+            || file.named_datatype(path),
+        )]);
     }
     let base = path.trim_end_matches('/');
     Ok(file
         .list(path)?
         .iter()
         .map(|e| {
-            entry_line(&e.name, &e.kind, || {
-                file.dataset(&format!("{base}/{}", e.name))
-            })
+            let member = format!("{base}/{}", e.name);
+            entry_line(
+                &e.name,
+                &e.kind,
+                || file.dataset(&member),
+                || file.named_datatype(&member),
+            )
         })
         .collect())
 }
@@ -187,14 +203,29 @@ pub fn ls_recursive_each(
                                 };
                                 pending.push((child, m.kind, target));
                             }
-                            entry_line(&full, &kind, || file.dataset_at(addr))
+                            entry_line(
+                                &full,
+                                &kind,
+                                || file.dataset_at(addr),
+                                || file.datatype_at(addr),
+                            )
                         }
                         Err(err) => format!("{full:<24} Group (members unreadable: {err})"),
                     }
                 }
             },
-            (_, Some(addr)) => entry_line(&full, &kind, || file.dataset_at(addr)),
-            (_, None) => entry_line(&full, &kind, || file.dataset(&full)),
+            (_, Some(addr)) => entry_line(
+                &full,
+                &kind,
+                || file.dataset_at(addr),
+                || file.datatype_at(addr),
+            ),
+            (_, None) => entry_line(
+                &full,
+                &kind,
+                || file.dataset(&full),
+                || file.named_datatype(&full),
+            ),
         };
         if emit(line).is_break() {
             break;
@@ -247,6 +278,7 @@ pub fn dump_json(file: &H5File, object: &str) -> Result<Value> {
                         EntryKind::ExternalLink { file, path } => {
                             json!({ "external": { "file": file, "path": path } })
                         }
+                        EntryKind::Datatype => json!("datatype"),
                         EntryKind::Other => json!("other"),
                     };
                     json!({ "name": e.name, "kind": kind })
@@ -259,6 +291,12 @@ pub fn dump_json(file: &H5File, object: &str) -> Result<Value> {
                 "links": links,
             }))
         }
+        EntryKind::Datatype => Ok(json!({
+            "path": object,
+            "kind": "datatype",
+            "dtype": file.named_datatype(object)?.describe(),
+            "attributes": attrs_json(file, object)?,
+        })),
         _ => {
             Ok(json!({ "path": object, "kind": "other", "attributes": attrs_json(file, object)? }))
         }

@@ -1,7 +1,7 @@
 //! `inspect::ls` and `inspect::dump_json` (behind `clawhdf5 h5 ls/dump --json`).
 
 use clawhdf5_format::inspect::{dump_json, ls, ls_recursive};
-use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, H5File};
+use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileWriter, H5File};
 use serde_json::json;
 
 mod common;
@@ -163,4 +163,42 @@ fn dump_json_describes_datasets_and_groups() {
         g["links"],
         json!([{"name": "t", "kind": "dataset"}, {"name": "v", "kind": "dataset"}])
     );
+}
+
+#[test]
+fn committed_datatypes_are_listed_and_dumped_as_types() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("named.h5");
+    common::run_python(
+        "import sys, h5py, numpy as np\n\
+         with h5py.File(sys.argv[1], 'w') as f:\n\
+         \x20   f['pair'] = np.dtype([('a', '<i4'), ('b', '<f8')])\n\
+         \x20   f['pair'].attrs['note'] = 'a committed type'\n\
+         \x20   f.create_dataset('uses', data=np.zeros(2, dtype=f['pair'].dtype), dtype=f['pair'])\n",
+        &[&path],
+    );
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(f.kind("/pair").unwrap(), EntryKind::Datatype);
+    let want = "Type compound{a: i32, b: f64}";
+    let root = ls(&f, "/").unwrap();
+    assert!(
+        root[0].starts_with("pair") && root[0].ends_with(want),
+        "{root:?}"
+    );
+    assert!(ls(&f, "/pair").unwrap()[0].ends_with(want));
+    let all = ls_recursive(&f, "/").unwrap();
+    assert!(
+        all.iter()
+            .any(|l| l.starts_with("/pair") && l.ends_with(want)),
+        "{all:?}"
+    );
+    let j = dump_json(&f, "/pair").unwrap();
+    assert_eq!(j["kind"], "datatype");
+    assert_eq!(j["dtype"], "compound{a: i32, b: f64}");
+    assert_eq!(j["attributes"]["note"], "a committed type");
+    assert_eq!(dump_json(&f, "/").unwrap()["links"][0]["kind"], "datatype");
+    assert!(f.named_datatype("/uses").is_err());
 }

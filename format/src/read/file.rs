@@ -53,8 +53,21 @@ pub enum EntryKind {
         file: String,
         path: String,
     },
-    /// Committed datatype, user-defined link, or an object we cannot classify.
+    /// A committed (named) datatype.
+    Datatype,
+    /// User-defined link, or an object we cannot classify.
     Other,
+}
+
+impl From<ObjectKind> for EntryKind {
+    fn from(k: ObjectKind) -> Self {
+        match k {
+            ObjectKind::Group => EntryKind::Group,
+            ObjectKind::Dataset => EntryKind::Dataset,
+            ObjectKind::Datatype => EntryKind::Datatype,
+            ObjectKind::Other => EntryKind::Other,
+        }
+    }
 }
 
 /// Parsed global heap collections by address, plus the last one used (strings of one dataset
@@ -300,11 +313,7 @@ impl H5File {
             let (kind, target) = match l.target {
                 LinkTarget::Hard(a) => (
                     match object_header::parse(&ctx, a) {
-                        Ok(h) => match groups::kind(&h) {
-                            ObjectKind::Group => EntryKind::Group,
-                            ObjectKind::Dataset => EntryKind::Dataset,
-                            ObjectKind::Other => EntryKind::Other,
-                        },
+                        Ok(h) => groups::kind(&h).into(),
                         Err(_) => EntryKind::Other,
                     },
                     Some(a),
@@ -328,11 +337,26 @@ impl H5File {
     /// Whether the object at `path` is a group, a dataset or something else.
     pub fn kind(&self, path: &str) -> Result<EntryKind> {
         let oh = self.header_at(self.resolve(path)?)?;
-        Ok(match groups::kind(&oh) {
-            ObjectKind::Group => EntryKind::Group,
-            ObjectKind::Dataset => EntryKind::Dataset,
-            ObjectKind::Other => EntryKind::Other,
-        })
+        Ok(groups::kind(&oh).into())
+    }
+
+    /// The type held by the committed (named) datatype at `path`.
+    pub fn named_datatype(&self, path: &str) -> Result<Datatype> {
+        self.datatype_at(self.resolve(path)?)
+    }
+
+    /// The type held by the committed (named) datatype whose object header is at `addr`.
+    pub fn datatype_at(&self, addr: u64) -> Result<Datatype> {
+        let oh = self.header_at(addr)?;
+        if groups::kind(&oh) != ObjectKind::Datatype {
+            return Err(FormatError::TypeMismatch(format!(
+                "object at {addr:#x} is not a committed datatype"
+            )));
+        }
+        let m = oh
+            .find(mtype::DATATYPE)
+            .ok_or_else(|| FormatError::Corrupt("committed datatype without datatype".into()))?;
+        self.datatype_msg(m.flags, m.data)
     }
 
     /// Reads one attribute of an object.

@@ -15,6 +15,8 @@ use crate::object_header::{mtype, ObjectHeader};
 pub enum ObjectKind {
     Group,
     Dataset,
+    /// A committed (named) datatype.
+    Datatype,
     Other,
 }
 
@@ -29,7 +31,7 @@ pub fn kind(oh: &ObjectHeader<'_>) -> ObjectKind {
     {
         ObjectKind::Group
     } else if oh.find(mtype::DATATYPE).is_some() && oh.find(mtype::DATASPACE).is_none() {
-        ObjectKind::Other
+        ObjectKind::Datatype
     } else if oh.find(mtype::DATASPACE).is_some() {
         ObjectKind::Dataset
     } else {
