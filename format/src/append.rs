@@ -317,7 +317,7 @@ impl FileAppender {
         Ok(match d.layout() {
             Layout::Contiguous { size, .. } => *size,
             Layout::Chunked { .. } => d.chunk_entries()?.iter().map(|c| c.size).sum(),
-            Layout::Compact(_) => 0,
+            Layout::Compact(_) | Layout::Virtual { .. } => 0,
         })
     }
 
@@ -466,6 +466,9 @@ impl FileAppender {
                         d.chunk_entries()?,
                         vec![],
                     )
+                }
+                Layout::Virtual { .. } => {
+                    return unsupported(format!("writing rows of {path}, a virtual dataset"))
                 }
                 _ => (space.dims.clone(), vec![], vec![], vec![]),
             },

@@ -320,8 +320,19 @@ pub enum ChunkIndex {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Layout {
     Compact(Vec<u8>),
-    Contiguous { addr: u64, size: u64 },
-    Chunked { chunk: Vec<u64>, index: ChunkIndex },
+    Contiguous {
+        addr: u64,
+        size: u64,
+    },
+    Chunked {
+        chunk: Vec<u64>,
+        index: ChunkIndex,
+    },
+    /// A virtual dataset: its mapping list is global heap object `index` of the collection at `heap`.
+    Virtual {
+        heap: u64,
+        index: u32,
+    },
 }
 
 /// Parses a layout message (versions 1–5). `rank` is the dataspace rank.
@@ -428,7 +439,10 @@ pub fn parse_layout(data: &[u8], ctx: &Ctx<'_>, rank: usize) -> Result<(u8, Layo
                     };
                     Layout::Chunked { chunk: dims, index }
                 }
-                3 => return unsupported("virtual dataset layout"),
+                3 if v >= 4 => Layout::Virtual {
+                    heap: c.addr(so)?,
+                    index: c.u32()?,
+                },
                 k => return corrupt(format!("layout class {k}")),
             }
         }
@@ -469,6 +483,7 @@ pub fn encode_layout(layout: &Layout, elem_size: usize) -> Result<Vec<u8>> {
             out.put_u32(elem_size as u32);
         }
         Layout::Chunked { .. } => return unsupported("writing chunk index other than B-tree v1"),
+        Layout::Virtual { .. } => return unsupported("writing a virtual dataset's layout"),
     }
     Ok(out)
 }

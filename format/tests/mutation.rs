@@ -153,8 +153,8 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), plus HDF5 2.0's complex, bfloat16 and FP8 types,
-/// written by h5py with hdf5plugin, so that mutations reach those decoders too.
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, and HDF5 2.0's complex, bfloat16
+/// and FP8 types, written by h5py with hdf5plugin, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
@@ -180,6 +180,11 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("szip_ec", data=y, chunks=(128,), compression="szip", compression_opts=("ec", 16))
     f.create_dataset("blosc2", data=y, chunks=(300,), **hdf5plugin.Blosc2(cname="zstd"))
     f.create_dataset("b2nd", data=np.arange(600.0).reshape(20, 30), chunks=(10, 16), **hdf5plugin.Blosc2(cname="lz4", filters=hdf5plugin.Blosc2.BITSHUFFLE))
+    # A virtual dataset over two of them (same file: strided and plain selections, a fill value).
+    vds = h5py.VirtualLayout(shape=(2, 100), dtype="i4")
+    vds[0] = h5py.VirtualSource(".", "so", shape=(400,))[::4]
+    vds[1, :50] = h5py.VirtualSource(".", "lzf", shape=(400,))[100:150]
+    f.create_virtual_dataset("vds", vds, fillvalue=-1)
 # N-bit: a 6-bit integer at bit offset 2 (HDF5 2.0 wants the unused-bits check relaxed for it).
 fid = h5py.h5f.open(sys.argv[1].encode(), h5py.h5f.ACC_RDWR, fapl=relaxed_fapl())
 tid = h5py.h5t.STD_I16LE.copy()

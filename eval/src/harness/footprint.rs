@@ -84,6 +84,8 @@ pub fn dataset_bytes(file: &H5File, group: &str) -> Result<Vec<DatasetBytes>> {
                         "chunked",
                         ds.chunk_entries()?.iter().map(|c| c.size).sum::<u64>(),
                     ),
+                    // Its elements are stored in its source datasets.
+                    Layout::Virtual { .. } => ("virtual", 0),
                 };
                 let heap = if matches!(ds.dtype(), Datatype::VarStr { .. }) {
                     let a = ds.read()?;

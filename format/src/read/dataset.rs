@@ -78,6 +78,8 @@ pub struct Dataset<'a> {
     layout_version: u8,
     filters: Vec<Filter>,
     fill: Option<Vec<u8>>,
+    /// A virtual dataset's assembled elements, once read.
+    virtual_data: OnceLock<Vec<u8>>,
 }
 
 impl<'a> Dataset<'a> {
@@ -129,6 +131,7 @@ impl<'a> Dataset<'a> {
             layout_version,
             filters,
             fill,
+            virtual_data: OnceLock::new(),
         })
     }
 
@@ -155,13 +158,41 @@ impl<'a> Dataset<'a> {
         &self.dtype
     }
 
-    /// "compact", "contiguous" or "chunked".
+    /// "compact", "contiguous", "chunked" or "virtual".
     pub fn layout_kind(&self) -> &'static str {
         match self.layout {
             Layout::Compact(_) => "compact",
             Layout::Contiguous { .. } => "contiguous",
             Layout::Chunked { .. } => "chunked",
+            Layout::Virtual { .. } => "virtual",
         }
+    }
+
+    /// A virtual dataset's elements (file byte order), assembled from its sources at the first read.
+    fn virtual_bytes(&self) -> Result<&[u8]> {
+        if let Some(b) = self.virtual_data.get() {
+            return Ok(b);
+        }
+        let Layout::Virtual { heap, index } = self.layout else {
+            return corrupt("not a virtual dataset");
+        };
+        let b = crate::read::vds::assemble(self, heap, index)?;
+        Ok(self.virtual_data.get_or_init(|| b))
+    }
+
+    /// The file this dataset lives in.
+    pub(crate) fn file(&self) -> &'a H5File {
+        self.file
+    }
+
+    /// The dataset's dataspace.
+    pub(crate) fn space(&self) -> &Dataspace {
+        &self.space
+    }
+
+    /// The fill value's bytes, if the dataset has one.
+    pub(crate) fn fill_bytes(&self) -> Option<&[u8]> {
+        self.fill.as_deref()
     }
 
     /// Layout message version (3, 4 or 5).
@@ -484,6 +515,16 @@ impl<'a> Dataset<'a> {
                 }
                 copy_points(d, dims, out, out_shape, &all_pairs(), elem);
             }
+            Layout::Virtual { .. } => {
+                copy_points(
+                    self.virtual_bytes()?,
+                    dims,
+                    out,
+                    out_shape,
+                    &all_pairs(),
+                    elem,
+                );
+            }
             Layout::Contiguous { addr, .. } => {
                 if *addr != UNDEF && total > 0 {
                     let src = self.file.ctx().slice(*addr, total)?;
@@ -623,6 +664,10 @@ impl<'a> Dataset<'a> {
                 if (d.len() as u64) < total_bytes {
                     return corrupt("compact data shorter than the dataset");
                 }
+                copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
+            }
+            Layout::Virtual { .. } => {
+                let d = self.virtual_bytes()?;
                 copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
             }
             Layout::Contiguous { addr, .. } => {

@@ -31,6 +31,8 @@ const READ_PART_BYTES: usize = 4 << 20;
 /// A read-only open HDF5 file.
 pub struct H5File {
     storage: Storage,
+    /// Where the file was opened from (`None` for bytes): virtual datasets name source files relative to it.
+    path: Option<std::path::PathBuf>,
     sb: Superblock,
     gheap: Mutex<GlobalHeapCache>,
     links: Mutex<HashMap<u64, Arc<HashMap<String, LinkTarget>>>>,
@@ -119,7 +121,8 @@ impl H5File {
         let mut probe = [0u8; PROBE_BYTES];
         let n = read_head(&f, &mut probe)?;
         if n < PROBE_BYTES && holds_whole_file(&probe[..n]) {
-            return Self::with_storage(Storage::Bytes(probe[..n].to_vec()));
+            return Self::with_storage(Storage::Bytes(probe[..n].to_vec()))
+                .map(|f| f.at_path(path));
         }
         let len = f.metadata()?.len();
         if len == 0 {
@@ -132,13 +135,23 @@ impl H5File {
             let head = n.min(buf.len());
             buf[..head].copy_from_slice(&probe[..head]);
             std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf[head..], head as u64)?;
-            return Self::with_storage(Storage::Bytes(buf));
+            return Self::with_storage(Storage::Bytes(buf)).map(|f| f.at_path(path));
         }
         // SAFETY: the map is read-only; this crate's appender only ever writes past the committed
         // end of file or rewrites the superblock, and other writers modifying the file while it is
         // open is outside the contract (as with libhdf5).
         let map = unsafe { memmap2::MmapOptions::new().len(len as usize).map(&f)? };
-        Self::with_storage(Storage::Map(map, f))
+        Self::with_storage(Storage::Map(map, f)).map(|f| f.at_path(path))
+    }
+
+    fn at_path(mut self, path: &std::path::Path) -> Self {
+        self.path = Some(path.to_path_buf());
+        self
+    }
+
+    /// The path the file was opened from (`None` for a file opened from bytes).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// Opens a file held in memory.
@@ -154,6 +167,7 @@ impl H5File {
         let sb = superblock::read(data)?;
         let f = H5File {
             storage,
+            path: None,
             sb,
             gheap: Mutex::new(GlobalHeapCache::default()),
             links: Mutex::new(HashMap::new()),

@@ -5,3 +5,4 @@ pub mod chunks;
 pub mod dataset;
 pub mod file;
 pub mod groups;
+pub(crate) mod vds;

@@ -5,7 +5,7 @@ use crate::btree::v1::{write_chunk_tree, ChunkEntry};
 use crate::convert;
 use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
-use crate::error::{invalid, Result};
+use crate::error::{invalid, unsupported, Result};
 use crate::filters;
 use crate::io::UNDEF;
 use crate::messages::{self, ChunkIndex, Filter, Layout};
@@ -228,6 +228,7 @@ pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Ve
         Layout::Compact(_) => 1,
         Layout::Contiguous { .. } => 2,
         Layout::Chunked { .. } => 3,
+        Layout::Virtual { .. } => return unsupported("writing a virtual dataset"),
     };
     let mut v = vec![
         (mtype::DATASPACE, 0, ds),

@@ -1,0 +1,125 @@
+//! Virtual datasets written by h5py (HDF5 2.0) under each libver that allows them: sources in other files
+//! (named relative to the virtual file) and in the same file, whole and strided selections on both sides,
+//! a 2-D mosaic, unions of boxes (irregular hyperslabs) through h5py's low-level API, chunked and compressed
+//! sources, a compound type, many mappings naming the same file, and a missing source (fill value). Every
+//! virtual dataset reads equal to h5py's view, whole and in parts.
+
+mod common;
+
+use clawhdf5_format::{Data, H5File};
+
+const MAKE: &str = r#"
+import os, sys, h5py, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(4)
+for i in range(4):
+    with h5py.File(os.path.join(out, "src%d.h5" % i), "w") as f:
+        f["data"] = np.arange(10, dtype="i4") + 100 * i
+        f["tile"] = (rng.random((5, 6)) * 100).astype("f8")
+        f.create_dataset("packed", data=np.arange(600.0).reshape(20, 30) + i, chunks=(7, 8), compression="gzip", shuffle=True)
+        f["pairs"] = np.array([(j, j / 2) for j in range(8)], dtype=[("a", "<i4"), ("b", "<f8")])
+for libver in ["earliest", "v110", "latest"]:
+    with h5py.File(os.path.join(out, "vds_%s.h5" % libver), "w", libver=(libver, "latest")) as f:
+        layout = h5py.VirtualLayout(shape=(4, 10), dtype="i4")
+        for i in range(4):
+            layout[i] = h5py.VirtualSource("src%d.h5" % i, "data", shape=(10,))
+        f.create_virtual_dataset("stacked", layout, fillvalue=-1)
+        f["local"] = np.arange(40.0)
+        l2 = h5py.VirtualLayout(shape=(12,), dtype="f8")
+        l2[0:5] = h5py.VirtualSource(".", "local", shape=(40,))[::8]
+        l2[7:10] = h5py.VirtualSource(".", "local", shape=(40,))[1:4]
+        f.create_virtual_dataset("same_file_strided", l2, fillvalue=np.nan)
+        mosaic = h5py.VirtualLayout(shape=(10, 12), dtype="f8")
+        for i in range(4):
+            r, c = divmod(i, 2)
+            mosaic[r * 5:(r + 1) * 5, c * 6:(c + 1) * 6] = h5py.VirtualSource("src%d.h5" % i, "tile", shape=(5, 6))
+        f.create_virtual_dataset("mosaic", mosaic)
+        strided = h5py.VirtualLayout(shape=(10, 20), dtype="f8")
+        for i in range(2):
+            strided[i::2, :] = h5py.VirtualSource("src%d.h5" % i, "packed", shape=(20, 30))[0:20:4, 0:20]
+        f.create_virtual_dataset("interleaved", strided, fillvalue=7.5)
+        pairs = h5py.VirtualLayout(shape=(2, 8), dtype=[("a", "<i4"), ("b", "<f8")])
+        pairs[0] = h5py.VirtualSource("src0.h5", "pairs", shape=(8,))
+        pairs[1] = h5py.VirtualSource("src3.h5", "pairs", shape=(8,))
+        f.create_virtual_dataset("compound", pairs)
+        many = h5py.VirtualLayout(shape=(40,), dtype="i4")
+        for i in range(10):
+            many[4 * i:4 * i + 4] = h5py.VirtualSource("src2.h5", "data", shape=(10,))[i % 7:i % 7 + 4]
+        f.create_virtual_dataset("many_mappings", many)
+        gone = h5py.VirtualLayout(shape=(2, 10), dtype="i4")
+        gone[0] = h5py.VirtualSource("src1.h5", "data", shape=(10,))
+        gone[1] = h5py.VirtualSource("missing.h5", "data", shape=(10,))
+        f.create_virtual_dataset("missing_source", gone, fillvalue=-9)
+        # Unions of boxes on both sides, through the low-level API.
+        f["grid"] = np.arange(64, dtype="i2").reshape(8, 8)
+        vspace = h5py.h5s.create_simple((6, 6))
+        vspace.select_hyperslab((0, 0), (1, 1), block=(2, 3))
+        vspace.select_hyperslab((3, 2), (1, 1), block=(3, 2), op=h5py.h5s.SELECT_OR)
+        sspace = h5py.h5s.create_simple((8, 8))
+        sspace.select_hyperslab((1, 1), (1, 1), block=(3, 4))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_fill_value(np.array(-3, dtype="i2"))
+        dcpl.set_virtual(vspace, b".", b"/grid", sspace)
+        h5py.h5d.create(f.id, b"irregular", h5py.h5t.STD_I16LE, h5py.h5s.create_simple((6, 6)), dcpl=dcpl).close()
+        # A virtual dataset over a virtual dataset.
+        outer = h5py.VirtualLayout(shape=(10,), dtype="i4")
+        outer[:] = h5py.VirtualSource(".", "stacked", shape=(4, 10))[2]
+        f.create_virtual_dataset("nested", outer)
+# A cycle: a virtual dataset whose source is itself.
+with h5py.File(os.path.join(out, "cycle.h5"), "w") as f:
+    loop = h5py.VirtualLayout(shape=(5,), dtype="i4")
+    loop[:] = h5py.VirtualSource(".", "loop", shape=(5,))
+    f.create_virtual_dataset("loop", loop, fillvalue=1)
+"#;
+
+#[test]
+fn virtual_datasets_read_equal_to_h5py() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    common::run_python(MAKE, &[dir.path()]);
+    for libver in ["earliest", "v110", "latest"] {
+        let path = dir.path().join(format!("vds_{libver}.h5"));
+        common::assert_equal_to_h5py(&path);
+        let f = H5File::open(&path).unwrap();
+        let d = f.dataset("/stacked").unwrap();
+        assert_eq!(d.layout_kind(), "virtual");
+        assert_eq!(d.read().unwrap().as_i32().unwrap()[35], 305);
+        // Parts of a virtual dataset: a box and a strided selection.
+        let part = d.read_slice(&[1, 2], &[2, 3]).unwrap();
+        assert_eq!(part.as_i32().unwrap(), &[102, 103, 104, 202, 203, 204]);
+        let gone = f.dataset("/missing_source").unwrap().read().unwrap();
+        assert_eq!(&gone.as_i32().unwrap()[9..12], &[109, -9, -9]);
+        let Data::F64(v) = f
+            .dataset("/same_file_strided")
+            .unwrap()
+            .read()
+            .unwrap()
+            .data
+        else {
+            panic!("f64");
+        };
+        assert_eq!(&v[..5], &[0.0, 8.0, 16.0, 24.0, 32.0]);
+        assert!(v[5].is_nan() && v[11].is_nan());
+        assert_eq!(v[7], 1.0);
+    }
+    let f = H5File::open(&dir.path().join("cycle.h5")).unwrap();
+    let e = f.dataset("/loop").unwrap().read().unwrap_err().to_string();
+    assert!(e.contains("nested too deeply"), "{e}");
+    // Opened from bytes (no path), relative source names are looked up in the current directory, which has
+    // none of them: those elements take the fill value, and own-file mappings still read.
+    let bytes = std::fs::read(dir.path().join("vds_latest.h5")).unwrap();
+    let f = H5File::from_bytes(bytes).unwrap();
+    let v = f.dataset("/stacked").unwrap().read().unwrap();
+    assert!(v.as_i32().unwrap().iter().all(|&x| x == -1));
+    assert_eq!(
+        f.dataset("/irregular")
+            .unwrap()
+            .read()
+            .unwrap()
+            .as_i16()
+            .unwrap()[..3],
+        [9, 10, 11]
+    );
+}
