@@ -404,6 +404,9 @@ impl FileAppender {
         };
         let (space, dtype, layout, filters) = {
             let d = self.h5.dataset_at(addr)?;
+            if d.is_external() {
+                return unsupported(format!("writing rows of {path}, stored in external files"));
+            }
             (
                 Dataspace {
                     dims: d.shape().to_vec(),

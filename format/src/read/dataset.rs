@@ -78,8 +78,10 @@ pub struct Dataset<'a> {
     layout_version: u8,
     filters: Vec<Filter>,
     fill: Option<Vec<u8>>,
-    /// A virtual dataset's assembled elements, once read.
-    virtual_data: OnceLock<Vec<u8>>,
+    /// Where a contiguous dataset's bytes are when they are in external files.
+    external: Option<Vec<crate::read::external::Segment>>,
+    /// A virtual or external dataset's elements, read from their files at the first read.
+    assembled: OnceLock<Vec<u8>>,
 }
 
 impl<'a> Dataset<'a> {
@@ -112,9 +114,13 @@ impl<'a> Dataset<'a> {
             },
         };
         let fill = fill.filter(|f| f.len() == dtype.size() && !f.is_empty());
-        if oh.find(mtype::EXTERNAL_FILES).is_some() {
-            return crate::error::unsupported("external data files");
-        }
+        let external = match oh.find(mtype::EXTERNAL_FILES) {
+            Some(m) if matches!(layout, Layout::Contiguous { .. }) => {
+                Some(crate::read::external::parse(m.data, &ctx)?)
+            }
+            Some(_) => return corrupt("external data files for a dataset that is not contiguous"),
+            None => None,
+        };
         Ok(Dataset {
             cache: Mutex::new(ChunkCache {
                 map: HashMap::new(),
@@ -131,7 +137,8 @@ impl<'a> Dataset<'a> {
             layout_version,
             filters,
             fill,
-            virtual_data: OnceLock::new(),
+            external,
+            assembled: OnceLock::new(),
         })
     }
 
@@ -168,16 +175,35 @@ impl<'a> Dataset<'a> {
         }
     }
 
-    /// A virtual dataset's elements (file byte order), assembled from its sources at the first read.
-    fn virtual_bytes(&self) -> Result<&[u8]> {
-        if let Some(b) = self.virtual_data.get() {
+    /// A virtual or external dataset's elements (file byte order), read from their files at the first read.
+    fn assembled_bytes(&self) -> Result<&[u8]> {
+        if let Some(b) = self.assembled.get() {
             return Ok(b);
         }
-        let Layout::Virtual { heap, index } = self.layout else {
-            return corrupt("not a virtual dataset");
+        let b = match (&self.layout, &self.external) {
+            (Layout::Virtual { heap, index }, _) => {
+                crate::read::vds::assemble(self, *heap, *index)?
+            }
+            (_, Some(segments)) => {
+                let total = self
+                    .space
+                    .num_elements()?
+                    .saturating_mul(self.dtype.size() as u64);
+                let own = self.file.bytes().len() as u64;
+                crate::read::external::read(segments, total, self.file.path(), |stored| {
+                    own.saturating_add(stored)
+                        .saturating_mul(1100)
+                        .max(64 << 20)
+                })?
+            }
+            _ => return corrupt("dataset whose bytes are in this file"),
         };
-        let b = crate::read::vds::assemble(self, heap, index)?;
-        Ok(self.virtual_data.get_or_init(|| b))
+        Ok(self.assembled.get_or_init(|| b))
+    }
+
+    /// Whether the dataset's bytes are in external data files.
+    pub fn is_external(&self) -> bool {
+        self.external.is_some()
     }
 
     /// The file this dataset lives in.
@@ -373,7 +399,7 @@ impl<'a> Dataset<'a> {
     /// contiguous dataset (leading extents 1, then at most one partial dimension, then whole ones).
     fn contiguous_run(&self, start: &[u64], count: &[u64]) -> Result<Option<(u64, u64)>> {
         let addr = match &self.layout {
-            Layout::Contiguous { addr, .. } if *addr != UNDEF => *addr,
+            Layout::Contiguous { addr, .. } if *addr != UNDEF && self.external.is_none() => *addr,
             _ => return Ok(None),
         };
         let dims = &self.space.dims;
@@ -517,7 +543,17 @@ impl<'a> Dataset<'a> {
             }
             Layout::Virtual { .. } => {
                 copy_points(
-                    self.virtual_bytes()?,
+                    self.assembled_bytes()?,
+                    dims,
+                    out,
+                    out_shape,
+                    &all_pairs(),
+                    elem,
+                );
+            }
+            Layout::Contiguous { .. } if self.external.is_some() => {
+                copy_points(
+                    self.assembled_bytes()?,
                     dims,
                     out,
                     out_shape,
@@ -667,7 +703,11 @@ impl<'a> Dataset<'a> {
                 copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
             }
             Layout::Virtual { .. } => {
-                let d = self.virtual_bytes()?;
+                let d = self.assembled_bytes()?;
+                copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
+            }
+            Layout::Contiguous { .. } if self.external.is_some() => {
+                let d = self.assembled_bytes()?;
                 copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
             }
             Layout::Contiguous { addr, .. } => {

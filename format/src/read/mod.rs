@@ -3,6 +3,7 @@
 pub mod attrs;
 pub mod chunks;
 pub mod dataset;
+pub(crate) mod external;
 pub mod file;
 pub mod groups;
 pub(crate) mod vds;
