@@ -62,6 +62,9 @@ impl ChunkCache {
     }
 }
 
+/// Virtual and external datasets are read whole into memory; larger ones are refused.
+const ASSEMBLED_MAX: u64 = 4 << 30;
+
 /// Contiguous reads at least this large use one positioned read instead of the mapping.
 const BULK_READ_BYTES: usize = 1 << 20;
 
@@ -175,20 +178,33 @@ impl<'a> Dataset<'a> {
         }
     }
 
-    /// A virtual or external dataset's elements (file byte order), read from their files at the first read.
+    /// A virtual or external dataset's elements (file byte order), read from their files at the first read
+    /// (all of them, whatever part is asked for: such datasets are read whole, up to [`ASSEMBLED_MAX`]).
     fn assembled_bytes(&self) -> Result<&[u8]> {
         if let Some(b) = self.assembled.get() {
             return Ok(b);
+        }
+        let total = self
+            .space
+            .num_elements()?
+            .saturating_mul(self.dtype.size() as u64);
+        if total > ASSEMBLED_MAX {
+            return crate::error::unsupported(format!(
+                "reading {}, a {} dataset of {total} bytes (more than {} GiB are not read at once)",
+                self.path,
+                if self.external.is_some() {
+                    "external"
+                } else {
+                    "virtual"
+                },
+                ASSEMBLED_MAX >> 30
+            ));
         }
         let b = match (&self.layout, &self.external) {
             (Layout::Virtual { heap, index }, _) => {
                 crate::read::vds::assemble(self, *heap, *index)?
             }
             (_, Some(segments)) => {
-                let total = self
-                    .space
-                    .num_elements()?
-                    .saturating_mul(self.dtype.size() as u64);
                 let own = self.file.bytes().len() as u64;
                 crate::read::external::read(segments, total, self.file.path(), |stored| {
                     own.saturating_add(stored)
