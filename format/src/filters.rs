@@ -487,21 +487,18 @@ mod tests {
 
     #[test]
     fn unknown_filter_is_named() {
-        let f = vec![Filter {
-            id: 307,
-            flags: 0,
-            name: String::new(),
-            params: vec![],
-        }];
-        let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
+        let error = |id: u16| {
+            let f = [Filter {
+                id,
+                flags: 0,
+                name: String::new(),
+                params: vec![],
+            }];
+            decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string()
+        };
+        let e = error(307);
         assert!(e.contains("bzip2 chunk"), "{e}");
-        let f = vec![Filter {
-            id: 318,
-            flags: 0,
-            name: String::new(),
-            params: vec![],
-        }];
-        let e = decode(&f, 0, b"abc", 1, 10).unwrap_err().to_string();
+        let e = error(318);
         assert!(e.contains("filter 318 (unknown)"), "{e}");
     }
 }

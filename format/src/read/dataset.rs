@@ -217,6 +217,34 @@ impl<'a> Dataset<'a> {
         Ok(self.assembled.get_or_init(|| b))
     }
 
+    /// [`copy_points`] from the elements of a virtual or external dataset.
+    fn assembled_points(
+        &self,
+        out: &mut [u8],
+        out_shape: &[u64],
+        pairs: &[Vec<(u64, u64)>],
+    ) -> Result<()> {
+        let d = self.assembled_bytes()?;
+        copy_points(
+            d,
+            &self.space.dims,
+            out,
+            out_shape,
+            pairs,
+            self.dtype.size(),
+        );
+        Ok(())
+    }
+
+    /// [`copy_box`] from the elements of a virtual or external dataset.
+    fn assembled_box(&self, start: &[u64], count: &[u64], out: &mut [u8]) -> Result<()> {
+        let d = self.assembled_bytes()?;
+        let dims = &self.space.dims;
+        let zero = vec![0; dims.len()];
+        copy_box(d, dims, start, out, count, &zero, count, self.dtype.size());
+        Ok(())
+    }
+
     /// Whether the dataset's bytes are in external data files.
     pub fn is_external(&self) -> bool {
         self.external.is_some()
@@ -557,25 +585,9 @@ impl<'a> Dataset<'a> {
                 }
                 copy_points(d, dims, out, out_shape, &all_pairs(), elem);
             }
-            Layout::Virtual { .. } => {
-                copy_points(
-                    self.assembled_bytes()?,
-                    dims,
-                    out,
-                    out_shape,
-                    &all_pairs(),
-                    elem,
-                );
-            }
+            Layout::Virtual { .. } => self.assembled_points(out, out_shape, &all_pairs())?,
             Layout::Contiguous { .. } if self.external.is_some() => {
-                copy_points(
-                    self.assembled_bytes()?,
-                    dims,
-                    out,
-                    out_shape,
-                    &all_pairs(),
-                    elem,
-                );
+                self.assembled_points(out, out_shape, &all_pairs())?
             }
             Layout::Contiguous { addr, .. } => {
                 if *addr != UNDEF && total > 0 {
@@ -718,13 +730,9 @@ impl<'a> Dataset<'a> {
                 }
                 copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
             }
-            Layout::Virtual { .. } => {
-                let d = self.assembled_bytes()?;
-                copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
-            }
+            Layout::Virtual { .. } => self.assembled_box(start, count, out)?,
             Layout::Contiguous { .. } if self.external.is_some() => {
-                let d = self.assembled_bytes()?;
-                copy_box(d, dims, start, out, count, &vec![0; r], count, elem);
+                self.assembled_box(start, count, out)?
             }
             Layout::Contiguous { addr, .. } => {
                 if *addr != UNDEF && total_bytes > 0 {
