@@ -259,7 +259,7 @@ pub fn attribute_name(data: &[u8]) -> Result<String> {
 pub fn parse_attribute<'a>(
     data: &'a [u8],
     ctx: &Ctx<'a>,
-    shared: &dyn Fn(&[u8]) -> Result<Datatype>,
+    shared: &dyn Fn(u16, &'a [u8]) -> Result<std::borrow::Cow<'a, [u8]>>,
 ) -> Result<AttrMsg<'a>> {
     let mut c = Cursor::new(data, "attribute message");
     let head = attribute_head(&mut c)?;
@@ -268,15 +268,19 @@ pub fn parse_attribute<'a>(
         1 => (c.bytes(pad8(head.tsize))?, c.bytes(pad8(head.ssize))?),
         _ => (c.bytes(head.tsize)?, c.bytes(head.ssize)?),
     };
-    let dtype = if flags & 1 != 0 {
-        shared(dt_b)?
+    // Flags 1 and 2: the datatype and the dataspace are shared messages.
+    let dt_b = if flags & 1 != 0 {
+        shared(crate::object_header::mtype::DATATYPE, dt_b)?
     } else {
-        Datatype::parse(&mut Cursor::new(dt_b, "attribute datatype"))?
+        dt_b.into()
     };
-    if flags & 2 != 0 {
-        return unsupported("shared dataspace in attribute");
-    }
-    let space = Dataspace::parse(&mut Cursor::new(ds_b, "attribute dataspace"), ctx.sl)?;
+    let dtype = Datatype::parse(&mut Cursor::new(&dt_b, "attribute datatype"))?;
+    let ds_b = if flags & 2 != 0 {
+        shared(crate::object_header::mtype::DATASPACE, ds_b)?
+    } else {
+        ds_b.into()
+    };
+    let space = Dataspace::parse(&mut Cursor::new(&ds_b, "attribute dataspace"), ctx.sl)?;
     let n = space.num_elements()?;
     let need = n.saturating_mul(dtype.size() as u64);
     if need > c.remaining() as u64 {

@@ -154,7 +154,8 @@ fn ours() -> Vec<u8> {
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
 /// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, and HDF5 2.0's
-/// complex, bfloat16 and FP8 types, written by h5py with hdf5plugin, so that mutations reach those decoders too.
+/// complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object header messages on, so that
+/// mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
@@ -165,7 +166,16 @@ sys.path.insert(0, sys.argv[2])
 from relaxed import relaxed_fapl
 x = (np.arange(400) % 37).astype("i4")
 y = np.linspace(0, 1, 300)
-with h5py.File(sys.argv[1], "w") as f:
+import ctypes, glob, os
+libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
+lib = ctypes.CDLL(libs[0] if libs else h5py.h5.__file__)
+# Shared object header messages (one index for every shareable type, lists then B-trees), so that mutations
+# reach the shared-message table and heaps too.
+fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+assert lib.H5Pset_shared_mesg_nindexes(ctypes.c_int64(fcpl.id), ctypes.c_uint(1)) >= 0
+assert lib.H5Pset_shared_mesg_index(ctypes.c_int64(fcpl.id), ctypes.c_uint(0), ctypes.c_uint(0x182A), ctypes.c_uint(1)) >= 0
+assert lib.H5Pset_shared_mesg_phase_change(ctypes.c_int64(fcpl.id), ctypes.c_uint(4), ctypes.c_uint(2)) >= 0
+with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl)) as f:
     f.create_dataset("so", data=x, chunks=(128,), scaleoffset=0)
     f.create_dataset("sof", data=y, chunks=(128,), scaleoffset=3)
     f.create_dataset("lzf", data=x, chunks=(128,), compression="lzf")
@@ -199,9 +209,6 @@ d = h5py.h5d.create(fid, b"nbit", tid, h5py.h5s.create_simple((400,)), dcpl=dcpl
 d.write(h5py.h5s.ALL, h5py.h5s.ALL, (np.arange(400) % 64 - 32).astype("i2"))
 d.close()
 # HDF5 2.0's types (not named by h5py: taken from its libhdf5): complex numbers, bfloat16, FP8.
-import ctypes, glob, os
-libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
-lib = ctypes.CDLL(libs[0] if libs else h5py.h5.__file__)
 lib.H5Tcopy.restype = ctypes.c_int64
 def predefined(name, cls):
     return cls(lib.H5Tcopy(ctypes.c_int64(ctypes.c_int64.in_dll(lib, "H5T_" + name + "_g").value)))

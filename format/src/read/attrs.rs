@@ -3,7 +3,7 @@
 use crate::array::Array;
 use crate::btree::v2::BTreeV2;
 use crate::convert;
-use crate::error::{corrupt, unsupported, Result};
+use crate::error::{corrupt, Result};
 use crate::heap::fractal::FractalHeap;
 use crate::io::UNDEF;
 use crate::messages::{self, AttrMsg};
@@ -18,10 +18,7 @@ pub fn for_each_raw(
 ) -> Result<()> {
     let ctx = file.ctx();
     for m in oh.all(mtype::ATTRIBUTE) {
-        if m.flags & 0x02 != 0 {
-            return unsupported("attribute stored in the shared message heap");
-        }
-        f(m.data)?;
+        f(&file.message_body(mtype::ATTRIBUTE, m.flags, m.data)?)?;
     }
     if let Some(ai) = oh.find(mtype::ATTR_INFO) {
         let info = messages::parse_attr_info(ai.data, ctx.so)?;
@@ -32,8 +29,9 @@ pub fn for_each_raw(
                 return corrupt("attribute name index is not a type-8 B-tree");
             }
             bt.for_each(&ctx, &mut |rec| {
+                // Flag 0x02: the ID is one of the shared-message heap's, not this object's heap's.
                 if rec.len() > 8 && rec[8] & 0x02 != 0 {
-                    return unsupported("attribute stored in the shared message heap");
+                    return f(&file.sohm_object(mtype::ATTRIBUTE, &rec[..8])?);
                 }
                 let obj = heap.object_owned(&ctx, &rec[..8])?;
                 f(&obj)
@@ -45,7 +43,7 @@ pub fn for_each_raw(
 
 fn parse<'a>(file: &'a H5File, raw: &'a [u8]) -> Result<AttrMsg<'a>> {
     let ctx = file.ctx();
-    messages::parse_attribute(raw, &ctx, &|b| file.shared_datatype(b))
+    messages::parse_attribute(raw, &ctx, &|message, b| file.message_body(message, 0x02, b))
 }
 
 /// Decodes a parsed attribute's value.

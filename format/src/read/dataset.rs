@@ -95,18 +95,18 @@ impl<'a> Dataset<'a> {
         let ds = oh.find(mtype::DATASPACE).ok_or_else(not_ds)?;
         let dt = oh.find(mtype::DATATYPE).ok_or_else(not_ds)?;
         let lm = oh.find(mtype::LAYOUT).ok_or_else(not_ds)?;
-        if ds.flags & 0x02 != 0 {
-            return crate::error::unsupported("shared dataspace message");
-        }
-        let space = Dataspace::parse(&mut Cursor::new(ds.data, "dataspace"), ctx.sl)?;
+        let ds_body = file.message_body(mtype::DATASPACE, ds.flags, ds.data)?;
+        let space = Dataspace::parse(&mut Cursor::new(&ds_body, "dataspace"), ctx.sl)?;
         let dtype = file.datatype_msg(dt.flags, dt.data)?;
         let (layout_version, layout) = messages::parse_layout(lm.data, &ctx, space.dims.len())?;
         let filters = match oh.find(mtype::FILTERS) {
-            Some(m) => messages::parse_filters(m.data)?,
+            Some(m) => {
+                messages::parse_filters(&file.message_body(mtype::FILTERS, m.flags, m.data)?)?
+            }
             None => vec![],
         };
         let fill = match oh.find(mtype::FILL) {
-            Some(m) => messages::parse_fill(m.data)?,
+            Some(m) => messages::parse_fill(&file.message_body(mtype::FILL, m.flags, m.data)?)?,
             None => match oh.find(mtype::FILL_OLD) {
                 Some(m) if m.data.len() >= 4 => {
                     let n =

@@ -36,6 +36,8 @@ pub struct H5File {
     sb: Superblock,
     gheap: Mutex<GlobalHeapCache>,
     links: Mutex<HashMap<u64, Arc<HashMap<String, LinkTarget>>>>,
+    /// The shared-message table (SOHM), read at the first shared message stored in its heaps.
+    sohm: std::sync::OnceLock<Vec<crate::read::shared::SohmIndex>>,
 }
 
 /// One link in a group.
@@ -171,6 +173,7 @@ impl H5File {
             sb,
             gheap: Mutex::new(GlobalHeapCache::default()),
             links: Mutex::new(HashMap::new()),
+            sohm: std::sync::OnceLock::new(),
         };
         // The root object header must parse.
         object_header::parse(&f.ctx(), f.sb.root)?;
@@ -421,38 +424,54 @@ impl H5File {
 
     /// Resolves a (possibly shared) datatype message body.
     pub(crate) fn datatype_msg(&self, flags: u8, data: &[u8]) -> Result<Datatype> {
-        if flags & 0x02 != 0 {
-            return self.shared_datatype(data);
-        }
-        Datatype::parse(&mut Cursor::new(data, "datatype message"))
+        let body = self.message_body(mtype::DATATYPE, flags, data)?;
+        Datatype::parse(&mut Cursor::new(&body, "datatype message"))
     }
 
-    /// Follows a shared-message reference to a committed datatype.
-    pub(crate) fn shared_datatype(&self, data: &[u8]) -> Result<Datatype> {
-        let mut c = Cursor::new(data, "shared message");
-        let v = c.u8()?;
-        let t = c.u8()?;
-        let addr = match v {
-            1 => {
-                c.skip(6)?;
-                c.addr(self.sb.so)?
+    /// The body of a message of type `message` with header flags `flags` and stored bytes `data`: `data`
+    /// itself, or for a shared message (flag 0x02) the body it points to, in another object header or in the
+    /// shared-message heap.
+    pub(crate) fn message_body<'s>(
+        &'s self,
+        message: u16,
+        flags: u8,
+        data: &'s [u8],
+    ) -> Result<std::borrow::Cow<'s, [u8]>> {
+        use crate::read::shared::{self, SharedRef};
+        if flags & 0x02 == 0 {
+            return Ok(data.into());
+        }
+        match shared::parse_ref(data, self.sb.so)? {
+            SharedRef::Header(addr) => {
+                let oh = self.header_at(addr)?;
+                let m = oh.find(message).ok_or_else(|| {
+                    FormatError::Corrupt(format!(
+                        "shared message of type {message} whose object header has none"
+                    ))
+                })?;
+                if m.flags & 0x02 != 0 {
+                    return unsupported("shared message pointing at another shared message");
+                }
+                Ok(m.data.into())
             }
-            2 => c.addr(self.sb.so)?,
-            3 if t == 2 || t == 0 => c.addr(self.sb.so)?,
-            3 => return unsupported("datatype in the shared object header message heap"),
-            _ => return corrupt(format!("shared message version {v}")),
+            SharedRef::Heap(id) => self.sohm_object(message, &id),
+        }
+    }
+
+    /// A message of type `message` stored in the shared-message heap under heap ID `id`.
+    pub(crate) fn sohm_object(
+        &self,
+        message: u16,
+        id: &[u8],
+    ) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let table = match self.sohm.get() {
+            Some(t) => t,
+            None => {
+                let t = crate::read::shared::read_table(&self.ctx(), self.sb.ext)?;
+                self.sohm.get_or_init(|| t)
+            }
         };
-        if addr == UNDEF {
-            return corrupt("shared datatype with undefined address");
-        }
-        let oh = self.header_at(addr)?;
-        let m = oh
-            .find(mtype::DATATYPE)
-            .ok_or_else(|| FormatError::Corrupt("committed datatype without datatype".into()))?;
-        if m.flags & 0x02 != 0 {
-            return unsupported("shared datatype pointing at another shared datatype");
-        }
-        Datatype::parse(&mut Cursor::new(m.data, "committed datatype"))
+        crate::read::shared::heap_body(&self.ctx(), table, message, id)
     }
 }
 

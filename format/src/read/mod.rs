@@ -6,4 +6,5 @@ pub mod dataset;
 pub(crate) mod external;
 pub mod file;
 pub mod groups;
+pub(crate) mod shared;
 pub(crate) mod vds;
