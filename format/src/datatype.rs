@@ -184,6 +184,10 @@ impl Datatype {
                     format!("f{}", size * 8)
                 } else if (*size, *exp_size, *mant_size) == (2, 8, 7) {
                     "bfloat16".into()
+                } else if (*exp_size, *mant_size) == (15, 64) {
+                    "f80".into() // x87 extended precision (numpy's longdouble), padded to `size`
+                } else if (*size, *exp_size, *mant_size) == (16, 15, 112) {
+                    "f128".into()
                 } else {
                     format!("f{}e{exp_size}m{mant_size}", size * 8)
                 };

@@ -1,6 +1,9 @@
 //! Floats of any HDF5 bit layout other than IEEE binary16/32/64: bfloat16 and the FP8 types HDF5 2.0
-//! predefines, or any layout a writer defines, decoded the way libhdf5 converts them to native floats
-//! (IEEE rules: an all-ones exponent is infinity or NaN, a zero exponent a subnormal).
+//! predefines, x87 80-bit extended and IEEE 128-bit floats (numpy's `longdouble` as h5py writes it), or any
+//! layout a writer defines, decoded the way libhdf5 converts them to native floats (IEEE rules: an all-ones
+//! exponent is infinity or NaN, a zero exponent a subnormal). Layouts whose every value is an f32 read as f32,
+//! those whose every value is an f64 as f64, wider ones as f64 rounded to nearest (ties to even), overflowing to
+//! infinity, as a conversion to `double` gives them.
 
 use crate::array::Data;
 use crate::datatype::Datatype;
@@ -17,6 +20,8 @@ struct Layout {
     mant_loc: u32,
     mant_size: u32,
     bias: i64,
+    /// The mantissa's leading bit is stored (x87 extended), not implied (IEEE).
+    explicit: bool,
 }
 
 impl Layout {
@@ -44,19 +49,19 @@ impl Layout {
             mant_loc: u32::from(*mant_loc),
             mant_size: u32::from(*mant_size),
             bias: i64::from(*bias),
+            // On disk: 0 no normalisation, 1 leading bit stored and set, 2 leading bit implied.
+            explicit: *norm != 2,
         };
         let bits = (*size as u32).saturating_mul(8);
-        if *size == 0 || *size > 8 {
+        if *size == 0 || *size > 16 {
             return unsupported(format!("float of {size} bytes"));
         }
-        if *norm != 2 {
-            return unsupported(format!(
-                "float of {size} bytes whose mantissa's leading bit is stored"
-            ));
+        if *norm > 2 {
+            return unsupported(format!("float normalisation {norm}"));
         }
         let inside = |loc: u32, len: u32| loc.checked_add(len).is_some_and(|end| end <= bits);
-        if !(1..=16).contains(&l.exp_size)
-            || l.mant_size > 52
+        if !(1..=30).contains(&l.exp_size)
+            || !(1..=120).contains(&l.mant_size)
             || !inside(l.exp_loc, l.exp_size)
             || !inside(l.mant_loc, l.mant_size)
             || l.sign_loc >= bits
@@ -69,56 +74,69 @@ impl Layout {
         Ok(l)
     }
 
+    /// Bits of precision: the stored mantissa, plus the implied leading bit.
+    fn precision(&self) -> u32 {
+        self.mant_size + u32::from(!self.explicit)
+    }
+
+    /// Power of two of the mantissa's last bit in a subnormal (zero exponent) value.
+    fn subnormal_scale(&self) -> i64 {
+        1 - self.bias - i64::from(self.precision()) + 1
+    }
+
     /// Unbiased exponent of the largest finite value and of the smallest subnormal's last bit.
     fn range(&self) -> (i64, i64) {
         let max = (1i64 << self.exp_size) - 2 - self.bias;
-        let min = 1 - self.bias - i64::from(self.mant_size);
-        (max, min)
+        (max, self.subnormal_scale())
     }
 
     /// Whether every value of the layout is an f32 exactly (else an f64, when [`fits_f64`](Self::fits_f64)).
     fn fits_f32(&self) -> bool {
         let (max, min) = self.range();
-        self.mant_size <= 23 && max <= 127 && min >= -149
-    }
-
-    fn fits_f64(&self) -> bool {
-        let (max, min) = self.range();
-        self.mant_size <= 52 && max <= 1023 && min >= -1074
+        self.precision() <= 24 && max <= 127 && min >= -149
     }
 
     /// The element's bits as one integer (bit 0 the least significant of the value).
-    fn word(&self, c: &[u8]) -> u64 {
-        let mut v = 0u64;
+    fn word(&self, c: &[u8]) -> u128 {
+        let mut v = 0u128;
         if self.be {
             for b in c {
-                v = (v << 8) | u64::from(*b);
+                v = (v << 8) | u128::from(*b);
             }
         } else {
             for b in c.iter().rev() {
-                v = (v << 8) | u64::from(*b);
+                v = (v << 8) | u128::from(*b);
             }
         }
         v
     }
 
-    /// The value of one element; exact whenever [`fits_f64`](Self::fits_f64).
-    fn value(&self, w: u64) -> f64 {
-        let field = |loc: u32, len: u32| (w >> loc) & ((1u64 << len) - 1);
+    /// The value of one element: exact when the layout's values are all f64 values, else rounded to nearest.
+    fn value(&self, w: u128) -> f64 {
+        let field = |loc: u32, len: u32| (w >> loc) & ((1u128 << len) - 1);
         let e = field(self.exp_loc, self.exp_size) as i64;
         let m = field(self.mant_loc, self.mant_size);
         let emax = (1i64 << self.exp_size) - 1;
-        let ms = i64::from(self.mant_size);
+        let ms = self.mant_size;
         let mag = if e == emax {
-            if m == 0 {
+            // A stored leading bit is not part of the fraction that tells infinity from NaN.
+            let fraction = if self.explicit {
+                m & ((1u128 << (ms - 1)) - 1)
+            } else {
+                m
+            };
+            if fraction == 0 {
                 f64::INFINITY
             } else {
                 f64::NAN
             }
-        } else if e == 0 {
-            m as f64 * pow2(1 - self.bias - ms)
         } else {
-            (m | (1u64 << ms)) as f64 * pow2(e - self.bias - ms)
+            let scale = self.subnormal_scale();
+            match (e, self.explicit) {
+                (0, _) => scaled(m, scale),
+                (_, true) => scaled(m, scale + e - 1),
+                (_, false) => scaled(m | (1u128 << ms), scale + e - 1),
+            }
         };
         if (w >> self.sign_loc) & 1 == 1 {
             -mag
@@ -126,6 +144,38 @@ impl Layout {
             mag
         }
     }
+}
+
+/// `m` × 2^`k` as the nearest f64 (ties to even), infinity beyond f64's range.
+fn scaled(m: u128, k: i64) -> f64 {
+    if m == 0 {
+        return 0.0;
+    }
+    let bits = 128 - i64::from(m.leading_zeros());
+    // The power of two of the result's last bit: 53 bits of precision, or f64's subnormal step.
+    let last = (k + bits - 53).max(-1074);
+    let (mut m, mut k) = (m, k);
+    if last > k {
+        let shift = last - k;
+        m = if shift > 128 {
+            // Below half of f64's smallest step.
+            0
+        } else {
+            let (q, rest) = if shift == 128 {
+                (0, m)
+            } else {
+                (m >> shift, m & ((1u128 << shift) - 1))
+            };
+            let half = 1u128 << (shift - 1);
+            q + u128::from(rest > half || (rest == half && q & 1 == 1))
+        };
+        k = last;
+    }
+    if k + 128 - i64::from(m.leading_zeros()) > 1024 {
+        return f64::INFINITY;
+    }
+    // `m` now has at most 54 bits (53, or 2^53 after rounding up) and `k` ≥ -1074: an exact product.
+    m as f64 * pow2(k)
 }
 
 /// 2^k exactly for k in f64's range (subnormal powers included); saturating outside it.
@@ -142,7 +192,7 @@ fn pow2(k: i64) -> f64 {
 }
 
 /// Decodes elements of the float type `dt` (any layout but IEEE's, which callers take faster paths for)
-/// into f32 when every value of the layout is one exactly, else f64.
+/// into f32 when every value of the layout is one exactly, else f64 (rounded when the layout is wider).
 pub fn decode(dt: &Datatype, raw: &[u8]) -> Result<Data> {
     let l = Layout::of(dt)?;
     let elems = raw.chunks_exact(l.size);
@@ -161,13 +211,8 @@ pub fn decode(dt: &Datatype, raw: &[u8]) -> Result<Data> {
         Ok(Data::F32(
             elems.map(|c| l.value(l.word(c)) as f32).collect(),
         ))
-    } else if l.fits_f64() {
-        Ok(Data::F64(elems.map(|c| l.value(l.word(c))).collect()))
     } else {
-        unsupported(format!(
-            "{} (its values are not all f64 values)",
-            dt.describe()
-        ))
+        Ok(Data::F64(elems.map(|c| l.value(l.word(c))).collect()))
     }
 }
 
@@ -204,7 +249,7 @@ mod tests {
         let l = Layout::of(&h).unwrap();
         for bits in 0..=u16::MAX {
             let want = half::f16::from_bits(bits).to_f64();
-            let got = l.value(u64::from(bits));
+            let got = l.value(u128::from(bits));
             assert!(got == want || (got.is_nan() && want.is_nan()), "{bits:#x}");
         }
         let s = float(4, 31, 23, 8, 23, 127);
@@ -216,7 +261,7 @@ mod tests {
             x ^= x << 5;
             for bits in [x, x & 0x807f_ffff, x | 0x7f80_0000, x & 0x8000_00ff] {
                 let want = f32::from_bits(bits);
-                let got = l.value(u64::from(bits)) as f32;
+                let got = l.value(u128::from(bits)) as f32;
                 assert!(got == want || (got.is_nan() && want.is_nan()), "{bits:#x}");
             }
         }
@@ -255,13 +300,71 @@ mod tests {
             Data::F64(v) => assert_eq!(v, vec![2f64.powi(-268)]),
             other => panic!("{other:?}"),
         }
-        // Fields outside the element, a stored leading bit, and an exponent too wide for f64.
+        // Fields outside the element, and elements wider than 16 bytes.
         assert!(decode(&float(2, 15, 10, 8, 10, 15), &[0, 0]).is_err());
-        let mut explicit = float(2, 15, 10, 5, 10, 15);
-        if let Datatype::Float { norm, .. } = &mut explicit {
-            *norm = 1;
+        assert!(decode(&float(17, 135, 112, 15, 112, 16383), &[0; 17]).is_err());
+    }
+
+    /// x87 extended precision as numpy's `longdouble` is stored: 16 bytes, 80 used, the leading bit stored.
+    fn x87() -> Datatype {
+        Datatype::Float {
+            size: 16,
+            be: false,
+            sign_loc: 79,
+            exp_loc: 64,
+            exp_size: 15,
+            mant_loc: 0,
+            mant_size: 64,
+            bias: 16383,
+            norm: 0,
         }
-        assert!(decode(&explicit, &[0, 0]).is_err());
-        assert!(decode(&float(8, 63, 48, 15, 48, 16383), &[0; 8]).is_err());
+    }
+
+    fn x87_bytes(sign: bool, exp: u16, mant: u64) -> [u8; 16] {
+        let w = u128::from(mant) | (u128::from(exp) << 64) | (u128::from(sign) << 79);
+        w.to_le_bytes()
+    }
+
+    fn f64s(dt: &Datatype, raw: &[u8]) -> Vec<f64> {
+        match decode(dt, raw).unwrap() {
+            Data::F64(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn extended_and_quad_precision_round_to_the_nearest_f64() {
+        let top = 1u64 << 63;
+        let cases: Vec<([u8; 16], f64)> = vec![
+            (x87_bytes(false, 16383, top | (1 << 62)), 1.5),
+            (x87_bytes(true, 16384, top), -2.0),
+            (x87_bytes(false, 16383, top | 1 << 3), 1.0), // 1 + 2^-60 rounds down
+            // 1 + 2^-53 is a tie between 1 and 1 + 2^-52: to even (1); a bit more rounds up.
+            (x87_bytes(false, 16383, top | 1 << 10), 1.0),
+            (
+                x87_bytes(false, 16383, top | 1 << 10 | 1),
+                1.0 + 2f64.powi(-52),
+            ),
+            (x87_bytes(false, 0x7ffe, top), f64::INFINITY), // 2^16383
+            (x87_bytes(false, 0, 1), 0.0),                  // 2^-16445
+            (x87_bytes(false, 16383 - 1074, top), f64::from_bits(1)),
+            (x87_bytes(false, 0, 0), 0.0),
+            (x87_bytes(false, 0x7fff, top), f64::INFINITY),
+        ];
+        let raw: Vec<u8> = cases.iter().flat_map(|(b, _)| b.iter().copied()).collect();
+        let got = f64s(&x87(), &raw);
+        for ((_, want), got) in cases.iter().zip(&got) {
+            assert_eq!(got.to_bits(), want.to_bits(), "{want}");
+        }
+        assert!(f64s(&x87(), &x87_bytes(false, 0x7fff, top | 1))[0].is_nan());
+        // IEEE binary128, the leading bit implied.
+        let quad = float(16, 127, 112, 15, 112, 16383);
+        let one_and_half = (16383u128 << 112) | (1u128 << 111);
+        let third = f64s(
+            &quad,
+            &((16381u128 << 112) | 0x5555_5555_5555_5555_5555_5555_5555u128).to_le_bytes(),
+        );
+        assert_eq!(f64s(&quad, &one_and_half.to_le_bytes()), vec![1.5]);
+        assert_eq!(third, vec![1.0 / 3.0]);
     }
 }
