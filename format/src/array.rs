@@ -50,6 +50,8 @@ pub enum Data {
     },
     /// Object references (file addresses of the referenced object headers).
     ObjectRef(Vec<u64>),
+    /// Dataset region references: an object and a selection of its elements each.
+    RegionRef(Vec<crate::region::RegionRef>),
     /// Variable-length sequences: one `Data` per element.
     VarLen(Vec<Data>),
 }
@@ -90,6 +92,7 @@ impl Data {
             }
             Data::Bitfield { values, .. } => values.len(),
             Data::ObjectRef(v) => v.len(),
+            Data::RegionRef(v) => v.len(),
             Data::VarLen(v) => v.len(),
         }
     }
@@ -121,6 +124,7 @@ impl Data {
             Data::Opaque { .. } => "opaque",
             Data::Bitfield { .. } => "bitfield",
             Data::ObjectRef(_) => "object-ref",
+            Data::RegionRef(_) => "region-ref",
             Data::VarLen(_) => "vlen-seq",
         }
     }
@@ -171,6 +175,7 @@ impl Data {
                 values: values[r].to_vec(),
             },
             Data::ObjectRef(v) => Data::ObjectRef(v[r].to_vec()),
+            Data::RegionRef(v) => Data::RegionRef(v[r].to_vec()),
             Data::VarLen(v) => Data::VarLen(v[r].to_vec()),
         }
     }

@@ -335,10 +335,31 @@ fn decode_depth(
             values: raw.chunks_exact(*size).map(|c| raw_uint(c, *be)).collect(),
         },
         Datatype::Reference { size, kind } => {
-            if *kind != 0 {
-                return unsupported("dataset region references");
+            match kind {
+                0 => Data::ObjectRef(raw.chunks_exact(*size).map(le_uint).collect()),
+                1 => {
+                    // A global heap ID (collection address, object index) per element, 0 for a null one.
+                    let so = src.offset_size();
+                    if *size < so + 4 {
+                        return corrupt("region reference shorter than a global heap ID");
+                    }
+                    let mut out = Vec::with_capacity(n);
+                    for c in raw.chunks_exact(*size) {
+                        let coll = le_uint(&c[..so]);
+                        let idx = le_uint(&c[so..so + 4]) as u32;
+                        out.push(if coll == 0 {
+                            crate::region::RegionRef {
+                                object: 0,
+                                selection: crate::region::Selection::None,
+                            }
+                        } else {
+                            crate::region::RegionRef::parse(src.vlen_object(coll, idx)?, so)?
+                        });
+                    }
+                    Data::RegionRef(out)
+                }
+                k => return unsupported(format!("reference of kind {k}")),
             }
-            Data::ObjectRef(raw.chunks_exact(*size).map(le_uint).collect())
         }
         // PyTables' Time32 and Time64 columns, the time class's one writer: signed seconds, and a timeval
         // (seconds in the high 32 bits, microseconds in the low 32) read as float seconds.
@@ -486,6 +507,9 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         Data::ObjectRef(_) => {
             return unsupported("writing object references");
         }
+        Data::RegionRef(_) => {
+            return unsupported("writing region references");
+        }
     })
 }
 
@@ -584,6 +608,7 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
             }
         }
         Data::ObjectRef(_) => return unsupported("writing object references"),
+        Data::RegionRef(_) => return unsupported("writing region references"),
     }
     Ok(out)
 }

@@ -50,6 +50,7 @@ fn elem_json(data: &Data, i: usize) -> Value {
         }
         Data::Bitfield { values, .. } => json!(values[i]),
         Data::ObjectRef(v) => json!({ "ref": v[i] }),
+        Data::RegionRef(v) => json!({ "ref": region_json(&v[i]) }),
         Data::VarLen(v) => {
             let d = &v[i];
             nested(d, &[d.len() as u64])
@@ -97,6 +98,24 @@ fn shape_str(shape: &[u64], max: Option<&[Option<u64>]>) -> String {
     } else {
         format!("{{{}}}", parts.join(", "))
     }
+}
+
+/// A region reference as JSON: the object's address and the selection (null for a null reference).
+fn region_json(r: &crate::region::RegionRef) -> Value {
+    use crate::region::Selection;
+    if r.object == 0 {
+        return Value::Null;
+    }
+    let selection = match &r.selection {
+        Selection::None => json!("none"),
+        Selection::All => json!("all"),
+        Selection::Regular(d) => json!({ "hyperslab": d.iter().map(|x| json!({
+            "start": x[0], "stride": x[1], "count": x[2], "block": x[3]
+        })).collect::<Vec<_>>() }),
+        Selection::Blocks(b) => json!({ "blocks": b }),
+        Selection::Points(p) => json!({ "points": p }),
+    };
+    json!({ "object": r.object, "selection": selection })
 }
 
 /// One h5ls-style line for an object (shown as `label`) of kind `kind`; `dataset` opens it when it is one,

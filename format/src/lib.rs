@@ -36,6 +36,7 @@ pub mod nbit;
 pub mod object_header;
 pub mod plugin_codecs;
 pub mod read;
+pub mod region;
 pub mod scaleoffset;
 pub mod select;
 pub mod superblock;

@@ -153,9 +153,9 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, and HDF5 2.0's
-/// complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object header messages on, so that
-/// mutations reach those decoders too.
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, region
+/// references, and HDF5 2.0's complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object
+/// header messages on, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
         return None;
@@ -195,6 +195,9 @@ with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fc
     vds[0] = h5py.VirtualSource(".", "so", shape=(400,))[::4]
     vds[1, :50] = h5py.VirtualSource(".", "lzf", shape=(400,))[100:150]
     f.create_virtual_dataset("vds", vds, fillvalue=-1)
+    # Region references: a box, a strided hyperslab, the whole dataset and a null one.
+    regions = [f["so"].regionref[10:20], f["so"].regionref[::7], f["so"].regionref[...], h5py.RegionReference()]
+    f.create_dataset("regions", data=regions, dtype=h5py.regionref_dtype)
     # External data files (gone by the time the variants are read: the list is parsed, the read fails).
     f.create_dataset("ext", shape=(10,), dtype="i4", external=[(sys.argv[1] + ".bin", 0, 40)])
 # N-bit: a 6-bit integer at bit offset 2 (HDF5 2.0 wants the unused-bits check relaxed for it).

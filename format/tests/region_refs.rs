@@ -1,0 +1,76 @@
+//! Dataset region references h5py writes (in a dataset and in attributes): boxes, strided hyperslabs, the
+//! whole dataset, points, an empty selection and null references. Each reads as its object and selection, and
+//! the elements the selection names are the ones h5py reads through the reference.
+
+mod common;
+
+use clawhdf5_format::region::Selection;
+use clawhdf5_format::{Data, H5File};
+
+const MAKE: &str = r#"
+import json, sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    d = f.create_dataset("d", data=np.arange(60).reshape(6, 10))
+    refs = [d.regionref[0:2, 3:5], d.regionref[::2, 1:8:3], d.regionref[...], h5py.RegionReference(), d.regionref[5, :]]
+    sp = d.id.get_space()
+    sp.select_elements([(1, 1), (5, 9), (0, 0)])
+    refs.append(h5py.h5r.create(f.id, b"d", h5py.h5r.DATASET_REGION, sp))
+    sp = d.id.get_space()
+    sp.select_none()
+    refs.append(h5py.h5r.create(f.id, b"d", h5py.h5r.DATASET_REGION, sp))
+    sp = d.id.get_space()
+    sp.select_hyperslab((0, 0), (2, 2), stride=(3, 4), block=(2, 3))
+    refs.append(h5py.h5r.create(f.id, b"d", h5py.h5r.DATASET_REGION, sp))
+    f.create_dataset("refs", data=refs, dtype=h5py.regionref_dtype)
+    f.attrs.create("some", data=refs[:2], dtype=h5py.regionref_dtype)
+    want = [None if not r else d[r].ravel().tolist() for r in refs]
+with open(sys.argv[1] + ".json", "w") as g:
+    json.dump(want, g)
+"#;
+
+#[test]
+fn region_references_read_as_h5py_resolves_them() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("regions.h5");
+    common::run_python(MAKE, &[&path]);
+    common::assert_equal_to_h5py(&path);
+    let want: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("regions.h5.json")).unwrap())
+            .unwrap();
+    let f = H5File::open(&path).unwrap();
+    let d = f.dataset("/d").unwrap();
+    let values = d.read().unwrap();
+    let values = values.as_i64().unwrap();
+    let Data::RegionRef(refs) = f.dataset("/refs").unwrap().read().unwrap().data else {
+        panic!("region references");
+    };
+    assert_eq!(refs.len(), 8);
+    for (i, (r, w)) in refs.iter().zip(want.as_array().unwrap()).enumerate() {
+        if w.is_null() {
+            assert_eq!((r.object, &r.selection), (0, &Selection::None), "{i}: null");
+            continue;
+        }
+        assert_eq!(r.object, d.addr(), "{i}");
+        let got: Vec<i64> = r
+            .selection
+            .linear_indices(d.shape(), 1000)
+            .unwrap()
+            .iter()
+            .map(|&k| values[k as usize])
+            .collect();
+        let w: Vec<i64> = w
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap())
+            .collect();
+        assert_eq!(got, w, "{i}");
+    }
+    let Data::RegionRef(some) = f.attr("/", "some").unwrap().data else {
+        panic!("region references in an attribute");
+    };
+    assert_eq!(&some[..], &refs[..2]);
+}
