@@ -48,20 +48,12 @@ fn external_data_files_read_equal_to_h5py() {
     }
     let dir = tempfile::tempdir().unwrap();
     common::run_python(MAKE, &[dir.path()]);
-    let want: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("want.json")).unwrap()).unwrap();
+    let want = common::read_json(&dir.path().join("want.json"));
     let f = H5File::open(&dir.path().join("ext.h5")).unwrap();
     for name in ["segments", "to_end", "absolute", "cut_short"] {
         let d = f.dataset(&format!("/{name}")).unwrap();
         assert!(d.is_external(), "{name}");
-        let got = numbers(&d.read().unwrap());
-        let w: Vec<f64> = want[name]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
-        assert_eq!(got, w, "{name}");
+        common::assert_f64s_equal(name, &numbers(&d.read().unwrap()), &want[name], &[]);
     }
     assert_eq!(
         numbers(&f.dataset("/cut_short").unwrap().read().unwrap())[29..31],

@@ -153,18 +153,7 @@ fn member<'a>(d: &'a Data, name: &str) -> &'a Data {
 /// Asserts that `got` equals libhdf5's `want` (numbers, or "nan"/"inf"/"-inf" strings).
 fn assert_numbers(what: &str, got: &Data, want: &serde_json::Value) {
     let got = numbers(got).unwrap_or_else(|| panic!("{what}: {} is not numbers", got.type_name()));
-    let want = want.as_array().unwrap();
-    assert_eq!(got.len(), want.len(), "{what}");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let w = match w {
-            serde_json::Value::String(s) => s.parse::<f64>().unwrap(),
-            n => n.as_f64().unwrap(),
-        };
-        assert!(
-            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
-            "{what}[{i}]: {g} against libhdf5's {w}"
-        );
-    }
+    common::assert_f64s_equal(what, &got, want, &[]);
 }
 
 #[test]

@@ -214,3 +214,29 @@ pub fn compare_with_dump(path: &Path, dump: &serde_json::Value) -> (Vec<String>,
     }
     (bad, unsup)
 }
+
+/// Parses the JSON file at `path` (expected values a test's Python side wrote).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Asserts `got` equals the JSON numbers `want` bit for bit ("nan", "inf", "-inf" strings allowed; NaN equals
+/// any NaN), skipping the indices in `skip`.
+pub fn assert_f64s_equal(what: &str, got: &[f64], want: &serde_json::Value, skip: &[usize]) {
+    let want = want.as_array().unwrap_or_else(|| panic!("{what}: no list"));
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if skip.contains(&i) {
+            continue;
+        }
+        let w = match w {
+            serde_json::Value::String(s) => s.parse::<f64>().unwrap(),
+            n => n.as_f64().unwrap(),
+        };
+        assert!(
+            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+            "{what}[{i}]: {g:e} against {w:e}"
+        );
+    }
+}
