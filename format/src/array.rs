@@ -52,6 +52,8 @@ pub enum Data {
     ObjectRef(Vec<u64>),
     /// Dataset region references: an object and a selection of its elements each.
     RegionRef(Vec<crate::region::RegionRef>),
+    /// HDF5 1.12 references (`H5T_STD_REF`): objects, regions or attributes, element by element.
+    Ref(Vec<crate::region::Reference>),
     /// Variable-length sequences: one `Data` per element.
     VarLen(Vec<Data>),
 }
@@ -93,6 +95,7 @@ impl Data {
             Data::Bitfield { values, .. } => values.len(),
             Data::ObjectRef(v) => v.len(),
             Data::RegionRef(v) => v.len(),
+            Data::Ref(v) => v.len(),
             Data::VarLen(v) => v.len(),
         }
     }
@@ -125,6 +128,7 @@ impl Data {
             Data::Bitfield { .. } => "bitfield",
             Data::ObjectRef(_) => "object-ref",
             Data::RegionRef(_) => "region-ref",
+            Data::Ref(_) => "ref",
             Data::VarLen(_) => "vlen-seq",
         }
     }
@@ -176,6 +180,7 @@ impl Data {
             },
             Data::ObjectRef(v) => Data::ObjectRef(v[r].to_vec()),
             Data::RegionRef(v) => Data::RegionRef(v[r].to_vec()),
+            Data::Ref(v) => Data::Ref(v[r].to_vec()),
             Data::VarLen(v) => Data::VarLen(v[r].to_vec()),
         }
     }

@@ -358,7 +358,15 @@ fn decode_depth(
                     }
                     Data::RegionRef(out)
                 }
-                k => return unsupported(format!("reference of kind {k}")),
+                _ => {
+                    let so = src.offset_size();
+                    let heap = |coll: u64, index: u32| src.vlen_object(coll, index);
+                    let mut out = Vec::with_capacity(n);
+                    for c in raw.chunks_exact(*size) {
+                        out.push(crate::region::Reference::parse(c, so, &heap)?);
+                    }
+                    Data::Ref(out)
+                }
             }
         }
         // PyTables' Time32 and Time64 columns, the time class's one writer: signed seconds, and a timeval
@@ -507,8 +515,8 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         Data::ObjectRef(_) => {
             return unsupported("writing object references");
         }
-        Data::RegionRef(_) => {
-            return unsupported("writing region references");
+        Data::RegionRef(_) | Data::Ref(_) => {
+            return unsupported("writing region or HDF5 1.12 references");
         }
     })
 }
@@ -608,7 +616,9 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
             }
         }
         Data::ObjectRef(_) => return unsupported("writing object references"),
-        Data::RegionRef(_) => return unsupported("writing region references"),
+        Data::RegionRef(_) | Data::Ref(_) => {
+            return unsupported("writing region or HDF5 1.12 references")
+        }
     }
     Ok(out)
 }

@@ -69,7 +69,8 @@ pub enum Datatype {
     Opaque { size: usize, tag: String },
     /// Bitfield of `size` bytes.
     Bitfield { size: usize, be: bool },
-    /// Reference (`kind` 0 = object, 1 = region); `size` bytes each.
+    /// Reference (`kind` 0 = object, 1 = region; 2 and above: HDF5 1.12's revised references, each element
+    /// naming its own kind); `size` bytes each.
     Reference { size: usize, kind: u8 },
     /// Time class (obsolete in HDF5, written by PyTables' time columns): read as PyTables reads it, 4 bytes
     /// as signed seconds since the epoch, 8 bytes as a timeval (seconds, microseconds) in float seconds.
@@ -211,13 +212,11 @@ impl Datatype {
             Datatype::Array { dims, base } => format!("array{:?}<{}>", dims, base.describe()),
             Datatype::Opaque { size, .. } => format!("opaque[{size}]"),
             Datatype::Bitfield { size, .. } => format!("bitfield[{size}]"),
-            Datatype::Reference { kind, .. } => {
-                if *kind == 0 {
-                    "object-ref".into()
-                } else {
-                    "region-ref".into()
-                }
-            }
+            Datatype::Reference { kind, .. } => match kind {
+                0 => "object-ref".into(),
+                1 => "region-ref".into(),
+                _ => "ref".into(),
+            },
             Datatype::Time { size, .. } => format!("time{}", size * 8),
         }
     }
@@ -361,13 +360,15 @@ impl Datatype {
                 Datatype::Compound { size, members }
             }
             7 => {
-                if version >= 4 {
-                    return unsupported("revised (HDF5 1.12) references");
+                let kind = (bits & 0x0f) as u8;
+                // Version 4 is HDF5 1.12's reference type (H5T_STD_REF): kinds 2-4, whatever it says, as
+                // each element carries its own.
+                if version >= 4 && !(2..=4).contains(&kind) || version < 4 && kind > 1 {
+                    return corrupt(format!(
+                        "reference type {kind} in datatype version {version}"
+                    ));
                 }
-                Datatype::Reference {
-                    size,
-                    kind: (bits & 0x0f) as u8,
-                }
+                Datatype::Reference { size, kind }
             }
             8 => {
                 let n = (bits & 0xffff) as usize;

@@ -51,6 +51,14 @@ fn elem_json(data: &Data, i: usize) -> Value {
         Data::Bitfield { values, .. } => json!(values[i]),
         Data::ObjectRef(v) => json!({ "ref": v[i] }),
         Data::RegionRef(v) => json!({ "ref": region_json(&v[i]) }),
+        Data::Ref(v) => json!({ "ref": match &v[i] {
+            crate::region::Reference::Null => Value::Null,
+            crate::region::Reference::Object(a) => json!({ "object": a }),
+            crate::region::Reference::Region(r) => region_json(r),
+            crate::region::Reference::Attribute { object, name } => {
+                json!({ "object": object, "attribute": name })
+            }
+        } }),
         Data::VarLen(v) => {
             let d = &v[i];
             nested(d, &[d.len() as u64])

@@ -24,6 +24,70 @@ impl RegionRef {
     }
 }
 
+/// An HDF5 1.12 reference (`H5T_STD_REF`), each element of one of three kinds or null.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reference {
+    /// A null reference.
+    Null,
+    /// An object: the address of its header.
+    Object(u64),
+    /// A dataset region.
+    Region(RegionRef),
+    /// An attribute: its object's header address and its name.
+    Attribute { object: u64, name: String },
+}
+
+impl Reference {
+    /// Decodes one stored element: kind, flags, then the encoded reference inline (objects) or the length
+    /// and global heap ID of its blob (the rest); `heap` fetches a heap object by (collection, index).
+    pub(crate) fn parse<'h>(
+        elem: &[u8],
+        offset_size: usize,
+        heap: &dyn Fn(u64, u32) -> Result<&'h [u8]>,
+    ) -> Result<Reference> {
+        let mut c = Cursor::new(elem, "reference");
+        let kind = c.u8()?;
+        if kind == 0 {
+            return Ok(Reference::Null);
+        }
+        let flags = c.u8()?;
+        if flags & 0x01 != 0 {
+            return unsupported("reference into another file");
+        }
+        let blob;
+        let mut b = if kind == 2 {
+            c
+        } else {
+            let _len = c.u32()?;
+            let coll = c.addr(offset_size)?;
+            let index = c.u32()?;
+            blob = heap(coll, index)?;
+            Cursor::new(blob, "reference")
+        };
+        let token = b.u8()? as usize;
+        if token == 0 || token > 8 {
+            return corrupt(format!("reference token of {token} bytes"));
+        }
+        let object = crate::io::le_uint(b.bytes(token)?);
+        Ok(match kind {
+            2 => Reference::Object(object),
+            3 => {
+                // The selection's length, the dataspace's rank, then the selection.
+                let _len = b.u32()?;
+                let rank = b.u32()? as usize;
+                let selection = Selection::parse(&mut b, Some(rank))?;
+                Reference::Region(RegionRef { object, selection })
+            }
+            4 => {
+                let n = b.u16()? as usize;
+                let name = String::from_utf8_lossy(b.bytes(n)?).into_owned();
+                Reference::Attribute { object, name }
+            }
+            k => return corrupt(format!("reference of kind {k}")),
+        })
+    }
+}
+
 /// A serialised rank: at most HDF5's 32, and `want` when given.
 fn checked_rank(rank: u32, want: Option<usize>) -> Result<usize> {
     let rank = rank as usize;
@@ -444,5 +508,40 @@ mod tests {
         let e = Selection::parse(&mut Cursor::new(&u, "t"), Some(1)).unwrap_err();
         assert!(e.to_string().contains("unlimited"), "{e}");
         assert!(Selection::parse(&mut Cursor::new(&u, "t"), Some(2)).is_err());
+    }
+
+    #[test]
+    fn revised_references_decode_and_refuse_what_they_cannot_hold() {
+        let no_heap = |_: u64, _: u32| -> Result<&'static [u8]> { corrupt("no heap") };
+        let mut object = vec![2u8, 0, 8];
+        object.extend_from_slice(&0xb3u64.to_le_bytes());
+        object.resize(18, 0);
+        assert_eq!(
+            Reference::parse(&object, 8, &no_heap).unwrap(),
+            Reference::Object(0xb3)
+        );
+        assert_eq!(
+            Reference::parse(&[0; 18], 8, &no_heap).unwrap(),
+            Reference::Null
+        );
+        // Into another file; a token of no bytes; a heap blob that is not there.
+        assert!(Reference::parse(&[2, 1, 8, 0, 0], 8, &no_heap).is_err());
+        assert!(Reference::parse(&[2, 0, 0, 0, 0], 8, &no_heap).is_err());
+        let mut attr = vec![4u8, 0, 15, 0, 0, 0];
+        attr.extend_from_slice(&0x40u64.to_le_bytes());
+        attr.extend_from_slice(&2u32.to_le_bytes());
+        assert!(Reference::parse(&attr, 8, &no_heap).is_err());
+        let blob: &'static [u8] = &[8, 0xb3, 0, 0, 0, 0, 0, 0, 0, 4, 0, b'n', b'o', b't', b'e'];
+        let heap = |coll: u64, index: u32| -> Result<&'static [u8]> {
+            assert_eq!((coll, index), (0x40, 2));
+            Ok(blob)
+        };
+        assert_eq!(
+            Reference::parse(&attr, 8, &heap).unwrap(),
+            Reference::Attribute {
+                object: 0xb3,
+                name: "note".into()
+            }
+        );
     }
 }

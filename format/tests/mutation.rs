@@ -153,8 +153,8 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, region
-/// references, and HDF5 2.0's complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, region and
+/// HDF5 1.12 references, and HDF5 2.0's complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object
 /// header messages on, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
     if !common::have_python_module("hdf5plugin") {
@@ -232,6 +232,21 @@ ct.insert(b"w", 8, bf)
 d = h5py.h5d.create(fid, b"cx_compound", ct, h5py.h5s.create_simple((20,)))
 d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.zeros(20, dtype=np.dtype([("z", ">c8"), ("w", "<u2")])), mtype=ct)
 d.close()
+# HDF5 1.12 references (H5T_STD_REF): an object inline, a region in the global heap, a null one.
+hid = ctypes.c_int64
+refs = ((ctypes.c_uint8 * 64) * 3)()
+assert lib.H5Rcreate_object(hid(fid.id), b"/so", hid(0), ctypes.byref(refs[0])) >= 0
+region = h5py.h5s.create_simple((400,))
+region.select_hyperslab((10,), (5,))
+assert lib.H5Rcreate_region(hid(fid.id), b"/so", hid(region.id), hid(0), ctypes.byref(refs[1])) >= 0
+std_ref = hid.in_dll(lib, "H5T_STD_REF_g").value
+three = h5py.h5s.create_simple((3,))
+lib.H5Dcreate2.restype = hid
+did = lib.H5Dcreate2(hid(fid.id), b"std_refs", hid(std_ref), hid(three.id), hid(0), hid(0), hid(0))
+assert did >= 0 and lib.H5Dwrite(hid(did), hid(std_ref), hid(0), hid(0), hid(0), refs) >= 0
+lib.H5Dclose(hid(did))
+for r in refs[:2]:
+    lib.H5Rdestroy(ctypes.byref(r))
 fid.close()
 "#;
     let dir = tempfile::tempdir().ok()?;
