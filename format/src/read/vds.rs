@@ -202,7 +202,22 @@ fn assemble_at(ds: &Dataset<'_>, heap: u64, index: u32) -> Result<Vec<u8>> {
         let Some((origin, extent)) = source.bounds(&sdims) else {
             continue;
         };
-        let s_idx = source.indices(&sdims, &origin, &extent, elems_limit)?;
+        // The selection may reach past the source's current extent (a source smaller than its mapping): the
+        // elements out there keep the fill value, as libhdf5 gives them. Walk it in a space that holds it,
+        // and read only the part of its box inside the source.
+        let reach: Vec<u64> = origin
+            .iter()
+            .zip(&extent)
+            .map(|(o, e)| o.saturating_add(*e))
+            .collect();
+        let space: Vec<u64> = sdims.iter().zip(&reach).map(|(&d, &r)| d.max(r)).collect();
+        let inside: Vec<u64> = origin
+            .iter()
+            .zip(&reach)
+            .zip(&sdims)
+            .map(|((o, r), d)| (*r).min(*d).saturating_sub(*o))
+            .collect();
+        let s_idx = source.indices(&space, &origin, &extent, elems_limit)?;
         let v_idx = m
             .virtual_sel
             .indices(&dims, &vec![0; dims.len()], &dims, elems_limit)?;
@@ -213,8 +228,32 @@ fn assemble_at(ds: &Dataset<'_>, heap: u64, index: u32) -> Result<Vec<u8>> {
                 v_idx.len()
             ));
         }
-        let raw = src.read_box_raw(&origin, &extent)?;
+        if inside.contains(&0) || inside.len() != extent.len() {
+            continue;
+        }
+        let raw = src.read_box_raw(&origin, &inside)?;
+        let clipped = inside != extent;
         for (&s, &v) in s_idx.iter().zip(&v_idx) {
+            // From the selection box's row-major index to the readable part's, when they differ.
+            let s = if clipped {
+                let mut rest = s;
+                let mut at = 0u64;
+                let mut scale = 1u64;
+                let mut out_of_source = false;
+                for (e, i) in extent.iter().zip(&inside).rev() {
+                    let x = rest % e;
+                    rest /= e;
+                    out_of_source |= x >= *i;
+                    at += x * scale;
+                    scale *= i;
+                }
+                if out_of_source {
+                    continue;
+                }
+                at
+            } else {
+                s
+            };
             let (s, v) = (s as usize * elem, v as usize * elem);
             out[v..v + elem].copy_from_slice(&raw[s..s + elem]);
         }
