@@ -4,8 +4,8 @@
 //! A buffer starts with a 16-byte header: format version, codec format version, flags, element size, then
 //! (little-endian u32) the decoded size, the block size and the buffer's own size. Flags: 0x01 byte shuffle,
 //! 0x02 the blocks follow uncompressed, 0x04 bit shuffle, 0x10 blocks not split, bits 5–7 the codec (0
-//! BloscLZ, 1 LZ4, 2 Snappy, 3 zlib, 4 zstd). Unless stored uncompressed, a table of each block's start (i32,
-//! from the buffer's start) follows; a block is one stream, or one per byte of the element ("splits") when the
+//! BloscLZ, 1 LZ4, 2 Snappy, 3 zlib, 4 zstd; all decoded). Unless stored uncompressed, a table of each
+//! block's start (i32, from the buffer's start) follows; a block is one stream, or one per byte of the element ("splits") when the
 //! element is at most 16 bytes, the block holds at least 128 elements, it is not the short last block and
 //! flag 0x10 is clear. Each stream is its size (i32) and the codec's output, or the bytes themselves when that
 //! size equals the stream's decoded size. The shuffles are then undone over the whole block.
@@ -75,9 +75,9 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
     let codec = match flags >> 5 {
         0 => Codec::BloscLz,
         1 => Codec::Lz4,
+        2 => Codec::Snappy,
         3 => Codec::Zlib,
         4 => Codec::Zstd,
-        2 => return unsupported("blosc's snappy codec"),
         c => return unsupported(format!("blosc codec {c}")),
     };
     let nblocks = nbytes.div_ceil(blocksize);
@@ -151,6 +151,7 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
 pub(crate) enum Codec {
     BloscLz,
     Lz4,
+    Snappy,
     Zlib,
     Zstd,
 }
@@ -164,6 +165,16 @@ pub(crate) fn decompress(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<(
             Ok(n) => return exact(n, want),
             Err(e) => return corrupt(format!("blosc lz4 stream: {e}")),
         },
+        Codec::Snappy => {
+            // The raw Snappy format: its decoded length first, checked before any byte is written.
+            let n = snap::raw::decompress_len(body)
+                .map_err(|e| crate::FormatError::Corrupt(format!("blosc snappy stream: {e}")))?;
+            exact(n, want)?;
+            return match snap::raw::Decoder::new().decompress(body, dest) {
+                Ok(n) => exact(n, want),
+                Err(e) => corrupt(format!("blosc snappy stream: {e}")),
+            };
+        }
         Codec::Zlib => crate::filters::inflate(body, want)?,
         Codec::Zstd => crate::plugin_codecs::unzstd(body, want)?,
     };
@@ -290,6 +301,18 @@ mod tests {
         assert_eq!(&out, b"abcabcaaaaaaz");
         let mut short = vec![0u8; 12];
         assert!(blosclz(&stream, &mut short).is_err());
+    }
+
+    #[test]
+    fn snappy_streams_decode_to_exactly_their_block() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 97) as u8).collect();
+        let enc = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let mut out = vec![0u8; data.len()];
+        decompress(Codec::Snappy, &enc, &mut out).unwrap();
+        assert_eq!(out, data);
+        let mut short = vec![0u8; data.len() - 1];
+        assert!(decompress(Codec::Snappy, &enc, &mut short).is_err());
+        assert!(decompress(Codec::Snappy, &enc[..enc.len() / 2], &mut out).is_err());
     }
 
     #[test]

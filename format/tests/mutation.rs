@@ -184,7 +184,7 @@ with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fc
     f.create_dataset("lz4", data=y, chunks=(128,), **hdf5plugin.LZ4(nbytes=256))
     f.create_dataset("bs", data=x, chunks=(200,), **hdf5plugin.Bitshuffle())
     f.create_dataset("bsz", data=y, chunks=(200,), **hdf5plugin.Bitshuffle(cname="zstd"))
-    for c in ["blosclz", "lz4", "zlib", "zstd"]:
+    for c in ["blosclz", "lz4", "snappy", "zlib", "zstd"]:
         f.create_dataset("blosc_" + c, data=y, chunks=(300,), **hdf5plugin.Blosc(cname=c, shuffle=hdf5plugin.Blosc.BITSHUFFLE if c == "zlib" else hdf5plugin.Blosc.SHUFFLE))
     f.create_dataset("szip_nn", data=x, chunks=(128,), compression="szip", compression_opts=("nn", 8))
     f.create_dataset("szip_ec", data=y, chunks=(128,), compression="szip", compression_opts=("ec", 16))

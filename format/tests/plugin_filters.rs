@@ -35,7 +35,7 @@ with h5py.File(sys.argv[1], "w") as f:
     compound = np.zeros(3000, dtype=[("a", "i4"), ("b", "f8"), ("c", "S5")])
     compound["a"] = np.arange(3000)
     compound["b"] = np.linspace(0, 1, 3000)
-    for cname in ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]:
+    for cname in ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]:
         for shuf, sname in [(blosc.NOSHUFFLE, "none"), (blosc.SHUFFLE, "byte"), (blosc.BITSHUFFLE, "bit")]:
             kw = blosc(cname=cname, clevel=5, shuffle=shuf)
             f.create_dataset("blosc_%s_%s_f8" % (cname, sname), data=smooth, chunks=(20000,), **kw)
