@@ -470,26 +470,32 @@ impl Datatype {
                 out.put_u16(0);
                 out.put_u16((*size * 8) as u16);
             }
-            Datatype::Float { size, be, .. } => {
+            Datatype::Float {
+                size,
+                be,
+                sign_loc,
+                exp_loc,
+                exp_size,
+                mant_loc,
+                mant_size,
+                bias,
+                norm,
+            } => {
+                // Only IEEE layouts: what HDF5 1.10 and 1.14 read.
                 if self.ieee_layout().is_none() {
                     return unsupported(format!("writing {}", self.describe()));
                 }
-                let (sign, eloc, esize, msize, bias) = match size {
-                    2 => (15u32, 10u8, 5u8, 10u8, 15u32),
-                    4 => (31, 23, 8, 23, 127),
-                    8 => (63, 52, 11, 52, 1023),
-                    _ => return unsupported(format!("writing float of {size} bytes")),
-                };
                 out.put_u8(0x11);
-                out.put_uint(0x20 | (sign << 8) as u64 | (if *be { 1 } else { 0 }), 3);
+                let bits = u64::from(*norm) << 4 | u64::from(*sign_loc) << 8 | u64::from(*be);
+                out.put_uint(bits, 3);
                 out.put_u32(*size as u32);
                 out.put_u16(0);
                 out.put_u16((*size * 8) as u16);
-                out.put_u8(eloc);
-                out.put_u8(esize);
-                out.put_u8(0);
-                out.put_u8(msize);
-                out.put_u32(bias);
+                out.put_u8(*exp_loc);
+                out.put_u8(*exp_size);
+                out.put_u8(*mant_loc);
+                out.put_u8(*mant_size);
+                out.put_u32(*bias);
             }
             Datatype::FixedStr { size, pad, utf8 } => {
                 let p = match pad {

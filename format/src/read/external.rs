@@ -58,11 +58,7 @@ pub(crate) fn read(
     let mut files = Vec::with_capacity(segments.len());
     let mut stored = 0u64;
     for s in segments {
-        let p = Path::new(&s.name);
-        let path = match hdf5_file.and_then(Path::parent) {
-            Some(dir) if !p.is_absolute() && dir.join(p).exists() => dir.join(p),
-            _ => p.to_path_buf(),
-        };
+        let path = crate::read::vds::named_file(hdf5_file, &s.name);
         let f = std::fs::File::open(&path).map_err(|e| {
             FormatError::Io(std::io::Error::new(
                 e.kind(),

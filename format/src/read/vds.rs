@@ -87,14 +87,14 @@ fn parse_mappings(bytes: &[u8], size_len: usize, rank: usize) -> Result<Vec<Mapp
     Ok(out)
 }
 
-/// Where a source file named `name` in the mapping list is: absolute names as they are; relative ones beside
-/// the virtual dataset's file, else in the current directory (where libhdf5 also looks).
-fn source_path(vds_file: Option<&Path>, name: &str) -> PathBuf {
+/// Where a file another file names is (a virtual dataset's source, an external data file): absolute names
+/// as they are; relative ones beside the naming file, else in the current directory (where libhdf5 looks).
+pub(crate) fn named_file(naming_file: Option<&Path>, name: &str) -> PathBuf {
     let p = Path::new(name);
     if p.is_absolute() {
         return p.to_path_buf();
     }
-    if let Some(dir) = vds_file.and_then(Path::parent) {
+    if let Some(dir) = naming_file.and_then(Path::parent) {
         let beside = dir.join(p);
         if beside.exists() {
             return beside;
@@ -146,7 +146,7 @@ fn assemble_at(ds: &Dataset<'_>, heap: u64, index: u32) -> Result<Vec<u8>> {
             return unsupported("virtual dataset with printf-style source names");
         }
         if m.file != "." && !opened.contains_key(&m.file) {
-            let f = H5File::open(&source_path(file.path(), &m.file)).ok();
+            let f = H5File::open(&named_file(file.path(), &m.file)).ok();
             opened.insert(m.file.clone(), f);
         }
     }
