@@ -14,6 +14,7 @@ use crate::btree::v1::{write_chunk_tree, ChunkEntry};
 use crate::convert;
 use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
+use crate::encode_as::encode_as;
 use crate::error::{invalid, unsupported, FormatError, Result};
 use crate::io::Cursor;
 use crate::messages::{self, ChunkIndex, Layout, LinkTarget};
@@ -22,9 +23,9 @@ use crate::read::attrs::raw_attrs;
 use crate::read::file::H5File;
 use crate::read::groups::{self, ObjectKind};
 use crate::superblock;
-use crate::write::dataset::{encode_data, write_chunks, write_dataset, DatasetOptions};
+use crate::write::dataset::{write_chunks, write_dataset, DatasetOptions};
 use crate::write::object::{attribute_message, write_object};
-use crate::write::sink::Sink;
+use crate::write::sink::{HeapSink, Sink};
 use crate::write::writer::components;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -372,6 +373,70 @@ impl FileAppender {
         self.put_rows(dataset_path, start, rows, false)
     }
 
+    /// Writes rows over a contiguous or compact dataset already rewritten in this session: its new copy (in
+    /// this session's bytes, or in its compact layout) is patched in place.
+    fn patch_rewritten(
+        &mut self,
+        path: &str,
+        start: u64,
+        rows: &Array,
+        append: bool,
+        dtype: &Datatype,
+        dims: &[u64],
+    ) -> Result<()> {
+        let end = start
+            .checked_add(rows.shape[0])
+            .ok_or_else(|| FormatError::Invalid("row range overflows".into()))?;
+        if append {
+            return invalid(format!(
+                "{path} cannot grow along dimension 0 (needs a chunked dataset with a larger maximum shape)"
+            ));
+        }
+        if end > dims[0] {
+            return invalid(format!(
+                "rows {start}..{end} outside {path} with {} rows",
+                dims[0]
+            ));
+        }
+        let raw = {
+            let mut hs = HeapSink::new(&mut self.sink);
+            let raw = encode_as(dtype, &rows.data, &mut hs).map_err(|e| match e {
+                FormatError::TypeMismatch(why) => {
+                    FormatError::TypeMismatch(format!("{path}: {why}"))
+                }
+                other => other,
+            })?;
+            hs.finish();
+            raw
+        };
+        let row_bytes = dims[1..].iter().product::<u64>() as usize * dtype.size();
+        let at = start as usize * row_bytes;
+        let base = self.sink.base;
+        let target: &mut [u8] = match self.child(path)? {
+            Node::Dataset(DatasetState {
+                change: Some(DataChange::Layout(Layout::Compact(bytes))),
+                ..
+            }) => bytes,
+            Node::Dataset(DatasetState {
+                change: Some(DataChange::Layout(Layout::Contiguous { addr, size })),
+                ..
+            }) if *addr >= base => {
+                let from = (*addr - base) as usize;
+                let to = from + *size as usize;
+                self.sink.buf.get_mut(from..to).ok_or_else(|| {
+                    FormatError::Corrupt(format!("{path}: rewritten data outside this session"))
+                })?
+            }
+            _ => return unsupported(format!("rewriting rows of {path} twice in one session")),
+        };
+        target
+            .get_mut(at..at + raw.len())
+            .ok_or_else(|| FormatError::Corrupt(format!("{path}: rewritten data too short")))?
+            .copy_from_slice(&raw);
+        self.dirty = true;
+        Ok(())
+    }
+
     fn current_dims(&mut self, path: &str) -> Result<Vec<u64>> {
         match self.child(path)? {
             Node::Dataset(d) => match &d.change {
@@ -425,57 +490,57 @@ impl FileAppender {
                 rows.shape, space.dims
             ));
         }
-        check_compatible(&dtype, &rows, path)?;
         let elem = dtype.size();
         // Current state (possibly already changed in this session).
-        let (dims, chunk, mut entries, old_leaves): (_, _, Vec<ChunkEntry>, _) = match self
-            .child(path)?
-        {
-            Node::Dataset(DatasetState {
-                change:
-                    Some(DataChange::Chunked {
-                        dims,
+        let (dims, chunk, mut entries, old_leaves): (_, _, Vec<ChunkEntry>, _) =
+            match self.child(path)? {
+                Node::Dataset(DatasetState {
+                    change:
+                        Some(DataChange::Chunked {
+                            dims,
+                            chunk,
+                            entries,
+                            old_leaves,
+                        }),
+                    ..
+                }) => (
+                    dims.clone(),
+                    chunk.clone(),
+                    entries.clone(),
+                    // Cloned, not taken: an error below must leave the session's state as it was.
+                    old_leaves.clone(),
+                ),
+                Node::Dataset(DatasetState {
+                    change: Some(DataChange::Layout(_)),
+                    ..
+                }) => {
+                    // Already rewritten in this session: patch the new copy where it lies.
+                    return self.patch_rewritten(path, start, &rows, append, &dtype, &space.dims);
+                }
+                _ => match &layout {
+                    Layout::Chunked {
                         chunk,
-                        entries,
-                        old_leaves,
-                    }),
-                ..
-            }) => (
-                dims.clone(),
-                chunk.clone(),
-                entries.clone(),
-                std::mem::take(old_leaves),
-            ),
-            Node::Dataset(DatasetState {
-                change: Some(DataChange::Layout(_)),
-                ..
-            }) => {
-                return unsupported("changing rows twice in one session of a non-chunked dataset")
-            }
-            _ => match &layout {
-                Layout::Chunked {
-                    chunk,
-                    index: ChunkIndex::BTreeV1 { addr: bt },
-                } => {
-                    let leaves = crate::btree::v1::chunk_leaves(&self.h5.ctx(), *bt, rank)?;
-                    let entries = leaves.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
-                    (space.dims.clone(), chunk.clone(), entries, leaves)
-                }
-                Layout::Chunked { chunk, .. } => {
-                    let d = self.h5.dataset_at(addr)?;
-                    (
-                        space.dims.clone(),
-                        chunk.clone(),
-                        d.chunk_entries()?,
-                        vec![],
-                    )
-                }
-                Layout::Virtual { .. } => {
-                    return unsupported(format!("writing rows of {path}, a virtual dataset"))
-                }
-                _ => (space.dims.clone(), vec![], vec![], vec![]),
-            },
-        };
+                        index: ChunkIndex::BTreeV1 { addr: bt },
+                    } => {
+                        let leaves = crate::btree::v1::chunk_leaves(&self.h5.ctx(), *bt, rank)?;
+                        let entries = leaves.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
+                        (space.dims.clone(), chunk.clone(), entries, leaves)
+                    }
+                    Layout::Chunked { chunk, .. } => {
+                        let d = self.h5.dataset_at(addr)?;
+                        (
+                            space.dims.clone(),
+                            chunk.clone(),
+                            d.chunk_entries()?,
+                            vec![],
+                        )
+                    }
+                    Layout::Virtual { .. } => {
+                        return unsupported(format!("writing rows of {path}, a virtual dataset"))
+                    }
+                    _ => (space.dims.clone(), vec![], vec![], vec![]),
+                },
+            };
         let n0 = rows.shape[0];
         let end = start
             .checked_add(n0)
@@ -494,7 +559,18 @@ impl FileAppender {
                 dims[0]
             ));
         }
-        let new_raw = encode_data(&mut self.sink, &rows.data)?;
+        // In the dataset's own element type, whoever defined it; a value it cannot hold changes nothing.
+        let new_raw = {
+            let mut hs = HeapSink::new(&mut self.sink);
+            let raw = encode_as(&dtype, &rows.data, &mut hs).map_err(|e| match e {
+                FormatError::TypeMismatch(why) => {
+                    FormatError::TypeMismatch(format!("{path}: {why}"))
+                }
+                other => other,
+            })?;
+            hs.finish();
+            raw
+        };
         let row_bytes = dims[1..].iter().product::<u64>() as usize * elem;
         if chunk.is_empty() {
             // Contiguous or compact: rewrite the whole data with the rows patched in.
@@ -671,40 +747,6 @@ fn dataspace_of(msgs: &Msgs) -> Result<Dataspace> {
         .find(|m| m.0 == mtype::DATASPACE)
         .ok_or_else(|| FormatError::Corrupt("dataset without dataspace".into()))?;
     Dataspace::parse(&mut Cursor::new(&m.2, "dataspace"), 8)
-}
-
-fn check_compatible(file: &Datatype, rows: &Array, path: &str) -> Result<()> {
-    let ours = convert::dtype_for(&rows.data)?;
-    let ok = match (file, &ours) {
-        (
-            Datatype::Int {
-                size: a,
-                signed: sa,
-                be: false,
-                offset: 0,
-                precision: pa,
-            },
-            Datatype::Int {
-                size: b,
-                signed: sb,
-                ..
-            },
-        ) => a == b && sa == sb && *pa as usize == a * 8,
-        (Datatype::Float { .. }, Datatype::Float { .. }) => {
-            file.ieee_layout().is_some_and(|(_, be)| !be) && file.size() == ours.size()
-        }
-        (Datatype::VarStr { .. }, Datatype::VarStr { .. }) => true,
-        (Datatype::FixedStr { size: a, .. }, Datatype::FixedStr { size: b, .. }) => a == b,
-        _ => false,
-    };
-    if !ok {
-        return Err(FormatError::TypeMismatch(format!(
-            "{path} holds {} but the rows are {}",
-            file.describe(),
-            rows.data.type_name()
-        )));
-    }
-    Ok(())
 }
 
 /// Reads raw elements of a box of a chunked dataset using an explicit chunk list, which may

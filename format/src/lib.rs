@@ -21,6 +21,7 @@ pub mod ctx;
 pub mod dataspace;
 pub mod datatype;
 pub mod element;
+mod encode_as;
 pub mod error;
 pub mod filters;
 mod float_layout;

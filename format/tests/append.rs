@@ -4,7 +4,7 @@
 mod common;
 
 use clawhdf5_format::inspect::array_to_json;
-use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, H5File};
+use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, FormatError, H5File};
 use serde_json::json;
 use std::path::Path;
 
@@ -498,4 +498,144 @@ fn superseded_bytes_count_the_data_a_session_replaced() {
         f.dataset("/mem/vectors").unwrap().read().unwrap(),
         vec_rows(0, 8)
     );
+}
+
+/// Rows appended to and written over datasets whose element types h5py chose — big-endian and narrow
+/// integers, enums with their own values, compounds with another member order and gaps, complex numbers,
+/// arrays, fixed strings, variable-length sequences — take those types: h5py reads back exactly the values
+/// we put, and values a type cannot hold are refused without changing the file.
+#[test]
+fn rows_take_the_element_types_h5py_chose() {
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+grow = dict(maxshape=(None,), chunks=(4,))
+with h5py.File(sys.argv[1], "w", libver=("v110", "v114")) as f:
+    f.create_dataset("be_i16", data=np.array([1, -2, 3], ">i2"), **grow)
+    f.create_dataset("be_f32", data=np.array([0.5, 1.5], ">f4"), **grow)
+    f.create_dataset("half", data=np.array([0.25], "<f2"), **grow)
+    f.create_dataset("enum", data=np.array([10, 20], "u1"), dtype=h5py.enum_dtype({"a": 10, "b": 20}, basetype="u1"), **grow)
+    rec = np.dtype({"names": ["y", "x", "tag"], "formats": [">f4", "<u2", "S4"], "offsets": [0, 8, 12], "itemsize": 20})
+    f.create_dataset("rec", data=np.array([(1.0, 2, b"ab")], rec), **grow)
+    f.create_dataset("cplx", data=np.array([1 + 2j], "<c8"), **grow)
+    arr = np.dtype((">i4", (3,)))
+    d = f.create_dataset("arr", shape=(2,), dtype=arr, **grow)
+    d[0] = [0, 1, 2]
+    d[1] = [3, 4, 5]
+    f.create_dataset("fixed", data=np.array([b"abc"], "S5"), **grow)
+    # Little-endian: h5py 3.16 (HDF5 2.0) does not byte-swap big-endian sequences it reads.
+    seq = h5py.vlen_dtype(np.dtype("<u2"))
+    d = f.create_dataset("seq", shape=(2,), dtype=seq, **grow)
+    d[0] = np.array([1, 2, 3], "<u2")
+    d[1] = np.array([], "<u2")
+    f.create_dataset("fixed_rows", data=np.array([7, 8, 9], "<u4"))
+"#,
+        "typed.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    // Rows read from each dataset (so in our reader's types) and rows built in other types.
+    let f = H5File::open(&path).unwrap();
+    let own = |name: &str| f.dataset(name).unwrap().read_rows(0, 1).unwrap();
+    let before: Vec<(String, serde_json::Value)> = [
+        "be_i16", "be_f32", "half", "enum", "rec", "cplx", "arr", "fixed", "seq",
+    ]
+    .iter()
+    .map(|n| {
+        (
+            n.to_string(),
+            array_to_json(&f.dataset(n).unwrap().read().unwrap()),
+        )
+    })
+    .collect();
+    let mut a = FileAppender::open(&path).unwrap();
+    for (name, _) in &before {
+        a.append_rows(name, own(name)).unwrap();
+    }
+    a.append_rows("be_i16", Array::vector(Data::I64(vec![-32768, 32767])))
+        .unwrap();
+    a.append_rows("be_f32", Array::vector(Data::F64(vec![2.25])))
+        .unwrap();
+    a.append_rows("half", Array::vector(Data::I32(vec![3])))
+        .unwrap();
+    a.append_rows(
+        "rec",
+        Array::vector(Data::Compound(vec![
+            ("tag".into(), Data::VarStr(vec!["wxyz".into()])),
+            ("x".into(), Data::U8(vec![9])),
+            ("y".into(), Data::F32(vec![-4.0])),
+        ])),
+    )
+    .unwrap();
+    a.append_rows(
+        "enum",
+        Array::vector(Data::Enum {
+            values: vec![1],
+            members: vec![("a".into(), 0), ("b".into(), 1)],
+        }),
+    )
+    .unwrap();
+    a.write_rows("fixed_rows", 1, Array::vector(Data::U8(vec![42])))
+        .unwrap();
+    a.write_rows("fixed_rows", 2, Array::vector(Data::U64(vec![43])))
+        .unwrap();
+    a.append_rows(
+        "seq",
+        Array::vector(Data::VarLen(vec![
+            Data::I64(vec![65_535, 0]),
+            Data::I64(vec![]),
+        ])),
+    )
+    .unwrap();
+    // Values the types cannot hold: refused, nothing changed.
+    for (name, rows) in [
+        ("be_i16", Data::I64(vec![40_000])),
+        ("enum", Data::U8(vec![10])),
+        ("fixed", Data::VarStr(vec!["too long".into()])),
+        (
+            "rec",
+            Data::Compound(vec![("x".into(), Data::U16(vec![1]))]),
+        ),
+        ("fixed_rows", Data::I8(vec![-1])),
+    ] {
+        let shape = a.shape(name).unwrap();
+        let e = a.write_rows(name, 0, Array::vector(rows)).expect_err(name);
+        assert!(
+            matches!(e, FormatError::TypeMismatch(_) | FormatError::Invalid(_)),
+            "{name}: {e}"
+        );
+        assert_eq!(a.shape(name).unwrap(), shape, "{name}");
+    }
+    a.commit().unwrap();
+    drop(f);
+
+    let f = H5File::open(&path).unwrap();
+    let value = |name: &str| array_to_json(&f.dataset(name).unwrap().read().unwrap());
+    for (name, was) in &before {
+        let now = value(name);
+        let (now, was) = (now.as_array().unwrap(), was.as_array().unwrap());
+        assert_eq!(&now[..was.len()], &was[..], "{name}: the old rows");
+        assert_eq!(
+            now[was.len()],
+            was[0],
+            "{name}: the row appended from its own first row"
+        );
+    }
+    assert_eq!(value("be_i16"), json!([1, -2, 3, 1, -32768, 32767]));
+    assert_eq!(value("be_f32"), json!([0.5, 1.5, 0.5, 2.25]));
+    assert_eq!(value("half"), json!([0.25, 0.25, 3.0]));
+    assert_eq!(value("fixed_rows"), json!([7, 42, 43]));
+    assert_eq!(
+        value("seq"),
+        json!([[1, 2, 3], [], [1, 2, 3], [65535, 0], []])
+    );
+    let rec = value("rec");
+    assert_eq!(rec[2], json!({"y": -4.0, "x": 9, "tag": "wxyz"}));
+    let enums = f.dataset("enum").unwrap().read().unwrap();
+    match &enums.data {
+        Data::Enum { values, .. } => assert_eq!(values, &[10, 20, 10, 20]),
+        other => panic!("enum read as {other:?}"),
+    }
+    common::assert_equal_to_h5py(&path);
 }

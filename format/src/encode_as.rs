@@ -1,0 +1,498 @@
+//! Encoding values into a datatype someone else chose: rows appended to or written over a dataset in an
+//! existing file take that dataset's element type, whatever writer defined it (big-endian or narrower
+//! integers, enums with other base types or values, compounds with other member orders, offsets and gaps,
+//! arrays, fixed strings with other padding, bitfields, opaque bytes, complex numbers, variable-length data).
+//!
+//! Values convert as libhdf5's `H5Dwrite` converts them where no information is lost: integers between
+//! widths, signedness and byte orders when they fit (a value that does not fit is an error, not clamped),
+//! integers to floats, floats between IEEE widths (rounded to nearest) and byte orders, enum members by
+//! name, compound members by name. Everything else is a type mismatch naming both types.
+
+use crate::array::Data;
+use crate::convert::{dtype_for, encode, VlenSink};
+use crate::datatype::{Datatype, StrPad};
+use crate::error::{FormatError, Result};
+
+/// Raw elements of `dt` (file byte order) holding `data`; variable-length bodies go to `sink`.
+pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
+    // Values already of this exact type encode as the writer encodes them.
+    if dtype_for(data).ok().as_ref() == Some(dt) {
+        return encode(data, sink);
+    }
+    let n = data.len();
+    let mismatch = || {
+        FormatError::TypeMismatch(format!(
+            "values of {} cannot be stored as {}",
+            data.type_name(),
+            dt.describe()
+        ))
+    };
+    match dt {
+        Datatype::Int { size, .. } => {
+            let ints = integers(data).ok_or_else(mismatch)?;
+            let mut out = vec![0u8; n * size];
+            for (v, slot) in ints.iter().zip(out.chunks_exact_mut(*size)) {
+                put_int(dt, *v, slot)?;
+            }
+            Ok(out)
+        }
+        Datatype::Enum { base, members } => {
+            let Data::Enum {
+                values,
+                members: theirs,
+            } = data
+            else {
+                return Err(mismatch());
+            };
+            let size = base.size();
+            let mut out = vec![0u8; n * size];
+            for (v, slot) in values.iter().zip(out.chunks_exact_mut(size)) {
+                // The member of that value in the data's own table, then that member's value in the file's.
+                let name = theirs
+                    .iter()
+                    .find(|(_, x)| x == v)
+                    .map(|(name, _)| name)
+                    .ok_or_else(|| {
+                        FormatError::Invalid(format!("enum value {v} names no member"))
+                    })?;
+                let ours = members
+                    .iter()
+                    .find(|(m, _)| m == name)
+                    .map(|(_, x)| *x)
+                    .ok_or_else(|| {
+                        FormatError::TypeMismatch(format!(
+                            "enum member {name:?} is not a member of {}",
+                            dt.describe()
+                        ))
+                    })?;
+                put_int(base, i128::from(ours), slot)?;
+            }
+            Ok(out)
+        }
+        Datatype::Bitfield { size, be } => {
+            let bits: Vec<u64> = match data {
+                Data::Bitfield { values, .. } => values.clone(),
+                _ => integers(data)
+                    .ok_or_else(mismatch)?
+                    .into_iter()
+                    .map(|v| u64::try_from(v).map_err(|_| negative_bits(v)))
+                    .collect::<Result<_>>()?,
+            };
+            let mut out = vec![0u8; n * size];
+            for (v, slot) in bits.iter().zip(out.chunks_exact_mut(*size)) {
+                if *size < 8 && *v >> (size * 8) != 0 {
+                    return Err(FormatError::Invalid(format!(
+                        "bitfield value {v:#x} does not fit {size} bytes"
+                    )));
+                }
+                put_bytes(&v.to_le_bytes(), slot, *be);
+            }
+            Ok(out)
+        }
+        Datatype::Float { .. } => {
+            let (size, be) = dt.ieee_layout().ok_or_else(|| {
+                FormatError::Unsupported(format!("writing values as {}", dt.describe()))
+            })?;
+            let floats = floats(data).ok_or_else(mismatch)?;
+            let mut out = vec![0u8; n * size];
+            for (v, slot) in floats.iter().zip(out.chunks_exact_mut(size)) {
+                let le: Vec<u8> = match size {
+                    2 => half::f16::from_f64(*v).to_le_bytes().to_vec(),
+                    4 => (*v as f32).to_le_bytes().to_vec(),
+                    _ => v.to_le_bytes().to_vec(),
+                };
+                put_bytes(&le, slot, be);
+            }
+            Ok(out)
+        }
+        Datatype::FixedStr { size, pad, .. } => {
+            let values = match data {
+                Data::FixedStr { values, .. } | Data::VarStr(values) => values,
+                _ => return Err(mismatch()),
+            };
+            let fill = if *pad == StrPad::SpacePad { b' ' } else { 0 };
+            let mut out = vec![fill; n * size];
+            for (s, slot) in values.iter().zip(out.chunks_exact_mut(*size)) {
+                let b = s.as_bytes();
+                if b.len() > *size {
+                    return Err(FormatError::Invalid(format!(
+                        "string of {} bytes does not fit {}",
+                        b.len(),
+                        dt.describe()
+                    )));
+                }
+                slot[..b.len()].copy_from_slice(b);
+            }
+            Ok(out)
+        }
+        Datatype::VarStr { .. } => match data {
+            Data::VarStr(_) => encode(data, sink),
+            Data::FixedStr { values, .. } => encode(&Data::VarStr(values.clone()), sink),
+            _ => Err(mismatch()),
+        },
+        Datatype::Compound { size, members } => {
+            let Data::Compound(fields) = data else {
+                return Err(mismatch());
+            };
+            let mut out = vec![0u8; n * size];
+            for m in members {
+                let column = fields
+                    .iter()
+                    .find(|(name, _)| *name == m.name)
+                    .map(|(_, d)| d)
+                    .ok_or_else(|| {
+                        FormatError::TypeMismatch(format!(
+                            "the values have no member {:?} of {}",
+                            m.name,
+                            dt.describe()
+                        ))
+                    })?;
+                scatter(
+                    &mut out,
+                    *size,
+                    m.offset,
+                    &encode_as(&m.dtype, column, sink)?,
+                )?;
+            }
+            Ok(out)
+        }
+        Datatype::Complex { size, base } => {
+            // Read as the compound {r, i}: written back the same way.
+            let Data::Compound(fields) = data else {
+                return Err(mismatch());
+            };
+            let part = |name: &str| {
+                fields
+                    .iter()
+                    .find(|(f, _)| f == name)
+                    .map(|(_, d)| d)
+                    .ok_or_else(mismatch)
+            };
+            let half_size = base.size();
+            let mut out = vec![0u8; n * size];
+            scatter(&mut out, *size, 0, &encode_as(base, part("r")?, sink)?)?;
+            scatter(
+                &mut out,
+                *size,
+                half_size,
+                &encode_as(base, part("i")?, sink)?,
+            )?;
+            Ok(out)
+        }
+        Datatype::Array { dims, base } => match data {
+            // Each element's values are contiguous and row-major: the inner values in order are the elements.
+            Data::ArrayOf { dims: d, data } if d == dims => encode_as(base, data, sink),
+            _ => Err(mismatch()),
+        },
+        Datatype::Opaque { size, .. } => match data {
+            Data::Opaque { size: s, bytes, .. } if s == size => Ok(bytes.clone()),
+            _ => Err(mismatch()),
+        },
+        Datatype::VarSeq(base) => {
+            let Data::VarLen(seqs) = data else {
+                return Err(mismatch());
+            };
+            let mut out = Vec::with_capacity(n * 16);
+            for seq in seqs {
+                let body = encode_as(base, seq, sink)?;
+                let len = u32::try_from(seq.len()).map_err(|_| {
+                    FormatError::Invalid("sequence of more than 2^32 elements".into())
+                })?;
+                let (coll, idx) = if seq.is_empty() {
+                    (0, 0)
+                } else {
+                    sink.put(&body)?
+                };
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(&coll.to_le_bytes());
+                out.extend_from_slice(&idx.to_le_bytes());
+            }
+            Ok(out)
+        }
+        Datatype::Reference { .. } | Datatype::Time { .. } => Err(FormatError::Unsupported(
+            format!("writing values as {}", dt.describe()),
+        )),
+    }
+}
+
+fn negative_bits(v: i128) -> FormatError {
+    FormatError::Invalid(format!("bitfield value {v} is negative"))
+}
+
+/// Copies `column` (elements of `column.len() / n` bytes) into each `stride`-byte element of `out` at
+/// `offset`.
+fn scatter(out: &mut [u8], stride: usize, offset: usize, column: &[u8]) -> Result<()> {
+    let n = out.len() / stride.max(1);
+    if n == 0 {
+        return Ok(());
+    }
+    let width = column.len() / n;
+    if width * n != column.len() || offset + width > stride {
+        return Err(FormatError::Corrupt(
+            "compound member outside its element".into(),
+        ));
+    }
+    for (i, v) in column.chunks_exact(width).enumerate() {
+        let at = i * stride + offset;
+        out[at..at + width].copy_from_slice(v);
+    }
+    Ok(())
+}
+
+/// Writes little-endian `le` into `slot` in the slot's byte order (`le` at least as long as `slot`).
+fn put_bytes(le: &[u8], slot: &mut [u8], be: bool) {
+    let n = slot.len();
+    slot.copy_from_slice(&le[..n]);
+    if be {
+        slot.reverse();
+    }
+}
+
+/// Integer values of `data`, when it holds integers.
+fn integers(data: &Data) -> Option<Vec<i128>> {
+    fn all<T: Copy + Into<i128>>(v: &[T]) -> Vec<i128> {
+        v.iter().map(|x| (*x).into()).collect()
+    }
+    Some(match data {
+        Data::I8(v) => all(v),
+        Data::I16(v) => all(v),
+        Data::I32(v) => all(v),
+        Data::I64(v) => all(v),
+        Data::U8(v) => all(v),
+        Data::U16(v) => all(v),
+        Data::U32(v) => all(v),
+        Data::U64(v) => all(v),
+        Data::Bitfield { values, .. } => all(values),
+        _ => return None,
+    })
+}
+
+/// Float values of `data`, when it holds floats or integers.
+fn floats(data: &Data) -> Option<Vec<f64>> {
+    Some(match data {
+        Data::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        Data::F32(v) => v.iter().map(|x| f64::from(*x)).collect(),
+        Data::F64(v) => v.clone(),
+        _ => integers(data)?.into_iter().map(|v| v as f64).collect(),
+    })
+}
+
+/// Stores integer `v` in `slot` as the integer type `dt` defines it (precision bits at a bit offset, byte
+/// order); a value outside the type's range is an error.
+fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
+    let Datatype::Int {
+        signed,
+        be,
+        offset,
+        precision,
+        ..
+    } = dt
+    else {
+        return Err(FormatError::TypeMismatch(format!(
+            "enum base {} is not an integer",
+            dt.describe()
+        )));
+    };
+    let p = u32::from(*precision).clamp(1, 64);
+    let (lo, hi) = if *signed {
+        (-(1i128 << (p - 1)), (1i128 << (p - 1)) - 1)
+    } else {
+        (0, (1i128 << p) - 1)
+    };
+    if v < lo || v > hi {
+        return Err(FormatError::Invalid(format!(
+            "value {v} does not fit {}",
+            dt.describe()
+        )));
+    }
+    let bits = ((v as u128) & ((1u128 << p) - 1)) << offset;
+    put_bytes(&bits.to_le_bytes(), slot, *be);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::Member;
+
+    /// Variable-length bodies kept in a list (collection 1, index = position).
+    struct Bodies(Vec<Vec<u8>>);
+
+    impl VlenSink for Bodies {
+        fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
+            self.0.push(bytes.to_vec());
+            Ok((1, self.0.len() as u32))
+        }
+    }
+
+    fn int(size: usize, signed: bool, be: bool) -> Datatype {
+        Datatype::Int {
+            size,
+            signed,
+            be,
+            offset: 0,
+            precision: (size * 8) as u16,
+        }
+    }
+
+    fn enc(dt: &Datatype, data: &Data) -> Result<Vec<u8>> {
+        encode_as(dt, data, &mut Bodies(Vec::new()))
+    }
+
+    #[test]
+    fn integers_change_width_and_byte_order_when_they_fit() {
+        let be16 = int(2, true, true);
+        assert_eq!(
+            enc(&be16, &Data::I64(vec![1, -2])).unwrap(),
+            [0, 1, 0xff, 0xfe]
+        );
+        assert!(matches!(
+            enc(&be16, &Data::I64(vec![40_000])),
+            Err(FormatError::Invalid(_))
+        ));
+        assert!(enc(&int(1, false, false), &Data::I8(vec![-1])).is_err());
+        // Reduced precision at a bit offset.
+        let packed = Datatype::Int {
+            size: 2,
+            signed: false,
+            be: false,
+            offset: 4,
+            precision: 6,
+        };
+        assert_eq!(enc(&packed, &Data::U8(vec![0x3f])).unwrap(), [0xf0, 0x03]);
+        assert!(enc(&packed, &Data::U8(vec![0x40])).is_err());
+        assert!(enc(&be16, &Data::F32(vec![1.0])).is_err());
+    }
+
+    #[test]
+    fn floats_round_to_the_stored_width_and_order() {
+        let be32 = Datatype::ieee_float(4, true);
+        assert_eq!(
+            enc(&be32, &Data::F64(vec![1.5])).unwrap(),
+            1.5f32.to_be_bytes()
+        );
+        let le16 = Datatype::ieee_float(2, false);
+        assert_eq!(
+            enc(&le16, &Data::I32(vec![3])).unwrap(),
+            half::f16::from_f32(3.0).to_le_bytes()
+        );
+    }
+
+    #[test]
+    fn enums_map_by_member_name() {
+        let dt = Datatype::Enum {
+            base: Box::new(int(1, false, false)),
+            members: vec![("a".into(), 10), ("b".into(), 20)],
+        };
+        let data = Data::Enum {
+            values: vec![1, 0],
+            members: vec![("a".into(), 0), ("b".into(), 1)],
+        };
+        assert_eq!(enc(&dt, &data).unwrap(), [20, 10]);
+        let stranger = Data::Enum {
+            values: vec![0],
+            members: vec![("c".into(), 0)],
+        };
+        assert!(matches!(
+            enc(&dt, &stranger),
+            Err(FormatError::TypeMismatch(_))
+        ));
+    }
+
+    #[test]
+    fn compounds_match_members_by_name_at_the_file_offsets() {
+        let dt = Datatype::Compound {
+            size: 12,
+            members: vec![
+                Member {
+                    name: "y".into(),
+                    offset: 0,
+                    dtype: Datatype::ieee_float(4, true),
+                },
+                Member {
+                    name: "x".into(),
+                    offset: 8,
+                    dtype: int(2, false, false),
+                },
+            ],
+        };
+        let data = Data::Compound(vec![
+            ("x".into(), Data::U16(vec![7])),
+            ("y".into(), Data::F32(vec![2.0])),
+        ]);
+        let mut want = vec![0u8; 12];
+        want[..4].copy_from_slice(&2.0f32.to_be_bytes());
+        want[8..10].copy_from_slice(&7u16.to_le_bytes());
+        assert_eq!(enc(&dt, &data).unwrap(), want);
+        let short = Data::Compound(vec![("x".into(), Data::U16(vec![7]))]);
+        assert!(matches!(
+            enc(&dt, &short),
+            Err(FormatError::TypeMismatch(_))
+        ));
+    }
+
+    #[test]
+    fn strings_pad_as_the_type_says() {
+        let dt = Datatype::FixedStr {
+            size: 4,
+            pad: StrPad::SpacePad,
+            utf8: false,
+        };
+        assert_eq!(enc(&dt, &Data::VarStr(vec!["ab".into()])).unwrap(), b"ab  ");
+        assert!(enc(&dt, &Data::VarStr(vec!["abcde".into()])).is_err());
+        let vl = Datatype::VarStr { utf8: true };
+        let mut bodies = Bodies(Vec::new());
+        let raw = encode_as(
+            &vl,
+            &Data::FixedStr {
+                len: 3,
+                values: vec!["xyz".into()],
+            },
+            &mut bodies,
+        )
+        .unwrap();
+        assert_eq!(raw.len(), 16);
+        assert_eq!(bodies.0, vec![b"xyz".to_vec()]);
+    }
+
+    #[test]
+    fn arrays_bitfields_and_sequences() {
+        let arr = Datatype::Array {
+            dims: vec![2],
+            base: Box::new(int(2, true, true)),
+        };
+        let data = Data::ArrayOf {
+            dims: vec![2],
+            data: Box::new(Data::I32(vec![1, 2])),
+        };
+        assert_eq!(enc(&arr, &data).unwrap(), [0, 1, 0, 2]);
+        let wrong = Data::ArrayOf {
+            dims: vec![1],
+            data: Box::new(Data::I32(vec![1])),
+        };
+        assert!(enc(&arr, &wrong).is_err());
+        let bits = Datatype::Bitfield { size: 2, be: true };
+        assert_eq!(
+            enc(
+                &bits,
+                &Data::Bitfield {
+                    size: 4,
+                    values: vec![0x0102]
+                }
+            )
+            .unwrap(),
+            [1, 2]
+        );
+        assert!(enc(&bits, &Data::U32(vec![0x10000])).is_err());
+        let seq = Datatype::VarSeq(Box::new(int(2, false, true)));
+        let mut bodies = Bodies(Vec::new());
+        let raw = encode_as(
+            &seq,
+            &Data::VarLen(vec![Data::U8(vec![1, 2]), Data::U8(vec![])]),
+            &mut bodies,
+        )
+        .unwrap();
+        assert_eq!(raw.len(), 32);
+        assert_eq!(bodies.0, vec![vec![0, 1, 0, 2]]);
+    }
+}

@@ -1,0 +1,515 @@
+//! Ping-pong with libhdf5: we write a random file, then h5py (libhdf5 2.0) and our appender take turns
+//! editing it — attributes added in bursts and deleted, datasets created, grown, overwritten, moved and
+//! deleted, groups with many links — and after every turn
+//! * our reader and h5py see the same file (every dataset value, attribute and link list),
+//! * what the turn wrote reads back as written (our appender's rows and values, through our reader),
+//! * nothing the turn did not touch changed (the previous turn's view, object by object).
+//!
+//! Seeds 1–6 run in `cargo test`; `CLAWHDF5_PINGPONG_SEEDS=FIRST-LAST` (and `CLAWHDF5_PINGPONG_TURNS=N`)
+//! runs others.
+
+mod common;
+
+use clawhdf5_format::inspect::array_to_json;
+use clawhdf5_format::{
+    f16, Array, Data, DatasetOptions, EntryKind, FileAppender, FileWriter, H5File,
+};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// splitmix64: a seeded, portable sequence.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n` > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// The element kinds our writer draws from.
+const KINDS: usize = 17;
+
+/// `n` values of kind `kind`, drawn from `rng`.
+fn values(rng: &mut Rng, kind: usize, n: usize) -> Data {
+    let mut ints = |lo: i64, span: u64| -> Vec<i64> {
+        (0..n)
+            .map(|_| lo.wrapping_add(rng.below(span) as i64))
+            .collect()
+    };
+    match kind {
+        0 => Data::I8(ints(-128, 256).into_iter().map(|v| v as i8).collect()),
+        1 => Data::I16(
+            ints(-30_000, 60_000)
+                .into_iter()
+                .map(|v| v as i16)
+                .collect(),
+        ),
+        2 => Data::I32(
+            ints(-1 << 30, 1 << 31)
+                .into_iter()
+                .map(|v| v as i32)
+                .collect(),
+        ),
+        3 => Data::I64(ints(i64::MIN / 2, u64::MAX / 2)),
+        4 => Data::U8(ints(0, 256).into_iter().map(|v| v as u8).collect()),
+        5 => Data::U16(ints(0, 65_536).into_iter().map(|v| v as u16).collect()),
+        6 => Data::U32(ints(0, 1 << 32).into_iter().map(|v| v as u32).collect()),
+        7 => Data::U64((0..n).map(|_| rng.next()).collect()),
+        8 => Data::F16(
+            ints(-2000, 4000)
+                .into_iter()
+                .map(|v| f16::from_f32(v as f32 / 8.0))
+                .collect(),
+        ),
+        9 => Data::F32(
+            ints(-1 << 20, 1 << 21)
+                .into_iter()
+                .map(|v| v as f32 / 64.0)
+                .collect(),
+        ),
+        10 => Data::F64((0..n).map(|_| rng.next() as f64 / 7.0 - 1e18).collect()),
+        11 => Data::VarStr(
+            (0..n)
+                .map(|_| {
+                    let len = rng.below(40) as usize;
+                    let mut s = format!("memory {} ", rng.below(1_000_000));
+                    s.extend(std::iter::repeat_n('✓', len % 4));
+                    s.extend(std::iter::repeat_n('x', len));
+                    s
+                })
+                .collect(),
+        ),
+        12 => Data::FixedStr {
+            len: 12,
+            values: (0..n)
+                .map(|_| format!("fs{}", rng.below(1_000_000)))
+                .collect(),
+        },
+        13 => Data::Compound(vec![
+            ("id".into(), values(rng, 6, n)),
+            ("score".into(), values(rng, 10, n)),
+            ("label".into(), values(rng, 12, n)),
+        ]),
+        14 => Data::Enum {
+            values: (0..n).map(|_| rng.below(3) as i64).collect(),
+            members: vec![("low".into(), 0), ("mid".into(), 1), ("high".into(), 2)],
+        },
+        15 => Data::ArrayOf {
+            dims: vec![3],
+            data: Box::new(values(rng, 9, n * 3)),
+        },
+        _ => Data::Bitfield {
+            size: 2,
+            values: (0..n).map(|_| rng.below(65_536)).collect(),
+        },
+    }
+}
+
+/// A random array and how to store it.
+fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
+    let kind = rng.below(KINDS as u64) as usize;
+    let rank = *rng.pick(&[0usize, 1, 1, 1, 2, 2]);
+    let shape: Vec<u64> = match rank {
+        0 => vec![],
+        1 => vec![rng.below(60)],
+        _ => vec![1 + rng.below(20), 1 + rng.below(6)],
+    };
+    let n = shape.iter().product::<u64>() as usize;
+    let array = Array::new(shape.clone(), values(rng, kind, n)).expect("shape");
+    let mut opts = DatasetOptions::default();
+    if rank > 0 {
+        match rng.below(4) {
+            0 => {}
+            1 if n * 16 < 4096 => opts.compact = true,
+            _ => {
+                // Chunks fit the maximum shape (libhdf5's rule); an empty first dimension has to grow.
+                let grows = shape[0] == 0 || rng.chance(70);
+                let chunk: Vec<u64> = shape
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| {
+                        let c = 1 + rng.below(16);
+                        if i == 0 && grows {
+                            c
+                        } else {
+                            c.min(d)
+                        }
+                    })
+                    .collect();
+                opts.chunk = Some(chunk);
+                if grows {
+                    let mut max = vec![None];
+                    max.extend(shape[1..].iter().map(|&d| Some(d)));
+                    opts.max_shape = Some(max);
+                }
+                if rng.chance(50) {
+                    opts.deflate = Some(rng.below(10) as u32);
+                }
+                opts.shuffle = rng.chance(40);
+                opts.fletcher32 = rng.chance(25);
+            }
+        }
+    }
+    (array, opts)
+}
+
+/// A random attribute value.
+fn random_attr(rng: &mut Rng) -> Array {
+    let kind = rng.below(KINDS as u64) as usize;
+    if rng.chance(40) {
+        Array::scalar(values(rng, kind, 1))
+    } else {
+        let n = 1 + rng.below(6);
+        Array::vector(values(rng, kind, n as usize))
+    }
+}
+
+/// The initial file: nested groups, some with many links (dense storage), datasets of every kind, attribute
+/// bursts (dense attribute storage) and soft links.
+fn initial_file(rng: &mut Rng, path: &Path) {
+    let mut w = FileWriter::new();
+    let mut groups = vec!["/".to_string()];
+    let mut serial = 0;
+    for _ in 0..3 + rng.below(5) {
+        let parent = rng.pick(&groups).clone();
+        serial += 1;
+        let g = format!("{}/g{serial}", parent.trim_end_matches('/'));
+        w.create_group(&g).expect("group");
+        groups.push(g);
+    }
+    let mut objects = groups.clone();
+    for g in groups.clone() {
+        let many = rng.chance(25);
+        let count = if many {
+            10 + rng.below(25)
+        } else {
+            rng.below(6)
+        };
+        for _ in 0..count {
+            serial += 1;
+            let p = format!("{}/d{serial}", g.trim_end_matches('/'));
+            let (array, opts) = random_dataset(rng);
+            w.write_dataset(&p, array, opts)
+                .unwrap_or_else(|e| panic!("{p}: {e}"));
+            objects.push(p);
+        }
+    }
+    for _ in 0..rng.below(4) {
+        serial += 1;
+        let g = rng.pick(&groups).clone();
+        let target = rng.pick(&objects).clone();
+        w.soft_link(&format!("{}/s{serial}", g.trim_end_matches('/')), &target)
+            .expect("soft link");
+    }
+    for o in &objects {
+        let count = match rng.below(5) {
+            0 => 10 + rng.below(20),
+            1 | 2 => rng.below(4),
+            _ => 0,
+        };
+        for _ in 0..count {
+            serial += 1;
+            w.set_attr(o, &format!("a{serial}"), random_attr(rng))
+                .unwrap_or_else(|e| panic!("{o}@a{serial}: {e}"));
+        }
+    }
+    w.write_file(path).expect("write");
+}
+
+/// Every group and dataset reachable by hard links, with whether it is a dataset.
+fn walk(f: &H5File) -> Vec<(String, bool)> {
+    let mut out = vec![("/".to_string(), false)];
+    let mut i = 0;
+    while i < out.len() {
+        let (p, is_dataset) = out[i].clone();
+        i += 1;
+        if is_dataset {
+            continue;
+        }
+        for e in f.list(&p).unwrap_or_else(|e| panic!("list {p}: {e}")) {
+            let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
+            match e.kind {
+                EntryKind::Group => out.push((child, false)),
+                EntryKind::Dataset => out.push((child, true)),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Changes `data` so rows written from it differ from the rows it was read from.
+fn perturb(data: &mut Data) {
+    match data {
+        Data::I32(v) => v.iter_mut().for_each(|x| *x = x.wrapping_add(1)),
+        Data::U64(v) => v.iter_mut().for_each(|x| *x = x.wrapping_mul(3)),
+        Data::F64(v) => v.iter_mut().for_each(|x| *x = -*x),
+        Data::F32(v) => v.iter_mut().for_each(|x| *x += 0.5),
+        Data::VarStr(v) => v.iter_mut().for_each(|s| s.push('+')),
+        _ => {}
+    }
+}
+
+/// The value of a whole dataset, as JSON.
+fn read_json(f: &H5File, path: &str) -> Value {
+    let a = f
+        .dataset(path)
+        .and_then(|d| d.read())
+        .unwrap_or_else(|e| panic!("read {path}: {e}"));
+    array_to_json(&a)
+}
+
+/// What `path` must hold after this turn so far: the expectation an earlier edit of the turn left, or its
+/// value before the turn.
+fn expected(expect: &mut Vec<(String, Value)>, f: &H5File, path: &str) -> Value {
+    match expect.iter().position(|(p, _)| p == path) {
+        Some(i) => expect.remove(i).1,
+        None => read_json(f, path),
+    }
+}
+
+/// Our appender's turn: appends, overwrites, new datasets, attributes and groups, then a commit. Returns
+/// (what it did, changed paths) after checking that what it wrote reads back.
+fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<String>) {
+    let f = H5File::open(path).expect("open");
+    let objects = walk(&f);
+    let datasets: Vec<String> = objects
+        .iter()
+        .filter(|o| o.1)
+        .map(|o| o.0.clone())
+        .collect();
+    let groups: Vec<String> = objects
+        .iter()
+        .filter(|o| !o.1)
+        .map(|o| o.0.clone())
+        .collect();
+    let shaped = |p: &String| {
+        let d = f.dataset(p).expect("dataset");
+        let rows = d.shape().first().copied().unwrap_or(0);
+        (
+            rows > 0,
+            d.max_shape().is_some_and(|m| m.first() == Some(&None)),
+        )
+    };
+    let growable: Vec<String> = datasets
+        .iter()
+        .filter(|p| shaped(p) == (true, true))
+        .cloned()
+        .collect();
+    let writable: Vec<String> = datasets.iter().filter(|p| shaped(p).0).cloned().collect();
+    let mut a = FileAppender::open(path).expect("appender");
+    let mut ops = Vec::new();
+    let mut changed = BTreeSet::new();
+    // Path → the value it must have after the commit (our reader's JSON view).
+    let mut expect: Vec<(String, Value)> = Vec::new();
+    let mut serial = 0;
+    for _ in 0..3 + rng.below(6) {
+        serial += 1;
+        match rng.below(7) {
+            0 | 1 if !growable.is_empty() => {
+                // Grow a dataset whose first dimension is unlimited with rows of its own.
+                let p = rng.pick(&growable).clone();
+                let d = f.dataset(&p).expect("dataset");
+                let rows = d.shape()[0];
+                let k = 1 + rng.below(rows.min(12));
+                let mut add = d.read_rows(rng.below(rows - k + 1), k).expect("rows");
+                perturb(&mut add.data);
+                let mut want = expected(&mut expect, &f, &p);
+                a.append_rows(&p, add.clone())
+                    .unwrap_or_else(|e| panic!("append to {p}: {e}"));
+                let added = array_to_json(&add);
+                if let (Some(all), Some(added)) = (want.as_array_mut(), added.as_array()) {
+                    all.extend(added.iter().cloned());
+                }
+                expect.push((p.clone(), want));
+                ops.push(format!("append {k} rows to {p}"));
+                changed.insert(p);
+            }
+            5 if !writable.is_empty() => {
+                // Overwrite rows of any chunked or contiguous dataset with rows of its own, perturbed.
+                let p = rng.pick(&writable).clone();
+                let d = f.dataset(&p).expect("dataset");
+                let rows = d.shape()[0];
+                let k = 1 + rng.below(rows.min(8));
+                // Anywhere in the dataset as it is now, rows appended this turn included.
+                let now = a.shape(&p).expect("shape")[0];
+                let at = rng.below(now - k + 1);
+                let mut put = d.read_rows(rng.below(rows - k + 1), k).expect("rows");
+                perturb(&mut put.data);
+                let mut want = expected(&mut expect, &f, &p);
+                a.write_rows(&p, at, put.clone())
+                    .unwrap_or_else(|e| panic!("write rows {at}.. of {p}: {e}"));
+                let put = array_to_json(&put);
+                if let (Some(all), Some(put)) = (want.as_array_mut(), put.as_array()) {
+                    for (i, v) in put.iter().enumerate() {
+                        all[at as usize + i] = v.clone();
+                    }
+                }
+                expect.push((p.clone(), want));
+                ops.push(format!("write rows {at}..{} of {p}", at + k));
+                changed.insert(p);
+            }
+            2 => {
+                let g = rng.pick(&groups).clone();
+                let p = format!("{}/r{turn}_d{serial}", g.trim_end_matches('/'));
+                let (array, opts) = random_dataset(rng);
+                a.write_dataset(&p, array.clone(), opts)
+                    .unwrap_or_else(|e| panic!("new dataset {p}: {e}"));
+                expect.push((p.clone(), array_to_json(&array)));
+                ops.push(format!("dataset {p}"));
+                changed.insert(g);
+                changed.insert(p);
+            }
+            3 => {
+                let all: Vec<String> = objects.iter().map(|o| o.0.clone()).collect();
+                let o = rng.pick(&all).clone();
+                let burst = if rng.chance(30) { 8 + rng.below(16) } else { 1 };
+                for i in 0..burst {
+                    a.set_attr(&o, &format!("r{turn}_a{serial}_{i}"), random_attr(rng))
+                        .unwrap_or_else(|e| panic!("attribute on {o}: {e}"));
+                }
+                ops.push(format!("{burst} attributes on {o}"));
+                changed.insert(o);
+            }
+            4 => {
+                let g = rng.pick(&groups).clone();
+                let p = format!("{}/r{turn}_g{serial}", g.trim_end_matches('/'));
+                a.create_group(&p).expect("group");
+                ops.push(format!("group {p}"));
+                changed.insert(g);
+                changed.insert(p);
+            }
+            _ => {}
+        }
+    }
+    a.commit().expect("commit");
+    let f = H5File::open(path).expect("reopen");
+    for (p, want) in &expect {
+        let got = read_json(&f, p);
+        assert_eq!(&got, want, "{p} after our turn {ops:?}");
+    }
+    (ops, changed)
+}
+
+/// Whether `path` is `root` or lies under it.
+fn under(path: &str, root: &str) -> bool {
+    path == root || path.starts_with(&format!("{}/", root.trim_end_matches('/')))
+}
+
+/// Asserts every object of `before` that the turn did not touch is unchanged in `after`.
+fn nothing_else_changed(
+    before: &Value,
+    after: &Value,
+    changed: &BTreeSet<String>,
+    removed: &BTreeSet<String>,
+    what: &str,
+) {
+    for (p, was) in before.as_object().expect("dump") {
+        if changed.contains(p) || removed.iter().any(|r| under(p, r)) {
+            continue;
+        }
+        let now = after
+            .get(p)
+            .unwrap_or_else(|| panic!("{p} vanished in {what}"));
+        assert_eq!(now, was, "{p} changed in {what}");
+    }
+}
+
+fn check_agree(path: &Path, dump: &Value, what: &str) {
+    let (bad, unsupported) = common::compare_with_dump(path, dump);
+    assert!(
+        bad.is_empty() && unsupported.is_empty(),
+        "{what}: {bad:#?} {unsupported:#?}"
+    );
+}
+
+fn play(seed: u64, turns: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("pingpong-{seed}.h5"));
+    let mut rng = Rng(seed);
+    initial_file(&mut rng, &path);
+    let mut dump = common::h5py_dump(&path);
+    check_agree(&path, &dump, &format!("seed {seed}, as we wrote it"));
+    for turn in 1..=turns {
+        let out = std::process::Command::new("python3")
+            .arg(common::script("ping_pong_edit.py"))
+            .arg(&path)
+            .arg(seed.to_string())
+            .arg(turn.to_string())
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "seed {seed} turn {turn}: h5py's edit failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let edit: Value = serde_json::from_slice(&out.stdout).expect("edit JSON");
+        let set = |k: &str| -> BTreeSet<String> {
+            edit[k]
+                .as_array()
+                .expect("list")
+                .iter()
+                .map(|v| v.as_str().expect("path").to_string())
+                .collect()
+        };
+        let what = format!("seed {seed} turn {turn}, h5py's edits {}", edit["ops"]);
+        eprintln!("{what}");
+        check_agree(&path, &edit["dump"], &what);
+        nothing_else_changed(
+            &dump,
+            &edit["dump"],
+            &set("changed"),
+            &set("removed"),
+            &what,
+        );
+        dump = edit["dump"].clone();
+
+        let (ops, changed) = our_turn(&mut rng, &path, turn);
+        let what = format!("seed {seed} turn {turn}, our edits {ops:?}");
+        eprintln!("{what}");
+        let after = common::h5py_dump(&path);
+        check_agree(&path, &after, &what);
+        nothing_else_changed(&dump, &after, &changed, &BTreeSet::new(), &what);
+        dump = after;
+    }
+}
+
+#[test]
+fn h5py_and_our_appender_take_turns() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let seeds = std::env::var("CLAWHDF5_PINGPONG_SEEDS").unwrap_or_else(|_| "1-6".into());
+    let (first, last) = seeds
+        .split_once('-')
+        .map(|(a, b)| (a.parse().expect("seed"), b.parse().expect("seed")))
+        .unwrap_or_else(|| {
+            let s = seeds.parse().expect("seed");
+            (s, s)
+        });
+    let turns = std::env::var("CLAWHDF5_PINGPONG_TURNS")
+        .ok()
+        .map(|t| t.parse().expect("turns"))
+        .unwrap_or(3);
+    for seed in first..=last {
+        play(seed, turns);
+    }
+}
