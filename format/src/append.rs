@@ -106,15 +106,15 @@ fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
 }
 
 impl FileAppender {
-    /// Opens `path` for appending (superblock v2/v3 files with 8-byte addresses).
+    /// Opens `path` for appending (8-byte addresses; any superblock version, a version-0/1 file's changed groups
+    /// being rewritten in the new link format libhdf5 1.8 and later read).
     pub fn open(path: &Path) -> Result<Self> {
         let h5 = H5File::open(path)?;
         let sb = h5.superblock().clone();
-        if sb.version < 2 {
-            return unsupported(format!(
-                "appending to a file with superblock v{} (only v2/v3)",
-                sb.version
-            ));
+        if sb.version < 2 && sb.driver != crate::io::UNDEF {
+            return unsupported(
+                "appending to a file with a file-driver block (family or multi files)",
+            );
         }
         if sb.so != 8 || sb.sl != 8 || sb.at != 0 || sb.base != 0 {
             return unsupported("appending to a file with non-default address sizes or base");
@@ -132,6 +132,17 @@ impl FileAppender {
             dirty: false,
             superseded: 0,
         })
+    }
+
+    /// The link-name offset of a version-0/1 superblock's root entry, kept as it was.
+    fn root_name_offset(&self) -> Result<u64> {
+        let at = 24 + if self.sb.version == 1 { 4 } else { 0 } + 32;
+        self.h5
+            .bytes()
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .ok_or_else(|| FormatError::Corrupt("superblock shorter than its root entry".into()))
     }
 
     /// Walks to the group at `parts`, loading (and optionally creating) groups on the way.
@@ -662,6 +673,15 @@ impl FileAppender {
         let f = OpenOptions::new().write(true).open(&self.path)?;
         f.write_all_at(&self.sink.buf, self.sink.base)?;
         f.sync_all()?;
+        if self.sb.version < 2 {
+            // The end of file and the root's symbol-table entry: one write within the first sector.
+            let name_offset = self.root_name_offset()?;
+            let (at, tail) =
+                superblock::encode_v0_tail(self.sb.version, new_eof, root, name_offset);
+            f.write_all_at(&tail, at)?;
+            f.sync_all()?;
+            return Ok(());
+        }
         let mut sb = superblock::encode_v2(new_eof, root);
         if self.sb.version == 3 || self.sb.ext != crate::io::UNDEF {
             sb[8] = self.sb.version;

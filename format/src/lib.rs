@@ -4,7 +4,8 @@
 //!   attributes, contiguous/compact/chunked layouts with deflate, shuffle and fletcher32,
 //!   variable-length strings in the global heap) that HDF5 1.10, 1.14 and 2.0 read.
 //! * [`H5File`] reads files (ours and libhdf5's) from a path (mmap) or from bytes.
-//! * [`FileAppender`] changes an existing file of ours without rewriting it, crash-safely.
+//! * [`FileAppender`] changes an existing file (ours, or libhdf5's of any libver) without rewriting it,
+//!   crash-safely.
 
 pub mod append;
 pub mod array;

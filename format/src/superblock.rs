@@ -24,6 +24,8 @@ pub struct Superblock {
     pub ext: u64,
     /// Absolute offset of the signature.
     pub at: u64,
+    /// File driver information block address (v0/v1: set by the family and multi drivers), or UNDEF.
+    pub driver: u64,
 }
 
 /// Finds and parses the superblock.
@@ -56,7 +58,7 @@ pub fn read(data: &[u8]) -> Result<Superblock> {
             let base = c.addr(so)?;
             let _free = c.addr(so)?;
             let eof = c.addr(so)?;
-            let _driver = c.addr(so)?;
+            let driver = c.addr(so)?;
             // Root group symbol table entry.
             let _name_off = c.uint(so)?;
             let root = c.addr(so)?;
@@ -69,6 +71,7 @@ pub fn read(data: &[u8]) -> Result<Superblock> {
                 root,
                 ext: UNDEF,
                 at: at as u64,
+                driver,
             })
         }
         2 | 3 => {
@@ -95,6 +98,7 @@ pub fn read(data: &[u8]) -> Result<Superblock> {
                 root,
                 ext,
                 at: at as u64,
+                driver: UNDEF,
             })
         }
         v => unsupported(format!("superblock version {v}")),
@@ -125,9 +129,48 @@ pub fn encode_v2(eof: u64, root: u64) -> Vec<u8> {
     b
 }
 
+/// The tail of a version-0 or -1 superblock with 8-byte offsets that a new root changes — end-of-file address,
+/// driver block address (UNDEF) and the root group's symbol-table entry (link name offset `name_offset`, the
+/// new root's header, no cached symbol table: the new root holds its links itself) — and its offset in the
+/// superblock.
+pub fn encode_v0_tail(version: u8, eof: u64, root: u64, name_offset: u64) -> (u64, Vec<u8>) {
+    // Signature and versions (16), B-tree K values (4), flags (4), v1's indexed-storage K (4), then the
+    // base and free-space addresses before the end of file.
+    let at = 24 + if version == 1 { 4 } else { 0 } + 16;
+    let mut b = Vec::with_capacity(56);
+    b.put_u64(eof);
+    b.put_u64(UNDEF);
+    b.put_u64(name_offset);
+    b.put_u64(root);
+    b.put_u32(0);
+    b.put_u32(0);
+    b.extend_from_slice(&[0u8; 16]);
+    (at, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v0_and_v1_tails_land_where_the_reader_looks() {
+        for version in [0u8, 1] {
+            let mut b = vec![0u8; 4096];
+            b[..8].copy_from_slice(&SIGNATURE);
+            b[8] = version;
+            b[13] = 8;
+            b[14] = 8;
+            let base = 24 + if version == 1 { 4 } else { 0 };
+            b[base + 8..base + 16].copy_from_slice(&UNDEF.to_le_bytes());
+            let (at, tail) = encode_v0_tail(version, 4096, 800, 0);
+            b[at as usize..at as usize + tail.len()].copy_from_slice(&tail);
+            let sb = read(&b).unwrap();
+            assert_eq!(
+                (sb.version, sb.eof, sb.root, sb.driver),
+                (version, 4096, 800, UNDEF)
+            );
+        }
+    }
 
     #[test]
     fn v2_roundtrip_and_checksum() {

@@ -639,3 +639,135 @@ with h5py.File(sys.argv[1], "w", libver=("v110", "v114")) as f:
     }
     common::assert_equal_to_h5py(&path);
 }
+
+/// Appending to a file h5py wrote with its defaults (libver "earliest": superblock v0, version-1 object
+/// headers, symbol-table groups): rows, datasets, groups and attributes land in place; changed groups are
+/// rewritten in the link format libhdf5 1.8+ reads; h5py keeps editing it and we keep appending; h5py,
+/// PyTables (HDF5 1.14) and h5dump (HDF5 1.10, where installed) read every value.
+#[test]
+fn append_to_h5py_default_file() {
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["title"] = "notes"
+    g = f.create_group("mem")
+    g.create_dataset("ids", data=np.arange(5, dtype="<i8"), maxshape=(None,), chunks=(4,), compression="gzip")
+    g.create_dataset("texts", data=np.array(["note %d" % i for i in range(5)], dtype=object), dtype=h5py.string_dtype(), maxshape=(None,), chunks=(8,))
+    g.create_dataset("fixed", data=np.arange(6, dtype=">f8").reshape(3, 2))
+    for i in range(6):
+        f.create_group("old/g%d" % i).attrs["n"] = i
+"#,
+        "default.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    assert_eq!(H5File::open(&path).unwrap().superblock().version, 0);
+    let size0 = std::fs::metadata(&path).unwrap().len();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/ids", Array::vector(Data::I64((5..40).collect())))
+        .unwrap();
+    a.append_rows(
+        "/mem/texts",
+        Array::vector(Data::VarStr((5..40).map(|i| format!("note {i}")).collect())),
+    )
+    .unwrap();
+    a.write_rows(
+        "/mem/fixed",
+        1,
+        Array::matrix(1, 2, Data::F64(vec![-1.0, -2.0])).unwrap(),
+    )
+    .unwrap();
+    a.write_dataset(
+        "/mem/new/vectors",
+        Array::matrix(2, 3, Data::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])).unwrap(),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    for i in 0..12 {
+        a.set_attr("/mem", &format!("a{i}"), Array::scalar(Data::I64(vec![i])))
+            .unwrap();
+    }
+    a.set_attr(
+        "/",
+        "title",
+        Array::scalar(Data::VarStr(vec!["memory".into()])),
+    )
+    .unwrap();
+    a.commit().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() - size0 < 64 * 1024);
+    common::assert_equal_to_h5py(&path);
+
+    // h5py edits the result (its default libver again), then we append once more.
+    common::run_python(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    assert f.attrs["title"] == "memory"
+    assert list(f["mem/ids"][:]) == list(range(40))
+    d = f["mem/ids"]
+    d.resize((45,))
+    d[40:] = np.arange(40, 45)
+    f["mem"].create_dataset("h5py_added", data=np.arange(3))
+    f["mem"].attrs["a3"] = 33
+    del f["old/g2"]
+    f.create_group("old/g9")
+"#,
+        &[&path],
+    );
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/mem/ids", Array::vector(Data::I64((45..50).collect())))
+        .unwrap();
+    a.create_group("/old/g10").unwrap();
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/mem/ids")
+            .unwrap()
+            .read()
+            .unwrap()
+            .as_i64()
+            .unwrap(),
+        &(0..50).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(f.attr("/mem", "a3").unwrap().as_i64(), Some(&[33i64][..]));
+    let mut old: Vec<String> = f
+        .list("/old")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    old.sort();
+    assert_eq!(old, ["g0", "g1", "g10", "g3", "g4", "g5", "g9"]);
+    common::assert_equal_to_h5py(&path);
+
+    if common::have_python_module("tables") {
+        common::run_python(
+            r#"
+import sys, warnings
+warnings.simplefilter("ignore")
+import tables
+with tables.open_file(sys.argv[1]) as f:
+    assert list(f.root.mem.ids[:]) == list(range(50))
+    assert f.root.mem.new.vectors[:].tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert f.root.mem.fixed[:].tolist() == [[0, 1], [-1, -2], [4, 5]]
+    assert sorted(f.root.old._v_children) == ["g0", "g1", "g10", "g3", "g4", "g5", "g9"]
+"#,
+            &[&path],
+        );
+    }
+    if let Ok(out) = std::process::Command::new("h5dump").arg(&path).output() {
+        assert!(
+            out.status.success(),
+            "h5dump: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\"note 39\""),
+            "{}",
+            &text[..text.len().min(2000)]
+        );
+    }
+}

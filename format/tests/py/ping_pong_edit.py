@@ -1,6 +1,9 @@
 """One libhdf5 turn of the ping-pong test (format/tests/ping_pong.rs): edit a file another writer made.
 
-usage: ping_pong_edit.py FILE SEED ROUND
+usage: ping_pong_edit.py FILE SEED TURN
+
+Turn 0 creates FILE instead: random groups (old-style symbol tables under libver "earliest", h5py's default),
+datasets and attributes, under a libver bound drawn from SEED.
 
 Opens FILE read-write with h5py (a libver bound drawn from SEED), makes a few random edits drawn from SEED —
 attributes added (some in bursts that move an object to dense attribute storage) and deleted, datasets created,
@@ -85,6 +88,25 @@ def new_dataset(rng, group, name):
     group.create_dataset(name, data=data, dtype=dtype, **kw)
 
 
+def create(rng, path, kwargs):
+    """A new file of random groups, datasets and attributes."""
+    with h5py.File(path, "w", **kwargs) as f:
+        groups = ["/"]
+        for i in range(rng.randint(2, 7)):
+            name = rng.choice(groups).rstrip("/") + "/g%d" % i
+            f.create_group(name, track_order=rng.random() < 0.2)
+            groups.append(name)
+        objects = list(groups)
+        for g in groups:
+            for i in range(rng.choice([0, 1, 3, 5, 12, 20])):
+                name = "d%d" % i
+                new_dataset(rng, f[g], name)
+                objects.append(g.rstrip("/") + "/" + name)
+        for o in objects:
+            for i in range(rng.choice([0, 0, 1, 3, 12])):
+                f[o].attrs["a%d" % i] = random_values(rng, np.dtype(rng.choice(NUMERIC)), (rng.randint(1, 4),))
+
+
 def main():
     path, seed, turn = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(seed * 1000 + turn)
@@ -97,6 +119,10 @@ def main():
         return "p%d_%s%d" % (turn, prefix, serial[0])
 
     kwargs = {} if libver is None else {"libver": libver}
+    if turn == 0:
+        create(rng, path, kwargs)
+        json.dump({"ops": ["create %s" % (libver,)], "changed": [], "removed": [], "dump": dump(path)}, sys.stdout)
+        return
     with h5py.File(path, "r+", **kwargs) as f:
         for _ in range(rng.randint(3, 9)):
             paths = objects(f)
