@@ -771,3 +771,39 @@ with tables.open_file(sys.argv[1]) as f:
         );
     }
 }
+
+/// libhdf5 cannot run shuffle on variable-length strings (it stores the filter without its element size and
+/// writes every chunk with it skipped): chunks we append are written the same way, so h5py reads and
+/// rewrites them.
+#[test]
+fn appended_chunks_skip_the_filters_libhdf5_skips() {
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("s", data=np.array(["a", "bb", "ccc"], dtype=object), dtype=h5py.string_dtype(), maxshape=(None,), chunks=(2,), shuffle=True, compression="gzip")
+"#,
+        "vlen_shuffle.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/s", texts(0, 5)).unwrap();
+    a.commit().unwrap();
+    common::run_python(
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["s"]
+    want = ["a", "bb", "ccc"] + ["memory %d \u2713" % i for i in range(5)]
+    assert [x.decode() for x in d[:]] == want, d[:]
+    assert {d.id.get_chunk_info(i).filter_mask for i in range(d.id.get_num_chunks())} == {1}
+    d[3] = "rewritten by h5py"
+"#,
+        &[&path],
+    );
+    let f = H5File::open(&path).unwrap();
+    let s = f.dataset("/s").unwrap().read().unwrap();
+    assert_eq!(s.as_strings().unwrap()[3], "rewritten by h5py");
+}

@@ -161,6 +161,8 @@ pub fn write_chunks(
             .ok_or_else(|| crate::FormatError::Invalid("too many chunks".into()))?
     };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+    let (filters, filter_mask) = applicable_filters(filters)?;
+    let filters = &filters[..];
     let coords: Vec<Vec<u64>> = (0..total)
         .map(|mut i| {
             let mut v = vec![0u64; r];
@@ -204,10 +206,37 @@ pub fn write_chunks(
             offset,
             addr,
             size: bytes.len() as u64,
-            filter_mask: 0,
+            filter_mask,
         });
     }
     Ok(entries)
+}
+
+/// The filters of a pipeline (one read from a file, perhaps) that libhdf5 can apply, and the chunk filter
+/// mask of those it cannot: libhdf5 stores shuffle without its element-size parameter for variable-length
+/// types, cannot run it, and — the filter being optional — writes each chunk with it skipped and its mask
+/// bit set. We write such chunks the same way, so libhdf5 reads them; a mandatory filter it cannot run is
+/// an error.
+fn applicable_filters(filters: &[Filter]) -> Result<(Vec<Filter>, u32)> {
+    let mut kept = Vec::with_capacity(filters.len());
+    let mut mask = 0u32;
+    for (i, f) in filters.iter().enumerate() {
+        let runnable = match f.id {
+            filters::SHUFFLE => f.params.first().is_some_and(|&s| s > 0),
+            _ => true,
+        };
+        if runnable {
+            kept.push(f.clone());
+        } else if f.flags & 1 != 0 && i < 32 {
+            mask |= 1 << i;
+        } else {
+            return Err(crate::FormatError::Unsupported(format!(
+                "writing chunks through a mandatory {} filter without its parameters",
+                filters::filter_name(f.id)
+            )));
+        }
+    }
+    Ok((kept, mask))
 }
 
 /// Encodes element data (vlen bodies go to the global heap in the sink).
