@@ -105,6 +105,12 @@ fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
     }
 }
 
+fn remove_named<T>(v: &mut Vec<(String, T)>, name: &str) -> bool {
+    let before = v.len();
+    v.retain(|(n, _)| n != name);
+    v.len() != before
+}
+
 impl FileAppender {
     /// Opens `path` for appending (8-byte addresses; any superblock version, a version-0/1 file's changed groups
     /// being rewritten in the new link format libhdf5 1.8 and later read).
@@ -362,6 +368,80 @@ impl FileAppender {
                 Node::Dataset(d) => set_named(&mut d.attrs, name, msg),
                 Node::New { .. } => {}
             }
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Removes the link `path` (a dataset, a group with everything under it, or a soft or external link), as
+    /// `del f[path]` does in h5py; the space the object held is not reclaimed.
+    pub fn unlink(&mut self, path: &str) -> Result<()> {
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("the root group cannot be unlinked"),
+        };
+        let g = self.group_mut(parents, false)?;
+        let linked = g.links.remove(*name).is_some();
+        let loaded = g.children.remove(*name).is_some();
+        if !linked && !loaded {
+            return Err(FormatError::NotFound(path.to_string()));
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a soft link at `path` to `target` (a path, resolved when read; it may dangle).
+    pub fn soft_link(&mut self, path: &str, target: &str) -> Result<()> {
+        if target.is_empty() {
+            return invalid("soft link target is empty");
+        }
+        self.add_link(path, LinkTarget::Soft(target.to_string()))
+    }
+
+    /// Adds an external link at `path` to `object` in the HDF5 file `file`.
+    pub fn external_link(&mut self, path: &str, file: &str, object: &str) -> Result<()> {
+        if file.is_empty() || object.is_empty() {
+            return invalid("external link needs a file and an object path");
+        }
+        self.add_link(
+            path,
+            LinkTarget::External {
+                file: file.to_string(),
+                path: object.to_string(),
+            },
+        )
+    }
+
+    fn add_link(&mut self, path: &str, target: LinkTarget) -> Result<()> {
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("link path is empty"),
+        };
+        let g = self.group_mut(parents, true)?;
+        if g.links.contains_key(*name) || g.children.contains_key(*name) {
+            return invalid(format!("{path} already exists"));
+        }
+        g.links.insert(name.to_string(), target);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Deletes the attribute `name` of "/" or any group or dataset.
+    pub fn delete_attr(&mut self, object_path: &str, name: &str) -> Result<()> {
+        let parts = components(object_path)?;
+        let removed = if parts.is_empty() {
+            remove_named(&mut self.root.attrs, name)
+        } else {
+            match self.child(object_path)? {
+                Node::Group(g) => remove_named(&mut g.attrs, name),
+                Node::Dataset(d) => remove_named(&mut d.attrs, name),
+                Node::New { attrs, .. } => remove_named(attrs, name),
+            }
+        };
+        if !removed {
+            return Err(FormatError::NotFound(format!("{object_path}@{name}")));
         }
         self.dirty = true;
         Ok(())

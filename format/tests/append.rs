@@ -807,3 +807,73 @@ with h5py.File(sys.argv[1], "r+") as f:
     let s = f.dataset("/s").unwrap().read().unwrap();
     assert_eq!(s.as_strings().unwrap()[3], "rewritten by h5py");
 }
+
+/// Unlinking datasets and groups, deleting attributes and adding soft and external links: h5py sees the
+/// result as `del`, `del attrs[...]`, `SoftLink` and `ExternalLink` would have left it.
+#[test]
+fn unlink_delete_attributes_and_add_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    initial(&path);
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/x",
+        Array::vector(Data::I32(vec![7])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.write_file(&dir.path().join("other.h5")).unwrap();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.unlink("/big").unwrap();
+    a.unlink("/mem/ids").unwrap();
+    for i in 0..12 {
+        a.set_attr("/mem", &format!("a{i}"), Array::scalar(Data::I64(vec![i])))
+            .unwrap();
+    }
+    a.delete_attr("/", "generation").unwrap();
+    a.soft_link("/mem/latest", "/mem/vectors").unwrap();
+    a.soft_link("/dangling", "/nowhere").unwrap();
+    a.external_link("/ext", "other.h5", "/x").unwrap();
+    assert!(matches!(a.unlink("/big"), Err(FormatError::NotFound(_))));
+    assert!(matches!(
+        a.delete_attr("/", "generation"),
+        Err(FormatError::NotFound(_))
+    ));
+    assert!(matches!(
+        a.soft_link("/mem/texts", "/x"),
+        Err(FormatError::Invalid(_))
+    ));
+    a.commit().unwrap();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.delete_attr("/mem", "a3").unwrap();
+    a.unlink("/dangling").unwrap();
+    a.commit().unwrap();
+
+    let f = H5File::open(&path).unwrap();
+    let mut names: Vec<String> = f.list("/").unwrap().into_iter().map(|e| e.name).collect();
+    names.sort();
+    assert_eq!(names, ["ext", "mem"]);
+    assert!(f.attr_names("/").unwrap().is_empty());
+    assert_eq!(f.attr_names("/mem").unwrap().len(), 11);
+    check_rows_of(&f, "/mem/latest", 5);
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    common::run_python(
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert sorted(f.keys()) == ["ext", "mem"], list(f.keys())
+    assert sorted(f["mem"].keys()) == ["latest", "texts", "vectors"], list(f["mem"].keys())
+    assert f["mem"].get("latest", getlink=True).path == "/mem/vectors"
+    assert f["mem/latest"].shape == (5, 4)
+    assert f["ext"][0] == 7
+    assert len(f.attrs) == 0 and "a3" not in f["mem"].attrs and f["mem"].attrs["a11"] == 11
+"#,
+        &[&path],
+    );
+}
+
+fn check_rows_of(f: &H5File, path: &str, n: u64) {
+    assert_eq!(f.dataset(path).unwrap().read().unwrap(), vec_rows(0, n));
+}

@@ -288,7 +288,7 @@ fn expected(expect: &mut Vec<(String, Value)>, f: &H5File, path: &str) -> Value 
 
 /// Our appender's turn: appends, overwrites, new datasets, attributes and groups, then a commit. Returns
 /// (what it did, changed paths) after checking that what it wrote reads back.
-fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<String>) {
+fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> Turn {
     let f = H5File::open(path).expect("open");
     let objects = walk(&f);
     let datasets: Vec<String> = objects
@@ -318,15 +318,19 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
     let mut a = FileAppender::open(path).expect("appender");
     let mut ops = Vec::new();
     let mut changed = BTreeSet::new();
+    let mut removed: BTreeSet<String> = BTreeSet::new();
     // Path → the value it must have after the commit (our reader's JSON view).
     let mut expect: Vec<(String, Value)> = Vec::new();
     let mut serial = 0;
     for _ in 0..3 + rng.below(6) {
         serial += 1;
-        match rng.below(7) {
+        match rng.below(10) {
             0 | 1 if !growable.is_empty() => {
                 // Grow a dataset whose first dimension is unlimited with rows of its own.
                 let p = rng.pick(&growable).clone();
+                if removed.iter().any(|r| under(&p, r)) {
+                    continue;
+                }
                 let d = f.dataset(&p).expect("dataset");
                 let rows = d.shape()[0];
                 let k = 1 + rng.below(rows.min(12));
@@ -346,6 +350,9 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
             5 if !writable.is_empty() => {
                 // Overwrite rows of any chunked or contiguous dataset with rows of its own, perturbed.
                 let p = rng.pick(&writable).clone();
+                if removed.iter().any(|r| under(&p, r)) {
+                    continue;
+                }
                 let d = f.dataset(&p).expect("dataset");
                 let rows = d.shape()[0];
                 let k = 1 + rng.below(rows.min(8));
@@ -369,6 +376,9 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
             }
             2 => {
                 let g = rng.pick(&groups).clone();
+                if removed.iter().any(|r| under(&g, r)) {
+                    continue;
+                }
                 let p = format!("{}/r{turn}_d{serial}", g.trim_end_matches('/'));
                 let (array, opts) = random_dataset(rng);
                 a.write_dataset(&p, array.clone(), opts)
@@ -381,6 +391,9 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
             3 => {
                 let all: Vec<String> = objects.iter().map(|o| o.0.clone()).collect();
                 let o = rng.pick(&all).clone();
+                if removed.iter().any(|r| under(&o, r)) {
+                    continue;
+                }
                 let burst = if rng.chance(30) { 8 + rng.below(16) } else { 1 };
                 for i in 0..burst {
                     a.set_attr(&o, &format!("r{turn}_a{serial}_{i}"), random_attr(rng))
@@ -391,11 +404,61 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
             }
             4 => {
                 let g = rng.pick(&groups).clone();
+                if removed.iter().any(|r| under(&g, r)) {
+                    continue;
+                }
                 let p = format!("{}/r{turn}_g{serial}", g.trim_end_matches('/'));
                 a.create_group(&p).expect("group");
                 ops.push(format!("group {p}"));
                 changed.insert(g);
                 changed.insert(p);
+            }
+            7 => {
+                // Unlink an object (everything under it goes too), as h5py's `del` does.
+                let all: Vec<String> = objects
+                    .iter()
+                    .map(|o| o.0.clone())
+                    .filter(|p| p != "/" && !removed.iter().any(|r| under(p, r)))
+                    .filter(|p| !changed.iter().any(|c| under(c, p)))
+                    .collect();
+                if all.is_empty() {
+                    continue;
+                }
+                let p = rng.pick(&all).clone();
+                a.unlink(&p).unwrap_or_else(|e| panic!("unlink {p}: {e}"));
+                ops.push(format!("unlink {p}"));
+                changed.insert(parent_of(&p));
+                removed.insert(p);
+            }
+            8 => {
+                let all: Vec<String> = objects
+                    .iter()
+                    .map(|o| o.0.clone())
+                    .filter(|p| !removed.iter().any(|r| under(p, r)))
+                    .collect();
+                let o = rng.pick(&all).clone();
+                let names = f.attr_names(&o).expect("attribute names");
+                if names.is_empty() {
+                    continue;
+                }
+                let n = rng.pick(&names).clone();
+                if a.delete_attr(&o, &n).is_ok() {
+                    ops.push(format!("delete attribute {o}@{n}"));
+                    changed.insert(o);
+                }
+            }
+            9 => {
+                let g = rng.pick(&groups).clone();
+                if removed.iter().any(|r| under(&g, r)) {
+                    continue;
+                }
+                let all: Vec<String> = objects.iter().map(|o| o.0.clone()).collect();
+                let p = format!("{}/r{turn}_s{serial}", g.trim_end_matches('/'));
+                let target = rng.pick(&all).clone();
+                a.soft_link(&p, &target)
+                    .unwrap_or_else(|e| panic!("soft link {p}: {e}"));
+                ops.push(format!("soft link {p}"));
+                changed.insert(g);
             }
             _ => {}
         }
@@ -406,7 +469,26 @@ fn our_turn(rng: &mut Rng, path: &Path, turn: usize) -> (Vec<String>, BTreeSet<S
         let got = read_json(&f, p);
         assert_eq!(&got, want, "{p} after our turn {ops:?}");
     }
-    (ops, changed)
+    Turn {
+        ops,
+        changed,
+        removed,
+    }
+}
+
+/// What a turn did: its operations, the paths whose view may differ, and the paths it removed.
+struct Turn {
+    ops: Vec<String>,
+    changed: BTreeSet<String>,
+    removed: BTreeSet<String>,
+}
+
+/// The group holding `path`.
+fn parent_of(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((head, _)) => head.to_string(),
+    }
 }
 
 /// Whether `path` is `root` or lies under it.
@@ -502,12 +584,19 @@ fn play(seed: u64, turns: usize) {
         }
         dump = edit["dump"].clone();
 
-        let (ops, changed) = our_turn(&mut rng, &path, turn);
+        let Turn {
+            ops,
+            changed,
+            removed,
+        } = our_turn(&mut rng, &path, turn);
         let what = format!("seed {seed} turn {turn}, our edits {ops:?}");
         eprintln!("{what}");
         let after = common::h5py_dump(&path);
         check_agree(&path, &after, &what);
-        nothing_else_changed(&dump, &after, &changed, &BTreeSet::new(), &what);
+        nothing_else_changed(&dump, &after, &changed, &removed, &what);
+        for r in &removed {
+            assert!(after.get(r).is_none(), "{what}: {r} still there");
+        }
         dump = after;
     }
 }
