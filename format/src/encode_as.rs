@@ -293,7 +293,14 @@ fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
             dt.describe()
         )));
     };
-    let p = u32::from(*precision).clamp(1, 64);
+    let p = u32::from(*precision);
+    let room = (slot.len() * 8).min(128) as u32;
+    if p == 0 || p > 64 || u32::from(*offset) + p > room {
+        return Err(FormatError::Corrupt(format!(
+            "integer type of {} bytes with {p} bits at bit {offset}",
+            slot.len()
+        )));
+    }
     let (lo, hi) = if *signed {
         (-(1i128 << (p - 1)), (1i128 << (p - 1)) - 1)
     } else {

@@ -1,0 +1,242 @@
+//! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
+//! with its defaults (superblock v0, symbol-table groups). On every variant `FileAppender` either refuses
+//! with an error or opens, appends rows, overwrites rows, sets and deletes attributes, creates groups and
+//! unlinks objects, and commits — without panicking, within a second — and whatever it committed opens
+//! and walks again without panicking.
+//!
+//! `CLAWHDF5_APPEND_MUTATION_SEED=N` (default 1) and `CLAWHDF5_APPEND_MUTATION_VARIANTS=N` (default 3,000
+//! per seed file) pick other variants.
+
+mod common;
+
+use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileAppender, FileWriter, H5File};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Variants the appender opened, and those whose session it committed.
+static OPENED: AtomicUsize = AtomicUsize::new(0);
+static COMMITTED: AtomicUsize = AtomicUsize::new(0);
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A file of ours: a growable chunked dataset, vlen strings, a compact dataset, a group of many links and
+/// attributes (dense storage).
+fn ours() -> Vec<u8> {
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/d/f",
+        Array::matrix(20, 4, Data::F32((0..80).map(|x| x as f32).collect())).unwrap(),
+        DatasetOptions {
+            chunk: Some(vec![8, 2]),
+            deflate: Some(3),
+            shuffle: true,
+            fletcher32: true,
+            max_shape: Some(vec![None, Some(4)]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/s",
+        Array::vector(Data::VarStr((0..10).map(|i| format!("s{i}")).collect())),
+        DatasetOptions {
+            chunk: Some(vec![4]),
+            max_shape: Some(vec![None]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/c",
+        Array::vector(Data::I16(vec![1, 2, 3])),
+        DatasetOptions {
+            compact: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..12 {
+        w.create_group(&format!("/g/x{i}")).unwrap();
+        w.set_attr("/g", &format!("a{i}"), Array::scalar(Data::U8(vec![i])))
+            .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+/// A file h5py writes with its defaults, when h5py is there.
+fn h5py_default() -> Option<Vec<u8>> {
+    let (_dir, path) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.attrs["title"] = "notes"
+    f.create_dataset("d/f", data=np.arange(40, dtype=">f4").reshape(10, 4), maxshape=(None, 4), chunks=(4, 2), compression="gzip", shuffle=True)
+    f.create_dataset("d/s", data=np.array(["s%d" % i for i in range(10)], dtype=object), dtype=h5py.string_dtype(), maxshape=(None,), chunks=(4,))
+    f.create_dataset("d/c", data=np.arange(3, dtype="<i2"))
+    for i in range(12):
+        f.create_group("g/x%d" % i).attrs["a"] = i
+"#,
+        "default.h5",
+        &["h5py"],
+    )?;
+    Some(std::fs::read(path).unwrap())
+}
+
+/// Every group and dataset the reader reaches (bounded).
+fn objects(f: &H5File) -> Vec<(String, bool)> {
+    let mut out = vec![("/".to_string(), false)];
+    let mut i = 0;
+    while i < out.len() && out.len() < 200 {
+        let (p, is_dataset) = out[i].clone();
+        i += 1;
+        if is_dataset {
+            continue;
+        }
+        let Ok(entries) = f.list(&p) else { continue };
+        for e in entries.into_iter().take(64) {
+            let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
+            match e.kind {
+                EntryKind::Group => out.push((child, false)),
+                EntryKind::Dataset => out.push((child, true)),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// One variant: the appender's whole session on it, then a walk of what it committed.
+fn exercise(path: &Path) {
+    let Ok(f) = H5File::open(path) else {
+        // The appender must refuse what the reader refuses, without panicking.
+        let _ = FileAppender::open(path);
+        return;
+    };
+    let found = objects(&f);
+    let Ok(mut a) = FileAppender::open(path) else {
+        return;
+    };
+    OPENED.fetch_add(1, Ordering::Relaxed);
+    for (p, is_dataset) in &found {
+        if *is_dataset {
+            if let Ok(d) = f.dataset(p) {
+                // A mutated dimension can make a row huge: writing it is then real work the caller asked
+                // for (a million chunks), not a hang, so rows stay small here.
+                let small = d
+                    .shape()
+                    .iter()
+                    .skip(1)
+                    .try_fold(1u64, |n, &x| n.checked_mul(x));
+                let rows = match small {
+                    Some(n) if n <= 4096 => d.read_rows(0, 1),
+                    _ => continue,
+                };
+                if let Ok(rows) = rows {
+                    let _ = a.append_rows(p, rows.clone());
+                    let _ = a.write_rows(p, 0, rows);
+                }
+            }
+        }
+        let _ = a.set_attr(p, "touched", Array::scalar(Data::U8(vec![1])));
+        if let Ok(names) = f.attr_names(p) {
+            if let Some(n) = names.first() {
+                let _ = a.delete_attr(p, n);
+            }
+        }
+    }
+    let _ = a.create_group("/new/group");
+    if let Some((p, _)) = found.get(1) {
+        let _ = a.unlink(p);
+    }
+    if a.commit().is_ok() {
+        COMMITTED.fetch_add(1, Ordering::Relaxed);
+        if let Ok(f) = H5File::open(path) {
+            for (p, is_dataset) in objects(&f) {
+                if is_dataset {
+                    if let Ok(d) = f.dataset(&p) {
+                        let _ = d.read();
+                    }
+                }
+                let _ = f.attr_names(&p);
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_files_never_panic_the_appender() {
+    let seed: u64 = std::env::var("CLAWHDF5_APPEND_MUTATION_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let variants: usize = std::env::var("CLAWHDF5_APPEND_MUTATION_VARIANTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let mut seeds = vec![("ours", ours())];
+    if let Some(b) = h5py_default() {
+        seeds.push(("h5py default", b));
+    }
+    // On tmpfs where there is one: every commit fsyncs twice.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let path = dir.path().join("variant.h5");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed);
+    for (name, original) in &seeds {
+        for v in 0..variants {
+            let mut bytes = original.clone();
+            let what = match rng.below(4) {
+                0 => {
+                    let cut = rng.below(bytes.len() as u64) as usize;
+                    bytes.truncate(cut);
+                    format!("cut at {cut}")
+                }
+                _ => {
+                    let flips = 1 + rng.below(4);
+                    let mut at = Vec::new();
+                    for _ in 0..flips {
+                        let i = rng.below(bytes.len() as u64) as usize;
+                        bytes[i] ^= 1 << rng.below(8);
+                        at.push(i);
+                    }
+                    format!("bits flipped at {at:?}")
+                }
+            };
+            std::fs::write(&path, &bytes).unwrap();
+            let start = Instant::now();
+            let r = std::panic::catch_unwind(|| exercise(&path));
+            assert!(
+                r.is_ok(),
+                "{name} variant {v} (seed {seed}, {what}): the appender panicked"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "{name} variant {v} (seed {seed}, {what}): {:?}",
+                start.elapsed()
+            );
+        }
+    }
+    eprintln!(
+        "{} variants: the appender opened {}, committed {}",
+        variants * seeds.len(),
+        OPENED.load(Ordering::Relaxed),
+        COMMITTED.load(Ordering::Relaxed)
+    );
+}
