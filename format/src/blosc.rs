@@ -146,6 +146,115 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
     Ok(nbytes)
 }
 
+/// Blocks we write hold at most this many bytes.
+const ENCODE_BLOCK: usize = 64 * 1024;
+
+/// Encodes `data` as one Blosc (version 1 format) buffer, as the Blosc filter's parameters ask: `params[2]`
+/// the element size (else `elem`), `params[4]` the level (0–9; 0 stores the bytes), `params[5]` the shuffle
+/// (0 none, otherwise a byte shuffle), `params[6]` the codec (LZ4, Snappy, zlib, zstd; BloscLZ, which we do
+/// not encode, is written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are
+/// never split; a buffer that compression would not shrink is stored as its bytes.
+pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
+    let get = |i: usize| params.get(i).copied();
+    let typesize = get(2)
+        .filter(|&t| t > 0)
+        .map_or(elem, |t| t as usize)
+        .clamp(1, 255);
+    let level = get(4).unwrap_or(5).min(9);
+    let shuffle = get(5).unwrap_or(1) != 0 && typesize > 1;
+    let (codec, code) = match get(6).unwrap_or(1) {
+        2 => (Codec::Snappy, 2u8),
+        3 => (Codec::Zlib, 3),
+        4 => (Codec::Zstd, 4),
+        _ => (Codec::Lz4, 1),
+    };
+    let nbytes = u32::try_from(data.len())
+        .map_err(|_| crate::FormatError::Invalid("blosc buffer over 4 GiB".into()))?;
+    let blocksize = (ENCODE_BLOCK / typesize * typesize).clamp(typesize, data.len().max(typesize));
+    let stored = |flags: u8| {
+        let mut out = header(
+            flags | 0x02,
+            code,
+            typesize,
+            nbytes,
+            blocksize,
+            HEADER + data.len(),
+        );
+        out.extend_from_slice(data);
+        out
+    };
+    if level == 0 || data.is_empty() {
+        return Ok(stored(0x10));
+    }
+    let flags = 0x10 | u8::from(shuffle) | (code << 5);
+    let nblocks = data.len().div_ceil(blocksize);
+    let mut out = header(flags, code, typesize, nbytes, blocksize, 0);
+    out.resize(HEADER + 4 * nblocks, 0);
+    let mut shuffled = Vec::new();
+    for (j, block) in data.chunks(blocksize).enumerate() {
+        let start = i32::try_from(out.len())
+            .map_err(|_| crate::FormatError::Invalid("blosc buffer over 2 GiB".into()))?;
+        out[HEADER + 4 * j..HEADER + 4 * j + 4].copy_from_slice(&start.to_le_bytes());
+        let src = if shuffle {
+            shuffled.resize(block.len(), 0);
+            crate::transpose::shuffle_bytes(block, typesize, &mut shuffled);
+            &shuffled[..]
+        } else {
+            block
+        };
+        let packed = compress(codec, level, src)?;
+        let body = if packed.len() < src.len() {
+            &packed[..]
+        } else {
+            src
+        };
+        out.extend_from_slice(&(body.len() as i32).to_le_bytes());
+        out.extend_from_slice(body);
+        if out.len() >= HEADER + data.len() {
+            return Ok(stored(0x10));
+        }
+    }
+    let total = out.len() as u32;
+    out[12..16].copy_from_slice(&total.to_le_bytes());
+    Ok(out)
+}
+
+/// A buffer's 16-byte header.
+fn header(
+    flags: u8,
+    code: u8,
+    typesize: usize,
+    nbytes: u32,
+    blocksize: usize,
+    total: usize,
+) -> Vec<u8> {
+    let mut h = Vec::with_capacity(HEADER + nbytes as usize / 2);
+    // Format version 2; each codec's own format version is 1.
+    h.extend_from_slice(&[2, u8::from(code != 0), flags, typesize as u8]);
+    h.extend_from_slice(&nbytes.to_le_bytes());
+    h.extend_from_slice(&(blocksize as u32).to_le_bytes());
+    h.extend_from_slice(&(total as u32).to_le_bytes());
+    h
+}
+
+/// Compresses one stream.
+fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> {
+    Ok(match codec {
+        Codec::Lz4 | Codec::BloscLz => lz4_flex::block::compress(src),
+        Codec::Snappy => snap::raw::Encoder::new()
+            .compress_vec(src)
+            .map_err(|e| crate::FormatError::Invalid(format!("blosc snappy: {e}")))?,
+        Codec::Zlib => {
+            use std::io::Write;
+            let mut e =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+            e.write_all(src)?;
+            e.finish()?
+        }
+        Codec::Zstd => crate::plugin_codecs::zstd(src, level as i32)?,
+    })
+}
+
 /// The codec of a buffer's streams.
 #[derive(Clone, Copy)]
 pub(crate) enum Codec {
@@ -279,6 +388,49 @@ pub(crate) fn copy_match(buf: &mut [u8], op: usize, dist: usize, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Floats with runs, over several blocks and a short last one.
+    fn sample(n: usize) -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| ((i / 7) as f32 * 0.5).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn encoded_buffers_decode_to_their_bytes() {
+        for n in [0usize, 1, 5, 1000, 40_000] {
+            let data = sample(n);
+            for codec in [0u32, 1, 2, 3, 4] {
+                for shuffle in [0u32, 1, 2] {
+                    for level in [0u32, 1, 5, 9] {
+                        let params = [2, 2, 4, data.len() as u32, level, shuffle, codec];
+                        let enc = encode(&params, &data, 4).unwrap();
+                        assert_eq!(
+                            decode(&enc, data.len()).unwrap(),
+                            data,
+                            "n {n} codec {codec} shuffle {shuffle} level {level}"
+                        );
+                        if level > 0 && n >= 1000 {
+                            assert!(enc.len() < data.len() / 2, "codec {codec}: {}", enc.len());
+                        }
+                    }
+                }
+            }
+        }
+        // Bytes that do not compress are stored as they are.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let noise: Vec<u8> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let enc = encode(&[2, 2, 1, 5000, 5, 0, 1], &noise, 1).unwrap();
+        assert_eq!(enc[2] & 0x02, 0x02);
+        assert_eq!(decode(&enc, 5000).unwrap(), noise);
+    }
 
     #[test]
     fn blosclz_literals_matches_and_runs() {

@@ -3,6 +3,17 @@
 
 use crate::error::{corrupt, Result};
 use bzip2::{Decompress, Status};
+use std::io::Write;
+
+/// Encodes one chunk as a bzip2 stream of `level` (1–9: blocks of 100–900 kB).
+pub fn encode(data: &[u8], level: u32) -> Result<Vec<u8>> {
+    let mut e = bzip2::write::BzEncoder::new(
+        Vec::with_capacity(data.len() / 2),
+        bzip2::Compression::new(level.clamp(1, 9)),
+    );
+    e.write_all(data)?;
+    Ok(e.finish()?)
+}
 
 /// Decodes one chunk into a new buffer of at most `max_out` bytes.
 pub fn decode(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
@@ -48,6 +59,15 @@ pub fn decode_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoded_chunks_decode_to_their_bytes() {
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        for level in [1, 9] {
+            let enc = encode(&data, level).unwrap();
+            assert_eq!(decode(&enc, data.len()).unwrap(), data);
+        }
+    }
     use std::io::Write;
 
     fn compress(data: &[u8]) -> Vec<u8> {

@@ -316,6 +316,10 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize) -> Result<Vec<u8>> {
                 buf.extend_from_slice(&sum.to_le_bytes());
                 buf
             }
+            ZSTD => crate::plugin_codecs::zstd(&buf, f.params.first().map_or(3, |&l| l as i32))?,
+            LZ4 => crate::plugin_codecs::lz4(&buf, f.params.first().map_or(0, |&b| b as usize)),
+            BZIP2 => crate::bzip2_filter::encode(&buf, f.params.first().copied().unwrap_or(9))?,
+            BLOSC => crate::blosc::encode(&f.params, &buf, elem)?,
             id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
         };
     }

@@ -103,9 +103,47 @@ pub fn unlz4_into(data: &[u8], out: &mut [u8]) -> Result<usize> {
     Ok(total)
 }
 
+/// Encodes one chunk for the zstd filter: a Zstandard frame at `level`.
+pub fn zstd(data: &[u8], level: i32) -> Result<Vec<u8>> {
+    zstd::bulk::compress(data, level).map_err(|e| crate::FormatError::Invalid(format!("zstd: {e}")))
+}
+
+/// Encodes one chunk for the LZ4 filter: the decoded size, the block size, then each block of at most
+/// `block` bytes (0: one block) LZ4-compressed, or as it was when that is not smaller.
+pub fn lz4(data: &[u8], block: usize) -> Vec<u8> {
+    let block = if block == 0 { data.len().max(1) } else { block };
+    let mut out = Vec::with_capacity(12 + data.len() / 2);
+    out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    out.extend_from_slice(&(block.min(u32::MAX as usize) as u32).to_be_bytes());
+    for b in data.chunks(block) {
+        let packed = lz4_flex::block::compress(b);
+        let body = if packed.len() < b.len() {
+            &packed[..]
+        } else {
+            b
+        };
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zstd_and_lz4_chunks_decode_to_their_bytes() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i / 300) as u8).collect();
+        for block in [0usize, 1000, 65_536] {
+            let enc = lz4(&data, block);
+            assert!(enc.len() < data.len() / 4);
+            assert_eq!(unlz4(&enc, data.len()).unwrap(), data);
+        }
+        assert_eq!(unlz4(&lz4(&[], 0), 0).unwrap(), Vec::<u8>::new());
+        let enc = zstd(&data, 3).unwrap();
+        assert_eq!(unzstd(&enc, data.len()).unwrap(), data);
+    }
 
     #[test]
     fn lz4_stored_and_compressed_blocks() {

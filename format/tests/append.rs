@@ -877,3 +877,74 @@ with h5py.File(sys.argv[1], "r") as f:
 fn check_rows_of(f: &H5File, path: &str, n: u64) {
     assert_eq!(f.dataset(path).unwrap().read().unwrap(), vec_rows(0, n));
 }
+
+/// Appending to datasets compressed by plugin filters: Blosc (each codec it names, BloscLZ written as
+/// LZ4; with and without shuffle), LZ4, zstd and bzip2 as hdf5plugin writes them, and PyTables' own Blosc and
+/// bzip2 arrays; h5py (HDF5 2.0, with hdf5plugin's filters) and PyTables (HDF5 1.14) read every row back.
+#[test]
+fn rows_appended_through_plugin_filters() {
+    if !common::have_python_module("hdf5plugin") || !common::have_python_module("tables") {
+        return;
+    }
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, warnings
+warnings.simplefilter("ignore")
+import h5py, hdf5plugin, numpy as np, tables
+data = (np.arange(6000, dtype="<f4") // 7).reshape(1500, 4)
+with h5py.File(sys.argv[1], "w") as f:
+    grow = dict(maxshape=(None, 4), chunks=(256, 4))
+    for cname in ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]:
+        for shuffle, sname in [(hdf5plugin.Blosc.NOSHUFFLE, "none"), (hdf5plugin.Blosc.SHUFFLE, "byte"), (hdf5plugin.Blosc.BITSHUFFLE, "bit")]:
+            f.create_dataset("blosc_%s_%s" % (cname, sname), data=data, **grow, **hdf5plugin.Blosc(cname=cname, clevel=5, shuffle=shuffle))
+    f.create_dataset("lz4", data=data, **grow, **hdf5plugin.LZ4())
+    f.create_dataset("zstd", data=data, **grow, **hdf5plugin.Zstd(clevel=7))
+    f.create_dataset("bzip2", data=data, **grow, **hdf5plugin.BZip2(blocksize=5))
+with tables.open_file(sys.argv[1] + ".pt", "w") as t:
+    for lib in ["blosc", "blosc:lz4", "blosc:zstd", "bzip2"]:
+        e = t.create_earray("/", lib.replace(":", "_"), tables.Float32Atom(), (0, 4), filters=tables.Filters(5, lib, shuffle=True))
+        e.append(data)
+"#,
+        "plugins.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    let pt = path.with_extension("h5.pt");
+    let more: Vec<f32> = (6000..8000).map(|i| (i / 7) as f32).collect();
+    for file in [&path, &pt] {
+        let f = H5File::open(file).unwrap();
+        let names: Vec<String> = f.list("/").unwrap().into_iter().map(|e| e.name).collect();
+        drop(f);
+        let mut a = FileAppender::open(file).unwrap();
+        for n in &names {
+            a.append_rows(
+                &format!("/{n}"),
+                Array::matrix(500, 4, Data::F32(more.clone())).unwrap(),
+            )
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
+        a.commit().unwrap();
+        let f = H5File::open(file).unwrap();
+        let want: Vec<f32> = (0..8000).map(|i| (i / 7) as f32).collect();
+        for n in &names {
+            let got = f.dataset(&format!("/{n}")).unwrap().read().unwrap();
+            assert_eq!(got.as_f32().unwrap(), &want[..], "{n}");
+        }
+    }
+    common::run_python(
+        r#"
+import sys, warnings
+warnings.simplefilter("ignore")
+import h5py, hdf5plugin, numpy as np, tables
+want = (np.arange(8000, dtype="<f4") // 7).reshape(2000, 4)
+with h5py.File(sys.argv[1], "r") as f:
+    for n in f:
+        assert np.array_equal(f[n][:], want), n
+with tables.open_file(sys.argv[2]) as t:
+    for node in t.root:
+        assert np.array_equal(node[:], want), node
+"#,
+        &[&path, &pt],
+    );
+}
