@@ -297,10 +297,23 @@ fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
 }
 
 /// Applies the pipeline to one chunk.
-pub fn encode(filters: &[Filter], data: &[u8], elem: usize) -> Result<Vec<u8>> {
+pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result<(Vec<u8>, u32)> {
     let mut buf = data.to_vec();
-    for f in filters {
+    let mut mask = skip;
+    for (i, f) in filters.iter().enumerate() {
+        if i < 32 && skip & (1 << i) != 0 {
+            continue;
+        }
         buf = match f.id {
+            // liblzf cannot shrink this chunk: h5py's filter fails here and libhdf5 skips it (optional).
+            LZF => match crate::lzf::compress(&buf) {
+                Some(packed) => packed,
+                None if f.flags & 1 != 0 && i < 32 => {
+                    mask |= 1 << i;
+                    buf
+                }
+                None => buf_unchanged_error()?,
+            },
             DEFLATE => {
                 let level = f.params.first().copied().unwrap_or(6).min(9);
                 let mut e = flate2::write::ZlibEncoder::new(
@@ -323,7 +336,12 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize) -> Result<Vec<u8>> {
             id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
         };
     }
-    Ok(buf)
+    Ok((buf, mask))
+}
+
+/// A mandatory LZF filter on a chunk liblzf cannot shrink: libhdf5 would fail the write too.
+fn buf_unchanged_error() -> Result<Vec<u8>> {
+    unsupported("a chunk that a mandatory LZF filter cannot compress")
 }
 
 /// The pipeline the writer uses for the given options.
@@ -364,7 +382,7 @@ mod tests {
     fn roundtrip_all_filters() {
         let f = pipeline(Some(4), true, true, 4);
         let data: Vec<u8> = (0..4003u32).flat_map(|x| (x * 7).to_le_bytes()).collect();
-        let enc = encode(&f, &data, 4).unwrap();
+        let enc = encode(&f, &data, 4, 0).unwrap().0;
         assert_eq!(decode(&f, 0, &enc, 4, data.len()).unwrap(), data);
     }
 
@@ -440,7 +458,7 @@ mod tests {
             (None, false, false),
         ] {
             let f = pipeline(deflate, shuffle, fletcher, 4);
-            let enc = encode(&f, &data, 4).unwrap();
+            let enc = encode(&f, &data, 4, 0).unwrap().0;
             check_into(&f, 0, &enc, 4, &data);
         }
         // Filters the mask skips are not undone: deflate skipped leaves the shuffled bytes.
@@ -471,7 +489,9 @@ mod tests {
     #[test]
     fn inflating_into_a_buffer_checks_the_stream_fits_it_exactly() {
         let data: Vec<u8> = (0..70_000u32).map(|x| (x % 251) as u8).collect();
-        let enc = encode(&pipeline(Some(6), false, false, 1), &data, 1).unwrap();
+        let enc = encode(&pipeline(Some(6), false, false, 1), &data, 1, 0)
+            .unwrap()
+            .0;
         let mut out = vec![0u8; data.len()];
         assert_eq!(inflate_into(&enc, &mut out).unwrap(), data.len());
         assert_eq!(out, data);

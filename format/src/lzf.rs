@@ -64,9 +64,93 @@ pub fn decompress(input: &[u8], max_out: usize) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Longest match a back reference encodes.
+const MAX_MATCH: usize = 264;
+/// Farthest a back reference reaches.
+const MAX_OFFSET: usize = 8192;
+/// Bits of the match finder's hash.
+const HASH_BITS: u32 = 14;
+
+/// Compresses `input` as liblzf does (literal runs of at most 32 bytes, back references of 3–264 bytes up to
+/// 8 KiB back, found through a hash of the next three bytes); `None` when the result would not be smaller
+/// (the filter is then skipped for the chunk, as h5py's LZF filter fails and libhdf5 skips it).
+pub fn compress(input: &[u8]) -> Option<Vec<u8>> {
+    let n = input.len();
+    let mut out = Vec::with_capacity(n);
+    let mut table = vec![usize::MAX; 1 << HASH_BITS];
+    let hash = |i: usize| {
+        let v = u32::from(input[i]) << 16 | u32::from(input[i + 1]) << 8 | u32::from(input[i + 2]);
+        (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+    };
+    let mut lit = 0;
+    let mut i = 0;
+    while i + 2 < n {
+        let h = hash(i);
+        let r = table[h];
+        table[h] = i;
+        if r != usize::MAX && i - r <= MAX_OFFSET && input[r..r + 3] == input[i..i + 3] {
+            let max = MAX_MATCH.min(n - i);
+            let mut len = 3;
+            while len < max && input[r + len] == input[i + len] {
+                len += 1;
+            }
+            literals(&mut out, &input[lit..i]);
+            let off = i - r - 1;
+            let l = len - 2;
+            if l < 7 {
+                out.push(((l << 5) | (off >> 8)) as u8);
+            } else {
+                out.push(((7 << 5) | (off >> 8)) as u8);
+                out.push((l - 7) as u8);
+            }
+            out.push(off as u8);
+            i += len;
+            lit = i;
+        } else {
+            i += 1;
+        }
+        if out.len() >= n {
+            return None;
+        }
+    }
+    literals(&mut out, &input[lit..]);
+    (out.len() < n).then_some(out)
+}
+
+/// Literal runs of at most 32 bytes, each after its count less one.
+fn literals(out: &mut Vec<u8>, bytes: &[u8]) {
+    for run in bytes.chunks(32) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compressed_chunks_decode_to_their_bytes() {
+        let runs: Vec<u8> = (0..20_000u32).map(|i| (i / 50) as u8).collect();
+        let text: Vec<u8> = b"the memory of the agent, the memory of the user; ".repeat(300);
+        let long: Vec<u8> = vec![7; 5000];
+        for data in [&runs, &text, &long] {
+            let enc = compress(data).expect("compressible");
+            assert!(enc.len() < data.len() / 3);
+            assert_eq!(decompress(&enc, data.len()).unwrap(), *data);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..4000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        assert!(compress(&noise).is_none());
+        assert!(compress(&[]).is_none());
+    }
 
     #[test]
     fn literals_and_back_references_decode() {

@@ -900,6 +900,10 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("lz4", data=data, **grow, **hdf5plugin.LZ4())
     f.create_dataset("zstd", data=data, **grow, **hdf5plugin.Zstd(clevel=7))
     f.create_dataset("bzip2", data=data, **grow, **hdf5plugin.BZip2(blocksize=5))
+    f.create_dataset("lzf", data=data, compression="lzf", shuffle=True, **grow)
+    # Noise liblzf cannot shrink: h5py's chunks skip the filter, and ours must too.
+    noise = np.random.default_rng(5).integers(0, 2**31, size=(64, 4)).astype("<u4")
+    f.create_dataset("lzf_noise", data=noise, compression="lzf", maxshape=(None, 4), chunks=(16, 4))
 with tables.open_file(sys.argv[1] + ".pt", "w") as t:
     for lib in ["blosc", "blosc:lz4", "blosc:zstd", "bzip2"]:
         e = t.create_earray("/", lib.replace(":", "_"), tables.Float32Atom(), (0, 4), filters=tables.Filters(5, lib, shuffle=True))
@@ -914,7 +918,13 @@ with tables.open_file(sys.argv[1] + ".pt", "w") as t:
     let more: Vec<f32> = (6000..8000).map(|i| (i / 7) as f32).collect();
     for file in [&path, &pt] {
         let f = H5File::open(file).unwrap();
-        let names: Vec<String> = f.list("/").unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<String> = f
+            .list("/")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .filter(|n| n != "lzf_noise")
+            .collect();
         drop(f);
         let mut a = FileAppender::open(file).unwrap();
         for n in &names {
@@ -923,6 +933,13 @@ with tables.open_file(sys.argv[1] + ".pt", "w") as t:
                 Array::matrix(500, 4, Data::F32(more.clone())).unwrap(),
             )
             .unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
+        if file == &path {
+            // Rows of noise again (each value rotated): no chunk shrinks.
+            let noise = f_noise(&path);
+            let rows: Vec<u32> = noise.iter().map(|v| v.rotate_left(7)).collect();
+            a.append_rows("/lzf_noise", Array::matrix(64, 4, Data::U32(rows)).unwrap())
+                .unwrap();
         }
         a.commit().unwrap();
         let f = H5File::open(file).unwrap();
@@ -940,11 +957,24 @@ import h5py, hdf5plugin, numpy as np, tables
 want = (np.arange(8000, dtype="<f4") // 7).reshape(2000, 4)
 with h5py.File(sys.argv[1], "r") as f:
     for n in f:
-        assert np.array_equal(f[n][:], want), n
+        if n != "lzf_noise":
+            assert np.array_equal(f[n][:], want), n
+    noise = f["lzf_noise"][:]
+    assert noise.shape == (128, 4)
+    rot = ((noise[:64].astype("u8") << 7) | (noise[:64].astype("u8") >> 25)) & 0xFFFFFFFF
+    assert np.array_equal(noise[64:], rot.astype("<u4"))
+    d = f["lzf_noise"]
+    assert {d.id.get_chunk_info(i).filter_mask for i in range(d.id.get_num_chunks())} == {1}
 with tables.open_file(sys.argv[2]) as t:
     for node in t.root:
         assert np.array_equal(node[:], want), node
 "#,
         &[&path, &pt],
     );
+}
+
+fn f_noise(path: &Path) -> Vec<u32> {
+    let f = H5File::open(path).unwrap();
+    let a = f.dataset("/lzf_noise").unwrap().read().unwrap();
+    a.as_u32().unwrap().to_vec()
 }

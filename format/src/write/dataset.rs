@@ -161,8 +161,7 @@ pub fn write_chunks(
             .ok_or_else(|| crate::FormatError::Invalid("too many chunks".into()))?
     };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
-    let (filters, filter_mask) = applicable_filters(filters)?;
-    let filters = &filters[..];
+    let skip = unrunnable_filters(filters)?;
     let coords: Vec<Vec<u64>> = (0..total)
         .map(|mut i| {
             let mut v = vec![0u64; r];
@@ -173,7 +172,7 @@ pub fn write_chunks(
             v
         })
         .collect();
-    let encoded: Vec<Result<(Vec<u64>, Vec<u8>)>> = coords
+    let encoded: Vec<Result<(Vec<u64>, Vec<u8>, u32)>> = coords
         .par_iter()
         .map(|g| {
             let start: Vec<u64> = g.iter().zip(chunk).map(|(a, c)| a * c).collect();
@@ -189,18 +188,18 @@ pub fn write_chunks(
                 &count,
                 elem,
             );
-            let enc = if filters.is_empty() {
-                buf
+            let (enc, mask) = if filters.is_empty() {
+                (buf, 0)
             } else {
-                filters::encode(filters, &buf, elem)?
+                filters::encode(filters, &buf, elem, skip)?
             };
             let off = start.iter().zip(origin).map(|(s, o)| s + o).collect();
-            Ok((off, enc))
+            Ok((off, enc, mask))
         })
         .collect();
     let mut entries = Vec::with_capacity(encoded.len());
     for e in encoded {
-        let (offset, bytes) = e?;
+        let (offset, bytes, filter_mask) = e?;
         let addr = sink.append(&bytes);
         entries.push(ChunkEntry {
             offset,
@@ -212,13 +211,11 @@ pub fn write_chunks(
     Ok(entries)
 }
 
-/// The filters of a pipeline (one read from a file, perhaps) that libhdf5 can apply, and the chunk filter
-/// mask of those it cannot: libhdf5 stores shuffle without its element-size parameter for variable-length
-/// types, cannot run it, and — the filter being optional — writes each chunk with it skipped and its mask
-/// bit set. We write such chunks the same way, so libhdf5 reads them; a mandatory filter it cannot run is
-/// an error.
-fn applicable_filters(filters: &[Filter]) -> Result<(Vec<Filter>, u32)> {
-    let mut kept = Vec::with_capacity(filters.len());
+/// The chunk filter mask of the filters in a pipeline (one read from a file, perhaps) that libhdf5 cannot
+/// apply: it stores shuffle without its element-size parameter for variable-length types, cannot run it,
+/// and — the filter being optional — writes each chunk with it skipped and its mask bit set. We write such
+/// chunks the same way, so libhdf5 reads them; a mandatory filter it cannot run is an error.
+fn unrunnable_filters(filters: &[Filter]) -> Result<u32> {
     let mut mask = 0u32;
     for (i, f) in filters.iter().enumerate() {
         let runnable = match f.id {
@@ -226,8 +223,9 @@ fn applicable_filters(filters: &[Filter]) -> Result<(Vec<Filter>, u32)> {
             _ => true,
         };
         if runnable {
-            kept.push(f.clone());
-        } else if f.flags & 1 != 0 && i < 32 {
+            continue;
+        }
+        if f.flags & 1 != 0 && i < 32 {
             mask |= 1 << i;
         } else {
             return Err(crate::FormatError::Unsupported(format!(
@@ -236,7 +234,7 @@ fn applicable_filters(filters: &[Filter]) -> Result<(Vec<Filter>, u32)> {
             )));
         }
     }
-    Ok((kept, mask))
+    Ok(mask)
 }
 
 /// Encodes element data (vlen bodies go to the global heap in the sink).
