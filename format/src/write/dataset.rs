@@ -134,6 +134,9 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
     })
 }
 
+/// A chunk ready to write: its offset in the dataset, its bytes and its filter mask.
+type EncodedChunk = (Vec<u64>, Vec<u8>, u32);
+
 /// Splits raw elements `raw` (shape `shape`, positioned at element origin `origin` of the dataset)
 /// into whole chunks, filters them in parallel and appends them to the sink.
 /// `origin` must be chunk-aligned; edge chunks are zero-padded.
@@ -172,7 +175,7 @@ pub fn write_chunks(
             v
         })
         .collect();
-    let encoded: Vec<Result<(Vec<u64>, Vec<u8>, u32)>> = coords
+    let encoded: Vec<Result<EncodedChunk>> = coords
         .par_iter()
         .map(|g| {
             let start: Vec<u64> = g.iter().zip(chunk).map(|(a, c)| a * c).collect();
