@@ -1,5 +1,5 @@
 //! Ping-pong with libhdf5: we or h5py (any libver bound, its default "earliest" included) write a random
-//! file, then h5py (libhdf5 2.0) and our appender take turns editing it — attributes added in bursts and deleted, datasets created, grown, overwritten, moved and
+//! file, then h5py (libhdf5 2.0), our appender and PyTables (libhdf5 1.14) take turns editing it — attributes added in bursts and deleted, datasets created, grown, overwritten, moved and
 //! deleted, groups with many links — and after every turn
 //! * our reader and h5py see the same file (every dataset value, attribute and link list),
 //! * what the turn wrote reads back as written (our appender's rows and values, through our reader),
@@ -532,7 +532,39 @@ fn check_agree(path: &Path, dump: &Value, what: &str) {
     );
 }
 
+/// PyTables' turn (HDF5 1.14): its edits, then the same checks through h5py's view. Returns that view.
+fn pytables_turn(path: &Path, seed: u64, turn: usize, before: &Value) -> Value {
+    let out = std::process::Command::new("python3")
+        .arg(common::script("ping_pong_tables.py"))
+        .arg(path)
+        .arg(seed.to_string())
+        .arg(turn.to_string())
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "seed {seed} turn {turn}: PyTables' edit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let edit: Value = serde_json::from_slice(&out.stdout).expect("edit JSON");
+    let set = |k: &str| -> BTreeSet<String> {
+        edit[k]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| v.as_str().expect("path").to_string())
+            .collect()
+    };
+    let what = format!("seed {seed} turn {turn}, PyTables' edits {}", edit["ops"]);
+    eprintln!("{what}");
+    let after = common::h5py_dump(path);
+    check_agree(path, &after, &what);
+    nothing_else_changed(before, &after, &set("changed"), &set("removed"), &what);
+    after
+}
+
 fn play(seed: u64, turns: usize) {
+    let tables = common::have_python_module("tables");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("pingpong-{seed}.h5"));
     let mut rng = Rng(seed);
@@ -598,6 +630,9 @@ fn play(seed: u64, turns: usize) {
             assert!(after.get(r).is_none(), "{what}: {r} still there");
         }
         dump = after;
+        if tables {
+            dump = pytables_turn(&path, seed, turn, &dump);
+        }
     }
 }
 
