@@ -151,8 +151,8 @@ const ENCODE_BLOCK: usize = 64 * 1024;
 
 /// Encodes `data` as one Blosc (version 1 format) buffer, as the Blosc filter's parameters ask: `params[2]`
 /// the element size (else `elem`), `params[4]` the level (0–9; 0 stores the bytes), `params[5]` the shuffle
-/// (0 none, otherwise a byte shuffle), `params[6]` the codec (LZ4, Snappy, zlib, zstd; BloscLZ, which we do
-/// not encode, is written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are
+/// (0 none, otherwise a byte shuffle), `params[6]` the compressor (LZ4, Snappy, zlib, zstd; BloscLZ, which we
+/// do not encode, and LZ4HC are written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are
 /// never split; a buffer that compression would not shrink is stored as its bytes.
 pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let get = |i: usize| params.get(i).copied();
@@ -162,10 +162,12 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
         .clamp(1, 255);
     let level = get(4).unwrap_or(5).min(9);
     let shuffle = get(5).unwrap_or(1) != 0 && typesize > 1;
+    // The filter names Blosc's compressor (0 BloscLZ, 1 LZ4, 2 LZ4HC, 3 Snappy, 4 zlib, 5 zstd); a buffer's
+    // header names its stream format (0 BloscLZ, 1 LZ4 and LZ4HC, 2 Snappy, 3 zlib, 4 zstd).
     let (codec, code) = match get(6).unwrap_or(1) {
-        2 => (Codec::Snappy, 2u8),
-        3 => (Codec::Zlib, 3),
-        4 => (Codec::Zstd, 4),
+        3 => (Codec::Snappy, 2u8),
+        4 => (Codec::Zlib, 3),
+        5 => (Codec::Zstd, 4),
         _ => (Codec::Lz4, 1),
     };
     let nbytes = u32::try_from(data.len())
@@ -400,7 +402,7 @@ mod tests {
     fn encoded_buffers_decode_to_their_bytes() {
         for n in [0usize, 1, 5, 1000, 40_000] {
             let data = sample(n);
-            for codec in [0u32, 1, 2, 3, 4] {
+            for codec in [0u32, 1, 2, 3, 4, 5] {
                 for shuffle in [0u32, 1, 2] {
                     for level in [0u32, 1, 5, 9] {
                         let params = [2, 2, 4, data.len() as u32, level, shuffle, codec];
@@ -410,6 +412,11 @@ mod tests {
                             data,
                             "n {n} codec {codec} shuffle {shuffle} level {level}"
                         );
+                        if level > 0 && n >= 1000 && enc[2] & 0x02 == 0 {
+                            // The stream format the compressor code names.
+                            let format = [1, 1, 1, 2, 3, 4][codec as usize];
+                            assert_eq!(enc[2] >> 5, format, "codec {codec}");
+                        }
                         if level > 0 && n >= 1000 {
                             assert!(enc.len() < data.len() / 2, "codec {codec}: {}", enc.len());
                         }

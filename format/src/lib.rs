@@ -56,5 +56,5 @@ pub use error::{FormatError, Result};
 pub use half::f16;
 pub use read::dataset::Dataset;
 pub use read::file::{Entry, EntryKind, H5File};
-pub use write::dataset::DatasetOptions;
+pub use write::dataset::{BloscCodec, Codec, DatasetOptions};
 pub use write::writer::FileWriter;

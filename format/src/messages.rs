@@ -550,8 +550,17 @@ pub fn encode_filters(filters: &[Filter]) -> Vec<u8> {
     let mut out = vec![2u8, filters.len() as u8];
     for f in filters {
         out.put_u16(f.id);
+        // Version 2 names only the filters outside the reserved range (null-terminated, unpadded).
+        let name = (f.id >= 256 && !f.name.is_empty()).then_some(f.name.as_bytes());
+        if f.id >= 256 {
+            out.put_u16(name.map_or(0, |n| n.len() as u16 + 1));
+        }
         out.put_u16(f.flags);
         out.put_u16(f.params.len() as u16);
+        if let Some(n) = name {
+            out.extend_from_slice(n);
+            out.push(0);
+        }
         for p in &f.params {
             out.put_u32(*p);
         }

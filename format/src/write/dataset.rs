@@ -28,6 +28,84 @@ pub struct DatasetOptions {
     pub max_shape: Option<Vec<Option<u64>>>,
     /// Store the data inside the object header (small datasets only).
     pub compact: bool,
+    /// A compressor other than deflate (not both), written as the plugin filter h5py (with hdf5plugin) and
+    /// PyTables read.
+    pub codec: Option<Codec>,
+}
+
+/// Compressors besides deflate, each written as the registered HDF5 filter readers know it by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Codec {
+    /// h5py's LZF (filter 32000): fast; a chunk it cannot shrink is stored as it is.
+    Lzf,
+    /// LZ4 (filter 32004, the HDF Group's framing; hdf5plugin).
+    Lz4,
+    /// Zstandard (filter 32015; hdf5plugin) at a level of 1–22.
+    Zstd(i32),
+    /// bzip2 (filter 307; PyTables, hdf5plugin) with blocks of 100–900 kB (1–9).
+    Bzip2(u32),
+    /// Blosc (filter 32001; PyTables, hdf5plugin): streams of `codec` at `level` (1–9), after a byte
+    /// shuffle when `shuffle`.
+    Blosc {
+        codec: BloscCodec,
+        level: u32,
+        shuffle: bool,
+    },
+}
+
+/// The codec of Blosc's streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BloscCodec {
+    Lz4,
+    Snappy,
+    Zlib,
+    Zstd,
+}
+
+impl Codec {
+    /// The filter that writes this codec, for chunks of `chunk_bytes` bytes of `elem`-byte elements.
+    fn filter(self, elem: usize, chunk_bytes: u64) -> Filter {
+        let chunk = u32::try_from(chunk_bytes).unwrap_or(u32::MAX);
+        let (id, params) = match self {
+            Codec::Lzf => (filters::LZF, vec![4, 261, chunk]),
+            Codec::Lz4 => (filters::LZ4, vec![0]),
+            Codec::Zstd(level) => (filters::ZSTD, vec![level.clamp(1, 22) as u32]),
+            Codec::Bzip2(level) => (filters::BZIP2, vec![level.clamp(1, 9)]),
+            Codec::Blosc {
+                codec,
+                level,
+                shuffle,
+            } => {
+                // Blosc's compressor codes.
+                let code = match codec {
+                    BloscCodec::Lz4 => 1,
+                    BloscCodec::Snappy => 3,
+                    BloscCodec::Zlib => 4,
+                    BloscCodec::Zstd => 5,
+                };
+                let typesize = elem.min(255) as u32;
+                (
+                    filters::BLOSC,
+                    vec![
+                        2,
+                        2,
+                        typesize,
+                        chunk,
+                        level.clamp(1, 9),
+                        u32::from(shuffle),
+                        code,
+                    ],
+                )
+            }
+        };
+        // Optional, as h5py marks the plugin filters it sets.
+        Filter {
+            id,
+            flags: 1,
+            name: filters::filter_name(id).to_string(),
+            params,
+        }
+    }
 }
 
 /// Largest compact dataset we write.
@@ -88,7 +166,11 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
         .max_shape
         .as_ref()
         .is_some_and(|m| m.iter().zip(shape).any(|(mx, d)| *mx != Some(*d)));
-    let filtered = opts.deflate.is_some() || opts.shuffle || opts.fletcher32;
+    if opts.deflate.is_some() && opts.codec.is_some() {
+        return invalid("choose deflate or another codec, not both");
+    }
+    let filtered =
+        opts.deflate.is_some() || opts.shuffle || opts.fletcher32 || opts.codec.is_some();
     if opts.compact && (resizable || filtered || opts.chunk.is_some()) {
         return invalid("compact datasets cannot be chunked, filtered or resizable");
     }
@@ -120,7 +202,13 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
             }
         }
     }
-    let filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
+    let mut filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
+    if let (Some(codec), Some(c)) = (opts.codec, &chunk) {
+        let chunk_bytes = c.iter().product::<u64>().saturating_mul(elem as u64);
+        // After the shuffle, before the checksum.
+        let at = usize::from(opts.shuffle);
+        filters.insert(at, codec.filter(elem, chunk_bytes));
+    }
     Ok(Plan {
         space: Dataspace {
             dims: shape.clone(),
