@@ -955,10 +955,15 @@ import sys, warnings
 warnings.simplefilter("ignore")
 import h5py, hdf5plugin, numpy as np, tables
 want = (np.arange(8000, dtype="<f4") // 7).reshape(2000, 4)
+formats = {"blosclz": 1, "lz4": 1, "lz4hc": 1, "snappy": 2, "zlib": 3, "zstd": 4}
 with h5py.File(sys.argv[1], "r") as f:
     for n in f:
         if n != "lzf_noise":
             assert np.array_equal(f[n][:], want), n
+        if n.startswith("blosc_"):
+            # Our chunks (rows 1500 on) hold streams of the compressor the dataset names.
+            _, raw = f[n].id.read_direct_chunk((1792, 0))
+            assert raw[2] & 0x02 or raw[2] >> 5 == formats[n.split("_")[1]], (n, raw[:4])
     noise = f["lzf_noise"][:]
     assert noise.shape == (128, 4)
     rot = ((noise[:64].astype("u8") << 7) | (noise[:64].astype("u8") >> 25)) & 0xFFFFFFFF
