@@ -1,5 +1,6 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
-//! with its defaults (superblock v0, symbol-table groups). On every variant `FileAppender` either refuses
+//! with its defaults (superblock v0, symbol-table groups, datasets under LZF and hdf5plugin's Blosc, LZ4,
+//! zstd and bzip2). On every variant `FileAppender` either refuses
 //! with an error or opens, appends rows, overwrites rows, sets and deletes attributes, creates groups and
 //! unlinks objects, and commits — without panicking, within a second — and whatever it committed opens
 //! and walks again without panicking.
@@ -88,6 +89,18 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("d/c", data=np.arange(3, dtype="<i2"))
     for i in range(12):
         f.create_group("g/x%d" % i).attrs["a"] = i
+    # Pipelines the appender encodes besides deflate (hdf5plugin's filters where installed).
+    data = np.arange(64, dtype="<i4").reshape(16, 4)
+    grow = dict(maxshape=(None, 4), chunks=(4, 4))
+    f.create_dataset("p/lzf", data=data, compression="lzf", **grow)
+    try:
+        import hdf5plugin
+        f.create_dataset("p/blosc", data=data, **grow, **hdf5plugin.Blosc(cname="zstd", clevel=3))
+        f.create_dataset("p/lz4", data=data, **grow, **hdf5plugin.LZ4())
+        f.create_dataset("p/zstd", data=data, **grow, **hdf5plugin.Zstd())
+        f.create_dataset("p/bzip2", data=data, **grow, **hdf5plugin.BZip2())
+    except ImportError:
+        pass
 "#,
         "default.h5",
         &["h5py"],
