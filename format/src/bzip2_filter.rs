@@ -5,11 +5,15 @@ use crate::error::{corrupt, Result};
 use bzip2::{Decompress, Status};
 use std::io::Write;
 
-/// Encodes one chunk as a bzip2 stream of `level` (1–9: blocks of 100–900 kB).
+/// Encodes one chunk as a bzip2 stream of `level` (1–9: blocks of 100–900 kB). A chunk smaller than that block
+/// gets the smallest block that holds it — the same compression (only the header's block-size digit differs),
+/// without setting up the compressor's state for a block it never fills (milliseconds a chunk at level 9).
 pub fn encode(data: &[u8], level: u32) -> Result<Vec<u8>> {
+    // libbzip2 fills a block of 100,000·level bytes less 19.
+    let needed = (data.len() + 19).div_ceil(100_000).max(1) as u32;
     let mut e = bzip2::write::BzEncoder::new(
         Vec::with_capacity(data.len() / 2),
-        bzip2::Compression::new(level.clamp(1, 9)),
+        bzip2::Compression::new(level.clamp(1, 9).min(needed)),
     );
     e.write_all(data)?;
     Ok(e.finish()?)
