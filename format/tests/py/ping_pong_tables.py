@@ -112,8 +112,9 @@ def main():
                 changed.update([g, t._v_pathname])
             elif op == "append":
                 # Its own extendable arrays and tables (whoever appended to them since).
+                # (h5py's turns may delete the attributes PyTables needs to see one: then it is not one.)
                 growable = [n for n in nodes if n.rsplit("/", 1)[-1].startswith("t")
-                            and getattr(f.get_node(n)._v_attrs, "CLASS", None) in ("EARRAY", "TABLE")]
+                            and isinstance(f.get_node(n), (tables.EArray, tables.Table))]
                 if growable:
                     target = rng.choice(growable)
                     node = f.get_node(target)
