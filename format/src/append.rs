@@ -3,7 +3,8 @@
 //! Copy-on-write: every changed object (dataset header, chunk, chunk index, group header, heap
 //! block) is written anew past the committed end of file; the parents of changed objects are
 //! rewritten up to the root. [`FileAppender::commit`] writes all of that, fsyncs, then switches
-//! the superblock (one 48-byte write holding the new root address, end of file and checksum)
+//! the superblock (one 48-byte write holding the new root address, end of file and checksum; in a
+//! version-0/1 superblock one 56-byte write of the end of file and the root's symbol-table entry)
 //! and fsyncs again. A crash at any point leaves the previous state readable, because no byte
 //! that state uses is ever overwritten before the switch. Space held by superseded versions is
 //! not reclaimed (rewrite the file with [`FileWriter`](crate::FileWriter) to compact it);

@@ -983,3 +983,66 @@ fn f_noise(path: &Path) -> Vec<u32> {
     let a = f.dataset("/lzf_noise").unwrap().read().unwrap();
     a.as_u32().unwrap().to_vec()
 }
+
+/// A commit to an h5py-default file (superblock v0) cut short before its superblock switch leaves the previous
+/// state, for us and for h5py; only the superblock's first 96 bytes differ from the committed file.
+#[test]
+fn commit_to_a_v0_file_cut_short_keeps_previous_state() {
+    let Some((dir, path)) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("ids", data=np.arange(5, dtype="<i8"), maxshape=(None,), chunks=(4,))
+    f.attrs["generation"] = 1
+"#,
+        "v0.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    let old = std::fs::read(&path).unwrap();
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/ids", Array::vector(Data::I64((5..60).collect())))
+        .unwrap();
+    a.set_attr("/", "generation", Array::scalar(Data::I64(vec![2])))
+        .unwrap();
+    a.create_group("/new").unwrap();
+    a.commit().unwrap();
+    let new = std::fs::read(&path).unwrap();
+    assert!(new.len() > old.len());
+    assert_eq!(
+        &new[96..old.len()],
+        &old[96..],
+        "committed bytes were overwritten"
+    );
+    let tail = new.len() - old.len();
+    let mut last = None;
+    for i in 0..=8 {
+        let cut = old.len() + tail * i / 8;
+        let mut crashed = new[..cut].to_vec();
+        crashed[..96].copy_from_slice(&old[..96]);
+        let f = H5File::from_bytes(crashed.clone()).unwrap();
+        assert_eq!(
+            f.dataset("/ids").unwrap().read().unwrap().as_i64().unwrap(),
+            &[0, 1, 2, 3, 4]
+        );
+        assert_eq!(
+            f.attr("/", "generation").unwrap().as_i64(),
+            Some(&[1i64][..])
+        );
+        assert!(!f.exists("/new"));
+        last = Some(crashed);
+    }
+    let crashed = dir.path().join("crashed.h5");
+    std::fs::write(&crashed, last.unwrap()).unwrap();
+    common::run_python(
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert list(f["ids"][:]) == [0, 1, 2, 3, 4] and f.attrs["generation"] == 1 and "new" not in f
+with h5py.File(sys.argv[2], "r") as f:
+    assert list(f["ids"][:]) == list(range(60)) and f.attrs["generation"] == 2 and "new" in f
+"#,
+        &[&crashed, &path],
+    );
+}
