@@ -12,7 +12,8 @@ mod common;
 
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{
-    f16, Array, Data, DatasetOptions, EntryKind, FileAppender, FileWriter, H5File,
+    f16, Array, BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileAppender, FileWriter,
+    H5File,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -160,8 +161,33 @@ fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
                     max.extend(shape[1..].iter().map(|&d| Some(d)));
                     opts.max_shape = Some(max);
                 }
-                if rng.chance(50) {
-                    opts.deflate = Some(rng.below(10) as u32);
+                match rng.below(4) {
+                    0 => opts.deflate = Some(rng.below(10) as u32),
+                    1 => {
+                        let (level, shuffle) = (1 + rng.below(9) as u32, rng.chance(50));
+                        let blosc = |codec| Codec::Blosc {
+                            codec,
+                            level,
+                            shuffle,
+                        };
+                        let codecs = [
+                            Codec::Lzf,
+                            Codec::Lz4,
+                            Codec::Zstd(level as i32),
+                            Codec::Bzip2(level),
+                            blosc(BloscCodec::Lz4),
+                            blosc(BloscCodec::Zlib),
+                            blosc(BloscCodec::Zstd),
+                        ];
+                        let c = *rng.pick(&codecs);
+                        // hdf5plugin's Blosc cannot take variable-length elements.
+                        if !(matches!(c, Codec::Blosc { .. })
+                            && matches!(array.data, Data::VarStr(_)))
+                        {
+                            opts.codec = Some(c);
+                        }
+                    }
+                    _ => {}
                 }
                 opts.shuffle = rng.chance(40);
                 opts.fletcher32 = rng.chance(25);
