@@ -465,6 +465,23 @@ impl FileAppender {
         self.put_rows(dataset_path, start, rows, false)
     }
 
+    /// Raw elements of the dataset at `path` (of type `dtype`, whoever defined it) holding `data`; their
+    /// variable-length bodies go to this session's heap. A value the type cannot hold is an error.
+    fn encode_rows(
+        &mut self,
+        path: &str,
+        dtype: &Datatype,
+        data: &crate::array::Data,
+    ) -> Result<Vec<u8>> {
+        let mut hs = HeapSink::new(&mut self.sink);
+        let raw = encode_as(dtype, data, &mut hs).map_err(|e| match e {
+            FormatError::TypeMismatch(why) => FormatError::TypeMismatch(format!("{path}: {why}")),
+            other => other,
+        })?;
+        hs.finish();
+        Ok(raw)
+    }
+
     /// Writes rows over a contiguous or compact dataset already rewritten in this session: its new copy (in
     /// this session's bytes, or in its compact layout) is patched in place.
     fn patch_rewritten(
@@ -490,17 +507,7 @@ impl FileAppender {
                 dims[0]
             ));
         }
-        let raw = {
-            let mut hs = HeapSink::new(&mut self.sink);
-            let raw = encode_as(dtype, &rows.data, &mut hs).map_err(|e| match e {
-                FormatError::TypeMismatch(why) => {
-                    FormatError::TypeMismatch(format!("{path}: {why}"))
-                }
-                other => other,
-            })?;
-            hs.finish();
-            raw
-        };
+        let raw = self.encode_rows(path, dtype, &rows.data)?;
         let row_bytes = dims[1..].iter().product::<u64>() as usize * dtype.size();
         let at = start as usize * row_bytes;
         let base = self.sink.base;
@@ -651,18 +658,7 @@ impl FileAppender {
                 dims[0]
             ));
         }
-        // In the dataset's own element type, whoever defined it; a value it cannot hold changes nothing.
-        let new_raw = {
-            let mut hs = HeapSink::new(&mut self.sink);
-            let raw = encode_as(&dtype, &rows.data, &mut hs).map_err(|e| match e {
-                FormatError::TypeMismatch(why) => {
-                    FormatError::TypeMismatch(format!("{path}: {why}"))
-                }
-                other => other,
-            })?;
-            hs.finish();
-            raw
-        };
+        let new_raw = self.encode_rows(path, &dtype, &rows.data)?;
         let row_bytes = dims[1..].iter().product::<u64>() as usize * elem;
         if chunk.is_empty() {
             // Contiguous or compact: rewrite the whole data with the rows patched in.

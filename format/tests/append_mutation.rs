@@ -10,7 +10,7 @@
 
 mod common;
 
-use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileAppender, FileWriter, H5File};
+use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, H5File};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,20 +18,6 @@ use std::time::{Duration, Instant};
 /// Variants the appender opened, and those whose session it committed.
 static OPENED: AtomicUsize = AtomicUsize::new(0);
 static COMMITTED: AtomicUsize = AtomicUsize::new(0);
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// A file of ours: a growable chunked dataset, vlen strings, a compact dataset, a group of many links and
 /// attributes (dense storage).
@@ -110,25 +96,7 @@ with h5py.File(sys.argv[1], "w") as f:
 
 /// Every group and dataset the reader reaches (bounded).
 fn objects(f: &H5File) -> Vec<(String, bool)> {
-    let mut out = vec![("/".to_string(), false)];
-    let mut i = 0;
-    while i < out.len() && out.len() < 200 {
-        let (p, is_dataset) = out[i].clone();
-        i += 1;
-        if is_dataset {
-            continue;
-        }
-        let Ok(entries) = f.list(&p) else { continue };
-        for e in entries.into_iter().take(64) {
-            let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
-            match e.kind {
-                EntryKind::Group => out.push((child, false)),
-                EntryKind::Dataset => out.push((child, true)),
-                _ => {}
-            }
-        }
-    }
-    out
+    common::objects(f, 200).0
 }
 
 /// One variant: the appender's whole session on it, then a walk of what it committed.
@@ -211,7 +179,7 @@ fn mutated_files_never_panic_the_appender() {
         tempfile::tempdir().unwrap()
     };
     let path = dir.path().join("variant.h5");
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed);
+    let mut rng = common::XorShift(0x9e37_79b9_7f4a_7c15 ^ seed);
     for (name, original) in &seeds {
         for v in 0..variants {
             let mut bytes = original.clone();

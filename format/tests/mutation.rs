@@ -41,20 +41,6 @@ unsafe impl GlobalAlloc for Tracking {
 #[global_allocator]
 static GLOBAL: Tracking = Tracking;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 fn walk(f: &H5File, path: &str, seen: &mut HashSet<u64>, budget: &mut usize) {
     if *budget == 0 {
         return;
@@ -280,12 +266,13 @@ fn mutated_files_never_panic_hang_or_overallocate() {
     std::panic::set_hook(Box::new(|_| {}));
     // Longer hunts: CLAWHDF5_MUTATION_SEED=N CLAWHDF5_MUTATION_VARIANTS=M (CI runs the fixed seed).
     let knob = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let mut rng = Rng(
-        knob("CLAWHDF5_MUTATION_SEED").map_or(0x5eed_1234_abcd_ef01, |s| {
+    let mut rng = common::XorShift(knob("CLAWHDF5_MUTATION_SEED").map_or(
+        0x5eed_1234_abcd_ef01,
+        |s| {
             // Spread small seeds over the generator's state (which must not be 0).
             s.wrapping_mul(0x9e37_79b9_7f4a_7c15).max(1)
-        }),
-    );
+        },
+    ));
     let wanted = knob("CLAWHDF5_MUTATION_VARIANTS").map_or(20_000, |v| v.max(20_000) as usize);
     let mut variants = 0usize;
     let mut failures = Vec::new();

@@ -12,8 +12,7 @@ mod common;
 
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{
-    f16, Array, BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileAppender, FileWriter,
-    H5File,
+    f16, Array, BloscCodec, Codec, Data, DatasetOptions, FileAppender, FileWriter, H5File,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -262,24 +261,9 @@ fn initial_file(rng: &mut Rng, path: &Path) {
 
 /// Every group and dataset reachable by hard links, with whether it is a dataset.
 fn walk(f: &H5File) -> Vec<(String, bool)> {
-    let mut out = vec![("/".to_string(), false)];
-    let mut i = 0;
-    while i < out.len() {
-        let (p, is_dataset) = out[i].clone();
-        i += 1;
-        if is_dataset {
-            continue;
-        }
-        for e in f.list(&p).unwrap_or_else(|e| panic!("list {p}: {e}")) {
-            let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
-            match e.kind {
-                EntryKind::Group => out.push((child, false)),
-                EntryKind::Dataset => out.push((child, true)),
-                _ => {}
-            }
-        }
-    }
-    out
+    let (found, failed) = common::objects(f, usize::MAX);
+    assert!(failed.is_empty(), "{failed:?}");
+    found
 }
 
 /// Changes `data` so rows written from it differ from the rows it was read from.
@@ -558,10 +542,17 @@ fn check_agree(path: &Path, dump: &Value, what: &str) {
     );
 }
 
-/// PyTables' turn (HDF5 1.14): its edits, then the same checks through h5py's view. Returns that view.
-fn pytables_turn(path: &Path, seed: u64, turn: usize, before: &Value) -> Value {
+/// A Python turn: `script FILE SEED TURN` run by `who`, its JSON answer and the (changed, removed) sets it
+/// names.
+fn python_turn(
+    script: &str,
+    who: &str,
+    path: &Path,
+    seed: u64,
+    turn: usize,
+) -> (Value, BTreeSet<String>, BTreeSet<String>, String) {
     let out = std::process::Command::new("python3")
-        .arg(common::script("ping_pong_tables.py"))
+        .arg(common::script(script))
         .arg(path)
         .arg(seed.to_string())
         .arg(turn.to_string())
@@ -569,7 +560,7 @@ fn pytables_turn(path: &Path, seed: u64, turn: usize, before: &Value) -> Value {
         .expect("python3");
     assert!(
         out.status.success(),
-        "seed {seed} turn {turn}: PyTables' edit failed: {}",
+        "seed {seed} turn {turn}: {who}'s edit failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let edit: Value = serde_json::from_slice(&out.stdout).expect("edit JSON");
@@ -581,11 +572,19 @@ fn pytables_turn(path: &Path, seed: u64, turn: usize, before: &Value) -> Value {
             .map(|v| v.as_str().expect("path").to_string())
             .collect()
     };
-    let what = format!("seed {seed} turn {turn}, PyTables' edits {}", edit["ops"]);
+    let (changed, removed) = (set("changed"), set("removed"));
+    let what = format!("seed {seed} turn {turn}, {who}'s edits {}", edit["ops"]);
     eprintln!("{what}");
+    (edit, changed, removed, what)
+}
+
+/// PyTables' turn (HDF5 1.14): its edits, then the same checks through h5py's view. Returns that view.
+fn pytables_turn(path: &Path, seed: u64, turn: usize, before: &Value) -> Value {
+    let (_, changed, removed, what) =
+        python_turn("ping_pong_tables.py", "PyTables", path, seed, turn);
     let after = common::h5py_dump(path);
     check_agree(path, &after, &what);
-    nothing_else_changed(before, &after, &set("changed"), &set("removed"), &what);
+    nothing_else_changed(before, &after, &changed, &removed, &what);
     after
 }
 
@@ -607,38 +606,11 @@ fn play(seed: u64, turns: usize) {
         check_agree(&path, &dump, &format!("seed {seed}, as we wrote it"));
     }
     for turn in first_turn..=turns {
-        let out = std::process::Command::new("python3")
-            .arg(common::script("ping_pong_edit.py"))
-            .arg(&path)
-            .arg(seed.to_string())
-            .arg(turn.to_string())
-            .output()
-            .expect("python3");
-        assert!(
-            out.status.success(),
-            "seed {seed} turn {turn}: h5py's edit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let edit: Value = serde_json::from_slice(&out.stdout).expect("edit JSON");
-        let set = |k: &str| -> BTreeSet<String> {
-            edit[k]
-                .as_array()
-                .expect("list")
-                .iter()
-                .map(|v| v.as_str().expect("path").to_string())
-                .collect()
-        };
-        let what = format!("seed {seed} turn {turn}, h5py's edits {}", edit["ops"]);
-        eprintln!("{what}");
+        let (edit, changed, removed, what) =
+            python_turn("ping_pong_edit.py", "h5py", &path, seed, turn);
         check_agree(&path, &edit["dump"], &what);
         if turn > 0 {
-            nothing_else_changed(
-                &dump,
-                &edit["dump"],
-                &set("changed"),
-                &set("removed"),
-                &what,
-            );
+            nothing_else_changed(&dump, &edit["dump"], &changed, &removed, &what);
         }
         dump = edit["dump"].clone();
 

@@ -240,3 +240,52 @@ pub fn assert_f64s_equal(what: &str, got: &[f64], want: &serde_json::Value, skip
         );
     }
 }
+
+/// Every group and dataset reachable from "/" by hard links (with whether it is a dataset), about `max` of
+/// them at most, plus the groups that could not be listed (with why).
+pub fn objects(f: &clawhdf5_format::H5File, max: usize) -> (Vec<(String, bool)>, Vec<String>) {
+    use clawhdf5_format::EntryKind;
+    let mut out = vec![("/".to_string(), false)];
+    let mut failed = Vec::new();
+    let mut i = 0;
+    while i < out.len() && out.len() < max {
+        let (p, is_dataset) = out[i].clone();
+        i += 1;
+        if is_dataset {
+            continue;
+        }
+        let entries = match f.list(&p) {
+            Ok(e) => e,
+            Err(e) => {
+                failed.push(format!("list {p}: {e}"));
+                continue;
+            }
+        };
+        for e in entries.into_iter().take(max) {
+            let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
+            match e.kind {
+                EntryKind::Group => out.push((child, false)),
+                EntryKind::Dataset => out.push((child, true)),
+                _ => {}
+            }
+        }
+    }
+    (out, failed)
+}
+
+/// xorshift64: the seeded sequence of the mutation tests.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform enough in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
