@@ -123,12 +123,15 @@ impl FileAppender {
                 "appending to a file with a file-driver block (family or multi files)",
             );
         }
-        if sb.so != 8 || sb.sl != 8 || sb.at != 0 || sb.base != 0 {
+        // Addresses are relative to the base, which a user block (h5py's `userblock_size`) moves to the
+        // superblock; another base is refused.
+        if sb.so != 8 || sb.sl != 8 || sb.base != sb.at {
             return unsupported("appending to a file with non-default address sizes or base");
         }
         let file_len = h5.bytes().len() as u64;
-        // New bytes go after both the committed EOF and anything a crashed commit left behind.
-        let start = sb.eof.max(file_len);
+        // New bytes go after both the committed EOF and anything a crashed commit left behind. The stored end
+        // of file counts the user block (libhdf5 compares it with the file's size); the sink's addresses do not.
+        let start = sb.eof.max(file_len).saturating_sub(sb.base);
         let root = load_group(&h5, sb.root)?;
         Ok(FileAppender {
             path: path.to_path_buf(),
@@ -143,7 +146,7 @@ impl FileAppender {
 
     /// The link-name offset of a version-0/1 superblock's root entry, kept as it was.
     fn root_name_offset(&self) -> Result<u64> {
-        let at = 24 + if self.sb.version == 1 { 4 } else { 0 } + 32;
+        let at = self.sb.at as usize + 24 + if self.sb.version == 1 { 4 } else { 0 } + 32;
         self.h5
             .bytes()
             .get(at..at + 8)
@@ -746,28 +749,28 @@ impl FileAppender {
             return Ok(());
         }
         let root = write_group(&mut self.sink, &mut self.root)?;
-        let new_eof = self.sink.pos();
+        // Stored as libhdf5 stores it: past the user block too.
+        let new_eof = self.sink.pos() + self.sb.base;
         let f = OpenOptions::new().write(true).open(&self.path)?;
-        f.write_all_at(&self.sink.buf, self.sink.base)?;
+        f.write_all_at(&self.sink.buf, self.sink.base + self.sb.base)?;
         f.sync_all()?;
         if self.sb.version < 2 {
             // The end of file and the root's symbol-table entry: one write within the first sector.
             let name_offset = self.root_name_offset()?;
             let (at, tail) =
                 superblock::encode_v0_tail(self.sb.version, new_eof, root, name_offset);
-            f.write_all_at(&tail, at)?;
+            f.write_all_at(&tail, self.sb.at + at)?;
             f.sync_all()?;
             return Ok(());
         }
         let mut sb = superblock::encode_v2(new_eof, root);
-        if self.sb.version == 3 || self.sb.ext != crate::io::UNDEF {
-            sb[8] = self.sb.version;
-            sb[20..28].copy_from_slice(&self.sb.ext.to_le_bytes());
-            let n = sb.len() - 4;
-            let sum = crate::checksum::lookup3(&sb[..n], 0);
-            sb[n..].copy_from_slice(&sum.to_le_bytes());
-        }
-        f.write_all_at(&sb, 0)?;
+        sb[8] = self.sb.version;
+        sb[12..20].copy_from_slice(&self.sb.base.to_le_bytes());
+        sb[20..28].copy_from_slice(&self.sb.ext.to_le_bytes());
+        let n = sb.len() - 4;
+        let sum = crate::checksum::lookup3(&sb[..n], 0);
+        sb[n..].copy_from_slice(&sum.to_le_bytes());
+        f.write_all_at(&sb, self.sb.at)?;
         f.sync_all()?;
         Ok(())
     }

@@ -1046,3 +1046,66 @@ with h5py.File(sys.argv[2], "r") as f:
         &[&crashed, &path],
     );
 }
+
+/// Files with a user block (h5py's `userblock_size`: the superblock and the base of every address move past
+/// it), under superblock v0 and v3: appends land past the end, the user block's bytes stay as they were,
+/// and h5py reads the result.
+#[test]
+fn append_to_files_with_a_user_block() {
+    let Some((dir, path)) = common::python_written(
+        r#"
+import sys, h5py, numpy as np
+for name, block, libver in [("", 512, "earliest"), (".v3", 1024, "v110")]:
+    with h5py.File(sys.argv[1] + name, "w", userblock_size=block, libver=libver) as f:
+        f.create_dataset("x", data=np.arange(5, dtype="<i8"), maxshape=(None,), chunks=(4,))
+        f.attrs["a"] = 1
+    with open(sys.argv[1] + name, "r+b") as raw:
+        raw.write(b"user block: keep me")
+"#,
+        "ub.h5",
+        &["h5py"],
+    ) else {
+        return;
+    };
+    let v3 = dir.path().join("ub.h5.v3");
+    for (file, block, version) in [(&path, 512u64, 0u8), (&v3, 1024, 3)] {
+        let sb = H5File::open(file).unwrap().superblock().clone();
+        assert_eq!((sb.at, sb.base, sb.version), (block, block, version));
+        for round in 0..2i64 {
+            let mut a = FileAppender::open(file).unwrap();
+            let from = 5 + round * 20;
+            a.append_rows("/x", Array::vector(Data::I64((from..from + 20).collect())))
+                .unwrap();
+            a.set_attr(
+                "/",
+                &format!("r{round}"),
+                Array::scalar(Data::I64(vec![round])),
+            )
+            .unwrap();
+            a.create_group(&format!("/g{round}")).unwrap();
+            a.commit().unwrap();
+        }
+        let bytes = std::fs::read(file).unwrap();
+        assert!(bytes.starts_with(b"user block: keep me"));
+        let f = H5File::open(file).unwrap();
+        assert_eq!(
+            f.dataset("/x").unwrap().read().unwrap().as_i64().unwrap(),
+            &(0..45).collect::<Vec<_>>()[..]
+        );
+        common::assert_equal_to_h5py(file);
+    }
+    common::run_python(
+        r#"
+import sys, h5py
+for name in sys.argv[1:]:
+    with h5py.File(name, "r+") as f:
+        assert list(f["x"][:]) == list(range(45)) and f.attrs["r1"] == 1 and "g1" in f, name
+        assert f.userblock_size in (512, 1024)
+        f["x"].resize((46,))
+        f["x"][45] = 45
+    with open(name, "rb") as raw:
+        assert raw.read(19) == b"user block: keep me"
+"#,
+        &[&path, &v3],
+    );
+}
