@@ -108,7 +108,9 @@ def new_dataset(rng, group, name):
 
 def create(rng, path, kwargs):
     """A new file of random groups, datasets and attributes."""
-    with h5py.File(path, "w", **kwargs) as f:
+    # Some files start with a user block (the superblock and every address's base move past it).
+    block = rng.choice([0, 0, 512, 2048])
+    with h5py.File(path, "w", userblock_size=block, **kwargs) as f:
         groups = ["/"]
         for i in range(rng.randint(2, 7)):
             name = rng.choice(groups).rstrip("/") + "/g%d" % i
