@@ -594,7 +594,7 @@ impl FileAppender {
         }
         let elem = dtype.size();
         // Current state (possibly already changed in this session).
-        let (dims, chunk, mut entries, old_leaves): (_, _, Vec<ChunkEntry>, _) =
+        let (dims, chunk, mut entries, old_leaves): (_, _, Vec<ChunkEntry>, Option<_>) =
             match self.child(path)? {
                 Node::Dataset(DatasetState {
                     change:
@@ -602,15 +602,16 @@ impl FileAppender {
                             dims,
                             chunk,
                             entries,
-                            old_leaves,
+                            ..
                         }),
                     ..
                 }) => (
                     dims.clone(),
                     chunk.clone(),
                     entries.clone(),
-                    // Cloned, not taken: an error below must leave the session's state as it was.
-                    old_leaves.clone(),
+                    // The session's leaves stay where they are until the change is stored (an error
+                    // before then leaves the session's state as it was).
+                    None,
                 ),
                 Node::Dataset(DatasetState {
                     change: Some(DataChange::Layout(_)),
@@ -626,7 +627,7 @@ impl FileAppender {
                     } => {
                         let leaves = crate::btree::v1::chunk_leaves(&self.h5.ctx(), *bt, rank)?;
                         let entries = leaves.iter().flat_map(|(_, v)| v.iter().cloned()).collect();
-                        (space.dims.clone(), chunk.clone(), entries, leaves)
+                        (space.dims.clone(), chunk.clone(), entries, Some(leaves))
                     }
                     Layout::Chunked { chunk, .. } => {
                         let d = self.h5.dataset_at(addr)?;
@@ -634,13 +635,13 @@ impl FileAppender {
                             space.dims.clone(),
                             chunk.clone(),
                             d.chunk_entries()?,
-                            vec![],
+                            Some(vec![]),
                         )
                     }
                     Layout::Virtual { .. } => {
                         return unsupported(format!("writing rows of {path}, a virtual dataset"))
                     }
-                    _ => (space.dims.clone(), vec![], vec![], vec![]),
+                    _ => (space.dims.clone(), vec![], vec![], Some(vec![])),
                 },
             };
         let n0 = rows.shape[0];
@@ -732,6 +733,11 @@ impl FileAppender {
         let mut new_dims = dims.clone();
         new_dims[0] = new_dims0;
         if let Node::Dataset(d) = self.child(path)? {
+            let old_leaves = match (old_leaves, d.change.take()) {
+                (Some(leaves), _) => leaves,
+                (None, Some(DataChange::Chunked { old_leaves, .. })) => old_leaves,
+                (None, _) => vec![],
+            };
             d.change = Some(DataChange::Chunked {
                 dims: new_dims,
                 chunk,

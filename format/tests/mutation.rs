@@ -4,7 +4,7 @@
 
 mod common;
 
-use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileWriter, H5File};
+use clawhdf5_format::{EntryKind, H5File};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,42 +100,7 @@ fn exercise(bytes: Vec<u8>) {
 }
 
 fn ours() -> Vec<u8> {
-    let mut w = FileWriter::new();
-    let chunked = DatasetOptions {
-        chunk: Some(vec![8, 2]),
-        deflate: Some(3),
-        shuffle: true,
-        fletcher32: true,
-        max_shape: Some(vec![None, Some(4)]),
-        ..Default::default()
-    };
-    w.write_dataset(
-        "/d/f",
-        Array::matrix(20, 4, Data::F32((0..80).map(|x| x as f32).collect())).unwrap(),
-        chunked,
-    )
-    .unwrap();
-    w.write_dataset(
-        "/d/s",
-        Array::vector(Data::VarStr((0..10).map(|i| format!("s{i}")).collect())),
-        DatasetOptions::default(),
-    )
-    .unwrap();
-    w.write_dataset(
-        "/d/c",
-        Array::vector(Data::I16(vec![1, 2, 3])),
-        DatasetOptions {
-            compact: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    for i in 0..10 {
-        w.create_group(&format!("/g/x{i}")).unwrap();
-        w.set_attr("/g", &format!("a{i}"), Array::scalar(Data::U8(vec![i])))
-            .unwrap();
-    }
-    w.to_bytes().unwrap()
+    common::small_file().to_bytes().unwrap()
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,

@@ -289,3 +289,45 @@ impl XorShift {
         self.next() % n.max(1)
     }
 }
+
+/// A small file of ours, the mutation tests' seed: a growable chunked dataset under deflate, shuffle and
+/// fletcher32, vlen strings, a compact dataset, and a group of ten links and ten attributes (dense storage).
+pub fn small_file() -> clawhdf5_format::FileWriter {
+    use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter};
+    let mut w = FileWriter::new();
+    let chunked = DatasetOptions {
+        chunk: Some(vec![8, 2]),
+        deflate: Some(3),
+        shuffle: true,
+        fletcher32: true,
+        max_shape: Some(vec![None, Some(4)]),
+        ..Default::default()
+    };
+    w.write_dataset(
+        "/d/f",
+        Array::matrix(20, 4, Data::F32((0..80).map(|x| x as f32).collect())).unwrap(),
+        chunked,
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/s",
+        Array::vector(Data::VarStr((0..10).map(|i| format!("s{i}")).collect())),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.write_dataset(
+        "/d/c",
+        Array::vector(Data::I16(vec![1, 2, 3])),
+        DatasetOptions {
+            compact: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..10 {
+        w.create_group(&format!("/g/x{i}")).unwrap();
+        w.set_attr("/g", &format!("a{i}"), Array::scalar(Data::U8(vec![i])))
+            .unwrap();
+    }
+    w
+}
