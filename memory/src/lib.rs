@@ -9,6 +9,7 @@ pub mod config;
 pub mod dictionary;
 pub mod error;
 pub mod filter;
+pub mod foreign;
 pub mod integrity;
 pub mod keyword_table;
 pub mod pending;

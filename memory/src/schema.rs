@@ -259,6 +259,16 @@ pub(crate) fn keyword_tokenizer_mark(c: &StoreConfig) -> String {
 /// Write the whole store as a new HDF5 file at `path` (written and fsynced; the caller renames it into
 /// place). Returns the dictionaries the file now holds.
 pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries> {
+    let (w, dicts) = snapshot_writer(path, snap)?;
+    w.write_file(path).map_err(|source| MemoryError::Format {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(dicts)
+}
+
+/// The snapshot [`write_snapshot`] writes, built in memory (`path` names the file in errors).
+pub fn snapshot_writer(path: &Path, snap: &StoreView<'_>) -> Result<(FileWriter, Dictionaries)> {
     let fmt = |source: FormatError| MemoryError::Format {
         path: path.to_path_buf(),
         source,
@@ -336,8 +346,7 @@ pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries>
         }
     }
     write_keywords(&mut w, snap.keywords, &m.config).map_err(fmt)?;
-    w.write_file(path).map_err(fmt)?;
-    Ok(dicts)
+    Ok((w, dicts))
 }
 
 fn write_keywords(

@@ -1,5 +1,7 @@
 //! `clawhdf5 stats`: what a store holds.
 
+use std::path::{Path, PathBuf};
+
 use clawhdf5_memory::Store;
 
 use super::StoreArg;
@@ -45,6 +47,37 @@ pub fn run(a: StatsArgs) -> anyhow::Result<()> {
                 s.unindexed_rows
             )?;
         }
+        for kept in kept_copies(&s.path) {
+            outln!(
+                "kept copy:      {} (a rewrite could not carry everything other programs had added; see its objects there)",
+                kept.display()
+            )?;
+        }
     }
     Ok(())
+}
+
+/// Copies of the store's file that whole-file rewrites kept beside it (`STORE.before-GENERATION`), oldest first.
+fn kept_copies(store: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (store.parent(), store.file_name()) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.before-", name.to_string_lossy());
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let generation = n.strip_prefix(&prefix)?.parse().ok()?;
+            Some((generation, store.with_file_name(&n)))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
 }

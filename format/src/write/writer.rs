@@ -210,6 +210,33 @@ impl FileWriter {
         Ok(())
     }
 
+    /// The node at `path` ("/" is the root group), without following links.
+    fn node(&self, path: &str) -> Option<&Node> {
+        let mut node = &self.root;
+        for p in components(path).ok()? {
+            node = match node {
+                Node::Group { children, .. } => children.get(p)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// True when a group, dataset or link is already at `path` ("/" always is).
+    pub fn contains(&self, path: &str) -> bool {
+        self.node(path).is_some()
+    }
+
+    /// True when the group or dataset at `object_path` has an attribute called `name`.
+    pub fn has_attr(&self, object_path: &str, name: &str) -> bool {
+        let attrs = match self.node(object_path) {
+            Some(Node::Dataset(d)) => &d.attrs,
+            Some(Node::Group { attrs, .. } | Node::Refs { attrs, .. }) => attrs,
+            Some(Node::Link(_)) | None => return false,
+        };
+        attrs.list.iter().any(|(n, _)| n == name)
+    }
+
     /// Sets (or replaces) an attribute on "/" or any existing group or dataset.
     pub fn set_attr(&mut self, object_path: &str, name: &str, value: Array) -> Result<()> {
         if name.is_empty() {
@@ -462,4 +489,31 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
         refs.addrs.insert(path.to_string(), addr);
     }
     Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_and_has_attr_see_what_was_added() {
+        let mut w = FileWriter::new();
+        assert!(w.contains("/") && !w.contains("/g"));
+        w.write_dataset(
+            "/g/d",
+            Array::vector(Data::U8(vec![1, 2])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.soft_link("/g/l", "/g/d").unwrap();
+        w.set_attr("/g/d", "a", Array::scalar(Data::I32(vec![1])))
+            .unwrap();
+        w.set_attr("/", "r", Array::scalar(Data::I32(vec![2])))
+            .unwrap();
+        assert!(w.contains("/g") && w.contains("/g/d") && w.contains("g/l"));
+        assert!(!w.contains("/g/d/x") && !w.contains("/g/l/x") && !w.contains("/h"));
+        assert!(w.has_attr("/g/d", "a") && w.has_attr("/", "r"));
+        assert!(!w.has_attr("/g/d", "b") && !w.has_attr("/g", "a") && !w.has_attr("/g/l", "a"));
+        assert!(!w.has_attr("/nowhere", "a") && !w.contains("/../g"));
+    }
 }

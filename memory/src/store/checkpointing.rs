@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{self, Increment};
 use crate::dictionary::Dictionaries;
-use crate::error::{io_err, Result};
+use crate::error::{io_err, MemoryError, Result};
+use crate::foreign::{self, Carried};
+use crate::format::H5File;
 use crate::integrity::record_hash;
 use crate::keyword_table::KeywordTable;
 use crate::pending::{FileState, Pending};
@@ -139,7 +141,9 @@ impl Store {
             hnsw: hnsw.as_deref(),
             keywords: &keywords,
         };
-        self.dicts = write_atomically(&self.path, &view)?;
+        let (dicts, carried) = write_atomically(&self.path, &view)?;
+        self.dicts = dicts;
+        self.foreign.add(carried);
         self.file = FileState {
             rows: n,
             terms: keywords.terms.len(),
@@ -237,13 +241,44 @@ impl Store {
     }
 }
 
-/// Write the store beside `path`, fsync it, rename it over `path` and fsync the directory.
-pub(super) fn write_atomically(path: &Path, view: &StoreView<'_>) -> Result<Dictionaries> {
+/// Write the store beside `path`, fsync it, rename it over `path` and fsync the directory. What other programs
+/// added to the file being replaced is carried into the new one ([`foreign::carry`]); when some of it cannot
+/// be, the old file is kept beside the store as `<path>.before-<generation>` (the report names it).
+pub(super) fn write_atomically(
+    path: &Path,
+    view: &StoreView<'_>,
+) -> Result<(Dictionaries, Carried)> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let dicts = schema::write_snapshot(&tmp, view)?;
+    let (mut w, dicts) = schema::snapshot_writer(&tmp, view)?;
+    let mut carried = Carried::default();
+    if path.exists() {
+        match H5File::open(path) {
+            Ok(old) => carried = foreign::carry(&old, &mut w),
+            Err(e) => carried.left.push(format!(
+                "{}: unreadable, nothing carried: {e}",
+                path.display()
+            )),
+        }
+    }
+    w.write_file(&tmp).map_err(|source| MemoryError::Format {
+        path: tmp.clone(),
+        source,
+    })?;
+    if !carried.left.is_empty() {
+        let mut kept = path.as_os_str().to_owned();
+        kept.push(format!(".before-{}", view.meta.generation));
+        let kept = PathBuf::from(kept);
+        if kept.exists() {
+            std::fs::remove_file(&kept).map_err(io_err(&kept))?;
+        }
+        if std::fs::hard_link(path, &kept).is_err() {
+            std::fs::copy(path, &kept).map_err(io_err(&kept))?;
+        }
+        carried.kept = Some(kept);
+    }
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
     sync_dir(path)?;
-    Ok(dicts)
+    Ok((dicts, carried))
 }

@@ -131,6 +131,9 @@ pub struct StoreStats {
     pub unindexed_rows: usize,
     /// Whether a background job is building or folding the vector graph.
     pub indexing: bool,
+    /// What this session's whole-file rewrites carried over from other programs (h5py annotations and the
+    /// like), and what they could not carry (kept in a copy of the old file beside the store).
+    pub foreign: crate::foreign::Carried,
 }
 
 /// Row flag: the record was forgotten (a tombstone).
@@ -181,6 +184,8 @@ pub struct Store {
     row_hashes: Option<Vec<[u8; 32]>>,
     /// Checkpoints done (incremental, full rewrites) since open.
     checkpoints: (u64, u64),
+    /// What this session's whole-file rewrites carried over from other programs, or left in a kept copy.
+    foreign: crate::foreign::Carried,
     /// Whether open restored the keyword index from the file.
     keywords_from_file: bool,
 }
@@ -301,6 +306,7 @@ impl Store {
             graph_rows: self.index.graph().map_or(0, |h| h.slots()),
             unindexed_rows: self.index.unplaced(&self.vectors),
             indexing: self.index.busy(),
+            foreign: self.foreign.clone(),
         }
     }
 

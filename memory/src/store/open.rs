@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::error::{io_err, MemoryError, Result};
+use crate::foreign::Carried;
 use crate::keyword_table::KeywordTable;
 use crate::pending::{FileState, Pending};
 use crate::record::{now_ms, Record};
@@ -151,6 +152,7 @@ impl Store {
             dicts: snap.dictionaries,
             row_hashes: None,
             checkpoints: (0, 0),
+            foreign: Carried::default(),
             keywords_from_file: false,
             opts,
         };

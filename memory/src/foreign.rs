@@ -1,0 +1,514 @@
+//! What other programs put in a store's file (h5py, HDFView, a user's script): attributes, groups, datasets and
+//! links the store did not write. An incremental checkpoint leaves them where they are; a checkpoint that
+//! rewrites the file whole carries them into the new file here, so annotating a memory file never costs the
+//! annotations.
+//!
+//! The store owns its top-level groups ([`OWNED_GROUPS`]): anything inside them that the new snapshot does not
+//! write is the store's own leftover (a dropped graph, a deleted extension) and is not carried. Elsewhere, and
+//! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
+//! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2;
+//! other filters become deflate), attributes, soft and external links, and object references remapped to the
+//! objects' paths. A second hard link to an object already carried becomes a soft link to its first path. What
+//! cannot be carried (committed datatypes, region references, data the reader or writer refuses) is listed in
+//! [`Carried::left`], and the caller keeps a copy of the old file for it.
+//!
+//! References *into* the store's groups do not stay valid: checkpoints rewrite the store's objects
+//! (copy-on-write), so a reference to one of them points at its old header after the next checkpoint.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clawhdf5_format::{
+    BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileWriter, FormatError, H5File,
+};
+
+/// The store's own top-level groups.
+pub const OWNED_GROUPS: [&str; 6] = [
+    "config",
+    "dictionaries",
+    "extensions",
+    "index",
+    "integrity",
+    "records",
+];
+
+/// Filter ids of HDF5's registry that the carried copy keeps.
+const DEFLATE: u16 = 1;
+const SHUFFLE: u16 = 2;
+const FLETCHER32: u16 = 3;
+const BZIP2: u16 = 307;
+const LZF: u16 = 32000;
+const BLOSC: u16 = 32001;
+const LZ4: u16 = 32004;
+const ZSTD: u16 = 32015;
+
+/// What rewrites carried over from the old file, and what they could not.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Carried {
+    /// Groups, datasets and links carried.
+    pub objects: usize,
+    /// Attributes carried.
+    pub attrs: usize,
+    /// One line per object or attribute that could not be carried, saying why.
+    pub left: Vec<String>,
+    /// The copy of the file before the rewrite, kept beside the store when something could not be carried.
+    pub kept: Option<PathBuf>,
+}
+
+impl Carried {
+    /// Add a later rewrite's report to this one.
+    pub fn add(&mut self, later: Carried) {
+        self.objects += later.objects;
+        self.attrs += later.attrs;
+        self.left.extend(later.left);
+        if later.kept.is_some() {
+            self.kept = later.kept;
+        }
+    }
+}
+
+/// Add to `w` (the new snapshot, complete) whatever `old` holds that `w` does not, as described above.
+pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
+    let mut c = Copier {
+        old,
+        w,
+        out: Carried::default(),
+        carried: HashMap::new(),
+        refs: Vec::new(),
+    };
+    c.attrs("/");
+    c.children("/", false);
+    c.write_refs();
+    c.out
+}
+
+/// Address → path of every object reachable in `old` by hard links (the first path met).
+fn object_paths(old: &H5File) -> HashMap<u64, String> {
+    let mut map = HashMap::new();
+    if let Ok(root) = old.resolve("/") {
+        map.insert(root, "/".to_string());
+    }
+    let mut stack = vec!["/".to_string()];
+    while let Some(g) = stack.pop() {
+        let Ok(entries) = old.list(&g) else { continue };
+        for e in entries {
+            if !matches!(e.kind, EntryKind::Group | EntryKind::Dataset) {
+                continue;
+            }
+            let p = join(&g, &e.name);
+            let Ok(addr) = old.resolve(&p) else { continue };
+            if map.contains_key(&addr) {
+                continue;
+            }
+            map.insert(addr, p.clone());
+            if e.kind == EntryKind::Group {
+                stack.push(p);
+            }
+        }
+    }
+    map
+}
+
+fn join(group: &str, name: &str) -> String {
+    if group == "/" {
+        format!("/{name}")
+    } else {
+        format!("{group}/{name}")
+    }
+}
+
+struct Copier<'a> {
+    old: &'a H5File,
+    w: &'a mut FileWriter,
+    out: Carried,
+    /// Address of each object carried → its path.
+    carried: HashMap<u64, String>,
+    /// Datasets of object references, written once every object has its new path: (path, addresses).
+    refs: Vec<(String, Vec<u64>)>,
+}
+
+impl Copier<'_> {
+    fn leave(&mut self, what: String, why: impl std::fmt::Display) {
+        self.out.left.push(format!("{what}: {why}"));
+    }
+
+    /// Carry the attributes of the old object at `path` that the new one lacks.
+    fn attrs(&mut self, path: &str) {
+        let names = match self.old.attr_names(path) {
+            Ok(n) => n,
+            Err(e) => return self.leave(format!("the attributes of {path}"), e),
+        };
+        for name in names {
+            if self.w.has_attr(path, &name) {
+                continue;
+            }
+            let what = || format!("attribute {name:?} of {path}");
+            match self.old.attr(path, &name) {
+                Ok(a) if holds_refs(&a.data) => self.leave(
+                    what(),
+                    "it holds references, which cannot be carried into a rewritten file",
+                ),
+                Ok(a) => match self.w.set_attr(path, &name, a) {
+                    Ok(()) => self.out.attrs += 1,
+                    Err(e) => self.leave(what(), e),
+                },
+                Err(e) => self.leave(what(), e),
+            }
+        }
+    }
+
+    /// Walk the links of the old group at `group`; `owned` when it lies inside one of the store's groups.
+    fn children(&mut self, group: &str, owned: bool) {
+        let entries = match self.old.list(group) {
+            Ok(e) => e,
+            Err(e) => return self.leave(format!("the members of {group}"), e),
+        };
+        for e in entries {
+            let p = join(group, &e.name);
+            let owned = owned || (group == "/" && OWNED_GROUPS.contains(&e.name.as_str()));
+            if self.w.contains(&p) {
+                // The snapshot wrote this object: only attributes others added to it are carried.
+                if matches!(e.kind, EntryKind::Group | EntryKind::Dataset) {
+                    self.attrs(&p);
+                }
+                if e.kind == EntryKind::Group {
+                    self.children(&p, owned);
+                }
+                continue;
+            }
+            if owned {
+                // The store's own leftover (a dropped graph, a deleted extension, an old manifest).
+                continue;
+            }
+            match e.kind {
+                EntryKind::Group | EntryKind::Dataset => {
+                    let addr = match self.old.resolve(&p) {
+                        Ok(a) => a,
+                        Err(err) => {
+                            self.leave(p, err);
+                            continue;
+                        }
+                    };
+                    if let Some(first) = self.carried.get(&addr).cloned() {
+                        // A second hard link to an object already carried.
+                        self.link(&p, |w| w.soft_link(&p, &first));
+                        continue;
+                    }
+                    if e.kind == EntryKind::Group {
+                        if let Err(err) = self.w.create_group(&p) {
+                            self.leave(p, err);
+                            continue;
+                        }
+                        self.carried.insert(addr, p.clone());
+                        self.out.objects += 1;
+                        self.attrs(&p);
+                        self.children(&p, false);
+                    } else if self.dataset(&p) {
+                        self.carried.insert(addr, p.clone());
+                    }
+                }
+                EntryKind::SoftLink(target) => self.link(&p, |w| w.soft_link(&p, &target)),
+                EntryKind::ExternalLink { file, path } => {
+                    self.link(&p, |w| w.external_link(&p, &file, &path))
+                }
+                EntryKind::Datatype => self.leave(
+                    format!("committed datatype {p}"),
+                    "committed datatypes cannot be written",
+                ),
+                EntryKind::Other => {
+                    self.leave(p, "a link or object of a kind that cannot be written")
+                }
+            }
+        }
+    }
+
+    fn link(&mut self, path: &str, make: impl FnOnce(&mut FileWriter) -> Result<(), FormatError>) {
+        match make(self.w) {
+            Ok(()) => self.out.objects += 1,
+            Err(e) => self.leave(path.to_string(), e),
+        }
+    }
+
+    /// Carry the old dataset at `path` (its references wait for [`Copier::write_refs`]); true when done.
+    fn dataset(&mut self, path: &str) -> bool {
+        let (array, opts) = match self
+            .old
+            .dataset(path)
+            .and_then(|d| Ok((d.read()?, options(&d))))
+        {
+            Ok(x) => x,
+            Err(e) => {
+                self.leave(format!("dataset {path}"), e);
+                return false;
+            }
+        };
+        if let (Data::ObjectRef(addrs), 1) = (&array.data, array.shape.len()) {
+            self.refs.push((path.to_string(), addrs.clone()));
+            return true;
+        }
+        if holds_refs(&array.data) {
+            self.leave(
+                format!("dataset {path}"),
+                "it holds region or HDF5 1.12 references, which cannot be carried into a rewritten file",
+            );
+            return false;
+        }
+        // The old layout first; should the writer refuse it (a chunk shape it does not take), its default.
+        let written = match self.w.write_dataset(path, array.clone(), opts) {
+            Ok(()) => Ok(()),
+            Err(_) => self.w.write_dataset(path, array, DatasetOptions::default()),
+        };
+        match written {
+            Ok(()) => {
+                self.out.objects += 1;
+                self.attrs(path);
+                true
+            }
+            Err(e) => {
+                self.leave(format!("dataset {path}"), e);
+                false
+            }
+        }
+    }
+
+    /// Write the carried datasets of object references, each reference pointing at its object's path in the new
+    /// file (an object the new file lacks leaves the dataset behind).
+    fn write_refs(&mut self) {
+        if self.refs.is_empty() {
+            return;
+        }
+        let paths = object_paths(self.old);
+        for (path, addrs) in std::mem::take(&mut self.refs) {
+            let targets: Option<Vec<&str>> = addrs
+                .iter()
+                .map(|a| {
+                    self.carried
+                        .get(a)
+                        .or_else(|| paths.get(a))
+                        .map(String::as_str)
+                        .filter(|t| self.w.contains(t))
+                })
+                .collect();
+            let Some(targets) = targets else {
+                self.leave(
+                    format!("dataset {path}"),
+                    "a reference in it points at no object the rewritten file keeps",
+                );
+                continue;
+            };
+            match self.w.write_object_refs(&path, &targets) {
+                Ok(()) => {
+                    self.out.objects += 1;
+                    self.attrs(&path);
+                }
+                Err(e) => self.leave(format!("dataset {path}"), e),
+            }
+        }
+    }
+}
+
+/// The filter options of a carried dataset that keep its chunking and compression where the writer can.
+fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
+    let mut o = DatasetOptions {
+        chunk: old.chunk().map(<[u64]>::to_vec),
+        max_shape: old.max_shape().map(<[Option<u64>]>::to_vec),
+        compact: old.layout_kind() == "compact",
+        ..DatasetOptions::default()
+    };
+    let mut compressed = false;
+    for f in old.filters() {
+        let level = f.params.first().copied();
+        match f.id {
+            DEFLATE => o.deflate = Some(level.unwrap_or(4).min(9)),
+            SHUFFLE => o.shuffle = true,
+            FLETCHER32 => o.fletcher32 = true,
+            LZF => o.codec = Some(Codec::Lzf),
+            LZ4 => o.codec = Some(Codec::Lz4),
+            ZSTD => o.codec = Some(Codec::Zstd(level.map_or(3, |l| l.clamp(1, 22) as i32))),
+            BZIP2 => o.codec = Some(Codec::Bzip2(level.unwrap_or(9).clamp(1, 9))),
+            BLOSC => {
+                let p = &f.params;
+                let codec = match p.get(6) {
+                    Some(3) => BloscCodec::Snappy,
+                    Some(4) => BloscCodec::Zlib,
+                    Some(5) => BloscCodec::Zstd,
+                    _ => BloscCodec::Lz4,
+                };
+                o.codec = Some(Codec::Blosc {
+                    codec,
+                    level: p.get(4).copied().unwrap_or(5).clamp(1, 9),
+                    shuffle: p.get(5).is_none_or(|&s| s != 0),
+                });
+            }
+            _ => compressed = true,
+        }
+    }
+    if compressed && o.deflate.is_none() && o.codec.is_none() {
+        o.deflate = Some(4);
+    }
+    if o.deflate.is_some() && o.codec.is_some() {
+        o.deflate = None;
+    }
+    if o.chunk.is_none() && (o.deflate.is_some() || o.codec.is_some() || o.shuffle || o.fletcher32)
+    {
+        o.deflate = None;
+        o.codec = None;
+        o.shuffle = false;
+        o.fletcher32 = false;
+    }
+    o
+}
+
+/// Whether `d` holds references anywhere (their addresses mean nothing in another file).
+fn holds_refs(d: &Data) -> bool {
+    match d {
+        Data::ObjectRef(_) | Data::RegionRef(_) | Data::Ref(_) => true,
+        Data::Compound(m) => m.iter().any(|(_, d)| holds_refs(d)),
+        Data::ArrayOf { data, .. } => holds_refs(data),
+        Data::VarLen(v) => v.iter().any(holds_refs),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawhdf5_format::Array;
+
+    fn vector(data: Data) -> Array {
+        Array::vector(data)
+    }
+
+    /// A file as the store wrote it, plus what another program added.
+    fn annotated() -> H5File {
+        let mut w = FileWriter::new();
+        w.write_dataset(
+            "/records/id",
+            vector(Data::U64(vec![1, 2])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.set_attr("/", "schema_version", Array::scalar(Data::U32(vec![1])))
+            .unwrap();
+        // Ours, but dropped by the next snapshot.
+        w.write_dataset(
+            "/index/hnsw",
+            vector(Data::U8(vec![0; 8])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        // Added by someone else.
+        w.set_attr("/", "owner", Array::scalar(Data::VarStr(vec!["bo".into()])))
+            .unwrap();
+        w.set_attr("/records/id", "unit", Array::scalar(Data::I32(vec![7])))
+            .unwrap();
+        w.write_dataset(
+            "/mine/values",
+            vector(Data::F64((0..100).map(f64::from).collect())),
+            DatasetOptions {
+                chunk: Some(vec![10]),
+                deflate: Some(6),
+                shuffle: true,
+                max_shape: Some(vec![None]),
+                ..DatasetOptions::default()
+            },
+        )
+        .unwrap();
+        w.write_dataset(
+            "/mine/words",
+            vector(Data::VarStr(vec!["x".into(), "yy".into()])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.set_attr("/mine", "why", Array::scalar(Data::U8(vec![1])))
+            .unwrap();
+        w.soft_link("/mine/latest", "/mine/values").unwrap();
+        w.external_link("/mine/elsewhere", "other.h5", "/data")
+            .unwrap();
+        w.write_object_refs("/mine/refs", &["/mine/words", "/records/id"])
+            .unwrap();
+        w.write_object_refs("/mine/stale", &["/index/hnsw"])
+            .unwrap();
+        H5File::from_bytes(w.to_bytes().unwrap()).unwrap()
+    }
+
+    /// The next snapshot: the store's objects only.
+    fn snapshot() -> FileWriter {
+        let mut w = FileWriter::new();
+        w.write_dataset(
+            "/records/id",
+            vector(Data::U64(vec![1, 2, 3])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.set_attr("/", "schema_version", Array::scalar(Data::U32(vec![1])))
+            .unwrap();
+        w
+    }
+
+    #[test]
+    fn carries_what_others_added_and_not_the_stores_leftovers() {
+        let old = annotated();
+        let mut w = snapshot();
+        let c = carry(&old, &mut w);
+        // mine, values, words, latest, elsewhere, refs; the reference to the dropped graph stays behind.
+        assert_eq!((c.objects, c.attrs), (6, 3), "{c:?}");
+        assert_eq!(c.left.len(), 1, "{c:?}");
+        assert!(c.left[0].contains("/mine/stale"), "{c:?}");
+        let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+        assert!(!f.exists("/index/hnsw"));
+        assert_eq!(
+            f.dataset("/records/id").unwrap().read().unwrap().data,
+            Data::U64(vec![1, 2, 3])
+        );
+        assert_eq!(
+            f.attr("/", "owner").unwrap().data,
+            Data::VarStr(vec!["bo".into()])
+        );
+        assert_eq!(
+            f.attr("/records/id", "unit").unwrap().data,
+            Data::I32(vec![7])
+        );
+        assert_eq!(f.attr("/mine", "why").unwrap().data, Data::U8(vec![1]));
+        let values = f.dataset("/mine/values").unwrap();
+        assert_eq!(values.chunk(), Some(&[10u64][..]));
+        assert_eq!(values.max_shape(), Some(&[None][..]));
+        let ids: Vec<u16> = values.filters().iter().map(|f| f.id).collect();
+        assert_eq!(ids, vec![SHUFFLE, DEFLATE]);
+        assert_eq!(
+            f.dataset("/mine/latest").unwrap().read().unwrap().data,
+            Data::F64((0..100).map(f64::from).collect())
+        );
+        let links = f.list("/mine").unwrap();
+        assert!(links.iter().any(|e| e.name == "elsewhere"
+            && e.kind
+                == EntryKind::ExternalLink {
+                    file: "other.h5".into(),
+                    path: "/data".into()
+                }));
+        let Data::ObjectRef(refs) = f.dataset("/mine/refs").unwrap().read().unwrap().data else {
+            panic!("not references");
+        };
+        assert_eq!(
+            refs,
+            vec![
+                f.resolve("/mine/words").unwrap(),
+                f.resolve("/records/id").unwrap()
+            ]
+        );
+    }
+
+    #[test]
+    fn options_keep_chunking_and_compression() {
+        let old = annotated();
+        let d = old.dataset("/mine/words").unwrap();
+        let o = options(&d);
+        assert_eq!((o.chunk.clone(), o.deflate, o.codec), (None, None, None));
+        let d = old.dataset("/mine/values").unwrap();
+        let o = options(&d);
+        assert_eq!(
+            (o.deflate, o.shuffle, o.chunk),
+            (Some(6), true, Some(vec![10]))
+        );
+    }
+}
