@@ -548,3 +548,96 @@ fn h5py_modifies_dense_storage_we_wrote() {
         2999.0
     );
 }
+
+/// libhdf5 counts a v2 object header's attributes through its attribute-info message only: without one,
+/// `len(attrs)` was 0, h5repack dropped the root's attributes, and h5py adding then deleting attributes
+/// lost some of its own (its count and the stored messages disagreed).
+#[test]
+fn h5py_counts_and_edits_compact_attributes_we_wrote() {
+    use clawhdf5_format::FileAppender;
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/d",
+        Array::vector(Data::I32(vec![1, 2, 3])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.create_group("/g").unwrap();
+    w.create_group("/bare").unwrap();
+    for (object, n) in [("/", 8), ("/d", 3), ("/g", 1)] {
+        for i in 0..n {
+            w.set_attr(
+                object,
+                &format!("ours{i}"),
+                Array::scalar(Data::I32(vec![i])),
+            )
+            .unwrap();
+        }
+    }
+    let ours = dir.path().join("ours.h5");
+    std::fs::write(&ours, w.to_bytes().unwrap()).unwrap();
+    // Objects the appender rewrites: one of ours, and in an h5py file one with compact attributes.
+    let appended = dir.path().join("appended.h5");
+    std::fs::copy(&ours, &appended).unwrap();
+    let mut a = FileAppender::open(&appended).unwrap();
+    a.set_attr("/bare", "ours0", Array::scalar(Data::I32(vec![0])))
+        .unwrap();
+    a.set_attr("/g", "ours1", Array::scalar(Data::I32(vec![1])))
+        .unwrap();
+    a.commit().unwrap();
+    let theirs = dir.path().join("theirs.h5");
+    common::run_python(
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'w', libver='latest') as f:\n\
+         \x20   f.create_group('g').attrs['ours0'] = 0\n",
+        &[&theirs],
+    );
+    let mut a = FileAppender::open(&theirs).unwrap();
+    for i in 1..4 {
+        a.set_attr("/g", &format!("ours{i}"), Array::scalar(Data::I32(vec![i])))
+            .unwrap();
+    }
+    a.commit().unwrap();
+    let check = "import sys, h5py, h5py.h5o as h5o\n\
+         objects = sys.argv[2].split(',')\n\
+         with h5py.File(sys.argv[1], 'a') as f:\n\
+         \x20   for name in objects:\n\
+         \x20       attrs = f[name].attrs\n\
+         \x20       ours = sorted(attrs.keys())\n\
+         \x20       assert ours and all(k.startswith('ours') for k in ours), (name, ours)\n\
+         \x20       n = h5o.get_info(f[name].id).num_attrs\n\
+         \x20       assert len(attrs) == n == len(ours), (name, len(attrs), n, ours)\n\
+         \x20       for i in range(10):\n\
+         \x20           attrs[f'theirs{i}'] = i\n\
+         \x20       assert len(attrs) == len(ours) + 10, (name, len(attrs))\n\
+         \x20       for k in ours:\n\
+         \x20           del attrs[k]\n\
+         \x20       assert sorted(attrs.keys()) == [f'theirs{i}' for i in range(10)], (name, sorted(attrs.keys()))\n\
+         \x20       assert [int(attrs[f'theirs{i}']) for i in range(10)] == list(range(10))\n\
+         \x20       for i in range(10):\n\
+         \x20           del attrs[f'theirs{i}']\n\
+         \x20       assert len(attrs) == 0 and not list(attrs.keys()), name\n";
+    for (file, objects) in [
+        (&ours, "/,/d,/g"),
+        (&appended, "/,/d,/g,/bare"),
+        (&theirs, "/g"),
+    ] {
+        let out = std::process::Command::new("python3")
+            .args(["-c", check])
+            .arg(file)
+            .arg(objects)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        common::assert_equal_to_h5py(file);
+    }
+}

@@ -7,7 +7,7 @@ use crate::convert;
 use crate::dataspace::Dataspace;
 use crate::error::Result;
 use crate::heap::fractal::{write_heap, HeapKind};
-use crate::io::PutLe;
+use crate::io::{PutLe, UNDEF};
 use crate::messages::{self, DenseInfo, LinkTarget};
 use crate::object_header::{encode_v2_into, mtype};
 use crate::write::sink::{HeapSink, Sink};
@@ -139,13 +139,25 @@ pub fn write_object<N: AsRef<str>>(
         msgs.push((mtype::GROUP_INFO, 0, &messages::GROUP_INFO));
         msgs.extend(compact_links.iter().map(|l| (mtype::LINK, 0, l.as_slice())));
     }
+    // libhdf5 counts the attributes of a v2 object header through its attribute-info message alone
+    // (`H5Oget_info`'s `num_attrs`, h5py's `len(attrs)`, h5repack's copy, and the count it keeps when it
+    // adds or deletes attributes), so compact attributes get one too, its addresses undefined.
+    let compact_info;
     match &attr_info {
         Some(info) => msgs.push((mtype::ATTR_INFO, 0, info)),
-        None => msgs.extend(
-            attrs
-                .iter()
-                .map(|(_, m)| (mtype::ATTRIBUTE, 0, m.as_slice())),
-        ),
+        None if attrs.is_empty() => {}
+        None => {
+            compact_info = messages::encode_attr_info(DenseInfo {
+                heap: UNDEF,
+                name_btree: UNDEF,
+            });
+            msgs.push((mtype::ATTR_INFO, 0, &compact_info));
+            msgs.extend(
+                attrs
+                    .iter()
+                    .map(|(_, m)| (mtype::ATTRIBUTE, 0, m.as_slice())),
+            )
+        }
     }
     let addr = sink.pos();
     encode_v2_into(&msgs, &mut sink.buf)?;
