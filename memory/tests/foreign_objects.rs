@@ -200,3 +200,53 @@ with h5py.File(sys.argv[1], "a") as f:
         "int32 [[5, 6], [9, 10]]"
     );
 }
+
+/// A store that libhdf5's `h5repack` rewrote (superblock v0, symbol-table groups, its own layouts and filters)
+/// opens, answers and takes new saves. Runs where Debian's `hdf5-tools` is installed.
+#[test]
+fn a_store_repacked_by_h5repack_keeps_working() {
+    if Command::new("h5repack").arg("--version").output().is_err() {
+        eprintln!("SKIP: h5repack not installed (Debian's hdf5-tools)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    save(&mut s, 0..300);
+    s.close().unwrap();
+    for (name, args) in [("plain.h5", &[][..]), ("gzip.h5", &["-f", "GZIP=9"][..])] {
+        let q = dir.path().join(name);
+        let out = Command::new("h5repack")
+            .args(args)
+            .arg(&p)
+            .arg(&q)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "h5repack: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut s = Store::open(&q).unwrap();
+        assert_eq!(s.len(), 300, "{name}");
+        let hits = s
+            .search(&clawhdf5_memory::SearchQuery::new("memory number 123", 3))
+            .unwrap();
+        assert_eq!(
+            hits[0].record.text, "memory number 123 about topic 4",
+            "{name}"
+        );
+        save(&mut s, 300..310);
+        s.checkpoint().unwrap();
+        s.close().unwrap();
+        let s = Store::open(&q).unwrap();
+        assert_eq!(s.len(), 310, "{name}");
+        let hits = s
+            .search(&clawhdf5_memory::SearchQuery::new("memory number 305", 3))
+            .unwrap();
+        assert_eq!(
+            hits[0].record.text, "memory number 305 about topic 4",
+            "{name}"
+        );
+    }
+}
