@@ -71,7 +71,12 @@ def value(obj):
 
 def attrs(obj):
     out = {}
-    for k in obj.attrs.keys():
+    keys = list(obj.attrs.keys())
+    # libhdf5 counts attributes apart from listing them (H5Oget_info); a file that makes the two disagree
+    # misleads libhdf5 when it edits the object, so the dump shows it.
+    if len(obj.attrs) != len(keys):
+        out["<libhdf5 counts %d attributes but lists %d>" % (len(obj.attrs), len(keys))] = None
+    for k in keys:
         try:
             v = obj.attrs[k]
             out[k] = structured(v, v.dtype) if isinstance(v, np.ndarray) and v.dtype.names else conv(v)
@@ -80,11 +85,19 @@ def attrs(obj):
     return out
 
 
+def links(group):
+    keys = sorted(group.keys())
+    # The same for links (H5Gget_info).
+    if len(group) != len(keys):
+        keys.append("<libhdf5 counts %d links but lists %d>" % (len(group), len(keys)))
+    return keys
+
+
 def dump(path):
     out = {}
     with open_relaxed(path) as f:
         # Objects reachable through several hard links are visited once, by their first name.
-        out["/"] = {"kind": "group", "attrs": attrs(f), "links": sorted(f.keys())}
+        out["/"] = {"kind": "group", "attrs": attrs(f), "links": links(f)}
 
         def visit(name, obj):
             p = "/" + name
@@ -111,7 +124,7 @@ def dump(path):
                     "attrs": attrs(obj),
                 }
             elif isinstance(obj, h5py.Group):
-                out[p] = {"kind": "group", "attrs": attrs(obj), "links": sorted(obj.keys())}
+                out[p] = {"kind": "group", "attrs": attrs(obj), "links": links(obj)}
 
         f.visititems(visit)
     return out
