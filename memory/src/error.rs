@@ -38,6 +38,9 @@ pub enum MemoryError {
     /// Another process holds the store's writer lock.
     #[error("{0} is locked by another writer (only one process may write a store at a time)")]
     Locked(PathBuf),
+    /// Another program has the store's HDF5 file open for writing (an HDF5 library holds its file lock).
+    #[error("{0} is open for writing in another program (an HDF5 library holds its lock, e.g. h5py in \"a\" or \"w\" mode); close it there first")]
+    InUse(PathBuf),
     /// A caller passed something the store cannot accept.
     #[error("invalid input: {0}")]
     InvalidInput(String),

@@ -250,3 +250,83 @@ fn a_store_repacked_by_h5repack_keeps_working() {
         );
     }
 }
+
+/// While the store is open, a libhdf5 program may read its file but not open it for writing; while a libhdf5
+/// program has it open for writing, the store refuses to open (a clear error, not two writers).
+#[test]
+fn hdf5_writers_and_the_store_keep_off_each_other() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    if !python_has_h5py() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    save(&mut s, 0..5);
+    s.checkpoint().unwrap();
+    let try_open = |mode: &str| {
+        Command::new("python3")
+            .args([
+                "-c",
+                &format!(
+                    "import h5py, sys\ntry:\n    f = h5py.File(sys.argv[1], '{mode}')\n    print('opened', len(f['records/text']))\nexcept OSError as e:\n    print('refused', 'unable to lock file' in str(e))"
+                ),
+            ])
+            .arg(&p)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap()
+    };
+    assert_eq!(try_open("r"), "opened 5");
+    assert_eq!(try_open("a"), "refused True");
+    // A whole-file rewrite (a new signing key) moves the lock to the new file.
+    drop(s);
+    let opts = StoreOptions {
+        signing_key: Some(ed25519_dalek::SigningKey::from_bytes(&[3u8; 32])),
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts).unwrap();
+    save(&mut s, 5..6);
+    s.checkpoint().unwrap();
+    assert_eq!(s.stats().full_checkpoints, 1);
+    assert_eq!(try_open("a"), "refused True");
+    assert_eq!(try_open("r"), "opened 6");
+    s.close().unwrap();
+    assert_eq!(try_open("a"), "opened 6");
+
+    // h5py holds the file open for writing: the store, writer or reader, is refused until it closes.
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import h5py, sys\nf = h5py.File(sys.argv[1], 'a')\nprint('open', flush=True)\nsys.stdin.read()\nf.close()",
+        ])
+        .arg(&p)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "open");
+    let err = Store::open(&p).err().expect("refused while h5py writes");
+    assert!(
+        matches!(err, clawhdf5_memory::MemoryError::InUse(_)),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("open for writing in another program"),
+        "{err}"
+    );
+    assert!(matches!(
+        Store::open_read_only(&p).err(),
+        Some(clawhdf5_memory::MemoryError::InUse(_))
+    ));
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let s = Store::open(&p).unwrap();
+    assert_eq!(s.len(), 6);
+}

@@ -1,5 +1,6 @@
 //! Folding the log into the HDF5 file: when to checkpoint, appending incrementally or rewriting whole.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{self, Increment};
@@ -13,6 +14,7 @@ use crate::pending::{FileState, Pending};
 use crate::schema::{self, StoreMeta, StoreView};
 use crate::wal::sync_dir;
 
+use super::lock::share_data_file;
 use super::Store;
 
 impl Store {
@@ -141,9 +143,10 @@ impl Store {
             hnsw: hnsw.as_deref(),
             keywords: &keywords,
         };
-        let (dicts, carried) = write_atomically(&self.path, &view)?;
+        let (dicts, carried, data_lock) = write_atomically(&self.path, &view)?;
         self.dicts = dicts;
         self.foreign.add(carried);
+        self.data_lock = data_lock;
         self.file = FileState {
             rows: n,
             terms: keywords.terms.len(),
@@ -243,11 +246,12 @@ impl Store {
 
 /// Write the store beside `path`, fsync it, rename it over `path` and fsync the directory. What other programs
 /// added to the file being replaced is carried into the new one ([`foreign::carry`]); when some of it cannot
-/// be, the old file is kept beside the store as `<path>.before-<generation>` (the report names it).
+/// be, the old file is kept beside the store as `<path>.before-<generation>` (the report names it). The new file
+/// is renamed into place already holding the shared lock that keeps libhdf5 writers off it (returned).
 pub(super) fn write_atomically(
     path: &Path,
     view: &StoreView<'_>,
-) -> Result<(Dictionaries, Carried)> {
+) -> Result<(Dictionaries, Carried, Option<File>)> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -266,6 +270,7 @@ pub(super) fn write_atomically(
         path: tmp.clone(),
         source,
     })?;
+    let data_lock = share_data_file(&tmp)?;
     if !carried.left.is_empty() {
         let mut kept = path.as_os_str().to_owned();
         kept.push(format!(".before-{}", view.meta.generation));
@@ -280,5 +285,5 @@ pub(super) fn write_atomically(
     }
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
     sync_dir(path)?;
-    Ok((dicts, carried))
+    Ok((dicts, carried, data_lock))
 }

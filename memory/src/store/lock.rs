@@ -1,4 +1,6 @@
-//! The lock file that keeps a second writer off a store.
+//! The locks that keep a second writer off a store: our own lock file, and a shared lock on the HDF5 file itself
+//! that keeps libhdf5 writers (h5py in "a" mode) off it while the store is open, as libhdf5's own file locking
+//! does between its programs.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -23,5 +25,18 @@ pub(super) fn take_lock(path: &Path) -> Result<File> {
         Ok(()) => Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::Locked(path.to_path_buf())),
         Err(std::fs::TryLockError::Error(e)) => Err(io_err(&lp)(e)),
+    }
+}
+
+/// A shared lock on the store's HDF5 file, the kind libhdf5 takes for a read-only open: libhdf5 programs can
+/// still read the file, and one that opens it for writing (which asks for an exclusive lock) is refused until
+/// the store closes, as the store is refused while such a program has it open. `None` where the file system
+/// has no such locks.
+pub(super) fn share_data_file(path: &Path) -> Result<Option<File>> {
+    let f = File::open(path).map_err(io_err(path))?;
+    match f.try_lock_shared() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::InUse(path.to_path_buf())),
+        Err(std::fs::TryLockError::Error(_)) => Ok(None),
     }
 }

@@ -167,6 +167,9 @@ pub struct Store {
     bm25: Bm25Index,
     wal: Option<Wal>,
     _lock: Option<File>,
+    /// A shared lock on the HDF5 file that keeps libhdf5 writers off it while the store is open (`lock.rs`);
+    /// moved to the new file by a whole-file rewrite.
+    data_lock: Option<File>,
     /// Access statistics logged by searches, applied at the next change or checkpoint.
     pending_access: Mutex<Vec<(Vec<u64>, i64)>>,
     last_lsn: u64,

@@ -18,7 +18,7 @@ use crate::vectors::VectorTable;
 use crate::wal::Recovery;
 
 use super::checkpointing::write_atomically;
-use super::lock::take_lock;
+use super::lock::{share_data_file, take_lock};
 use super::{row_flags, wal_path, Store, StoreOptions};
 
 impl Store {
@@ -56,6 +56,7 @@ impl Store {
         } else {
             Some(take_lock(path)?)
         };
+        let mut data_lock = None;
         if !exists {
             let meta = StoreMeta {
                 schema_version: SCHEMA_VERSION,
@@ -84,10 +85,14 @@ impl Store {
             if wal.exists() {
                 std::fs::remove_file(&wal).map_err(io_err(&wal))?;
             }
-            write_atomically(path, &view)?;
+            data_lock = write_atomically(path, &view)?.2;
+        }
+        if data_lock.is_none() {
+            data_lock = share_data_file(path)?;
         }
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
+        store.data_lock = data_lock;
         store.replay_log()?;
         if store.wal.is_some() {
             // A missing graph or a long unindexed tail is built in the background; searches scan it meanwhile.
@@ -143,6 +148,7 @@ impl Store {
             bm25: Bm25Index::new(Bm25Params::default()),
             wal: None,
             _lock: lock,
+            data_lock: None,
             pending_access: Mutex::new(Vec::new()),
             recovery: Recovery::default(),
             extensions: snap.extensions,
