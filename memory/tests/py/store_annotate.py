@@ -1,0 +1,126 @@
+"""One h5py turn of memory/tests/store_ping_pong.rs: check that the annotations of earlier turns are all still in
+the store file, then change some (attributes on the store's stable objects and on the root, groups and datasets
+of our own outside the store's groups), now and then repack the whole file with h5repack.
+
+    python3 store_annotate.py STATE.json STORE.h5 SEED
+
+STATE.json records the annotations (created on the first turn)."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+STABLE = ["/", "/config", "/records", "/records/text", "/records/id", "/dictionaries", "/index/bm25"]
+
+
+def plain(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.ndarray):
+        return [plain(x) for x in v.tolist()]
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def check(f, state):
+    for obj, attrs in state["attrs"].items():
+        for name, want in attrs.items():
+            assert name in f[obj].attrs, f"attribute {name} of {obj} is gone"
+            got = plain(f[obj].attrs[name])
+            assert got == want, f"attribute {name} of {obj}: {got!r} != {want!r}"
+    for p, want in state["datasets"].items():
+        assert p in f, f"dataset {p} is gone"
+        got = plain(f[p][()])
+        assert got == want, f"dataset {p}: {got!r} != {want!r}"
+    for g in state["groups"]:
+        assert isinstance(f.get(g), h5py.Group), f"group {g} is gone"
+
+    def counts(name, obj):
+        n = len(list(obj.attrs.keys()))
+        assert len(obj.attrs) == n, f"/{name}: libhdf5 counts {len(obj.attrs)} attributes, lists {n}"
+        if isinstance(obj, h5py.Group):
+            assert len(obj) == len(list(obj.keys())), f"/{name}: link count"
+
+    counts("", f)
+    f.visititems(counts)
+
+
+def main():
+    state_path, path, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rng = random.Random(seed)
+    state = {"attrs": {}, "datasets": {}, "groups": [], "next": 0}
+    if os.path.exists(state_path):
+        with open(state_path) as fh:
+            state = json.load(fh)
+    with h5py.File(path, "a") as f:
+        check(f, state)
+        for _ in range(rng.randint(1, 8)):
+            state["next"] += 1
+            n = state["next"]
+            op = rng.choice(["attr", "attr", "attr", "del_attr", "group", "dataset", "dataset", "grow", "del_dataset"])
+            if op == "attr":
+                obj = rng.choice(STABLE + state["groups"])
+                kind = rng.randrange(3)
+                value = [n, f"note {n} " + "x" * rng.randrange(40), [n * 0.5, n + 0.25]][kind]
+                f[obj].attrs[f"user{n}"] = value
+                state["attrs"].setdefault(obj, {})[f"user{n}"] = value
+            elif op == "del_attr":
+                owned = [(o, a) for o, attrs in state["attrs"].items() for a in attrs]
+                if owned:
+                    obj, name = rng.choice(sorted(owned))
+                    del f[obj].attrs[name]
+                    del state["attrs"][obj][name]
+            elif op == "group":
+                parent = rng.choice(["/user"] + state["groups"])
+                g = f"{parent}/g{n}"
+                f.create_group(g)
+                if "/user" not in state["groups"]:
+                    state["groups"].append("/user")
+                state["groups"].append(g)
+            elif op == "dataset":
+                parent = rng.choice(["/user"] + state["groups"])
+                p = f"{parent}/d{n}"
+                data = list(range(n, n + rng.randint(1, 30)))
+                if rng.random() < 0.5:
+                    f.create_dataset(p, data=np.array(data, dtype="<i8"), chunks=(8,), maxshape=(None,),
+                                     compression="gzip")
+                else:
+                    f.create_dataset(p, data=np.array(data, dtype="<i8"))
+                if "/user" not in state["groups"]:
+                    state["groups"].append("/user")
+                state["datasets"][p] = data
+            elif op == "grow":
+                growable = [p for p in sorted(state["datasets"]) if f[p].maxshape[0] is None]
+                if growable:
+                    p = rng.choice(growable)
+                    extra = list(range(1000 + n, 1000 + n + rng.randint(1, 20)))
+                    d = f[p]
+                    d.resize((d.shape[0] + len(extra),))
+                    d[-len(extra):] = extra
+                    state["datasets"][p] += extra
+            elif op == "del_dataset" and state["datasets"]:
+                p = rng.choice(sorted(state["datasets"]))
+                del f[p]
+                del state["datasets"][p]
+        check(f, state)
+    if shutil.which("h5repack") and rng.random() < 0.2:
+        tmp = path + ".repack"
+        subprocess.run(["h5repack", path, tmp], check=True)
+        os.replace(tmp, path)
+        with h5py.File(path, "r") as f:
+            check(f, state)
+    with open(state_path, "w") as fh:
+        json.dump(state, fh)
+    print(json.dumps({"annotations": sum(len(a) for a in state["attrs"].values()) + len(state["datasets"])}))
+
+
+if __name__ == "__main__":
+    main()
