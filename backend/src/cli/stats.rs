@@ -81,3 +81,31 @@ fn kept_copies(store: &Path) -> Vec<PathBuf> {
     found.sort();
     found.into_iter().map(|(_, p)| p).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_copies_are_the_stores_own_in_generation_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "m.h5.before-12",
+            "m.h5.before-3",
+            "m.h5.before-x",
+            "other.h5.before-4",
+            "m.h5",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let found = kept_copies(&dir.path().join("m.h5"));
+        assert_eq!(
+            found,
+            vec![
+                dir.path().join("m.h5.before-3"),
+                dir.path().join("m.h5.before-12")
+            ]
+        );
+        assert!(kept_copies(Path::new("/")).is_empty());
+    }
+}
