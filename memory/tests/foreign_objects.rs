@@ -1,40 +1,13 @@
 //! What other programs add to a store's file (h5py here: attributes, groups, datasets, links) survives the
 //! store's checkpoints, incremental or whole-file rewrites alike.
 
-use std::path::Path;
 use std::process::Command;
 
 use clawhdf5_memory::{NewMemory, Store, StoreOptions};
 
-fn python_has_h5py() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import h5py, numpy"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-            "h5py is missing under CI=true: scripts/setup/python.sh must install it"
-        );
-        eprintln!("skipping: h5py is not installed (bash scripts/setup/python.sh installs it)");
-    }
-    ok
-}
-
-fn python(script: &str, path: &Path) -> String {
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+mod common;
+use common::python;
+use common::python_has_h5py;
 
 /// h5py adds a user's annotations to the store file.
 const ANNOTATE: &str = r#"

@@ -4,21 +4,8 @@ use std::process::Command;
 
 use clawhdf5_memory::{NewMemory, Store};
 
-fn python_has_h5py() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import h5py, numpy"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-            "h5py is missing under CI=true: scripts/setup/python.sh must install it"
-        );
-        eprintln!("skipping: h5py is not installed (bash scripts/setup/python.sh installs it)");
-    }
-    ok
-}
+mod common;
+use common::python_has_h5py;
 
 const DUMP: &str = r#"
 import h5py, json, sys

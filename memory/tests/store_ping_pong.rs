@@ -11,23 +11,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use clawhdf5_ann::rng::SplitMix64;
 use clawhdf5_memory::{NewMemory, Store, StoreOptions};
 
-fn python_has_h5py() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import h5py, numpy"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-            "h5py is missing under CI=true: scripts/setup/python.sh must install it"
-        );
-        eprintln!("skipping: h5py is not installed (bash scripts/setup/python.sh installs it)");
-    }
-    ok
-}
+mod common;
+use common::python_has_h5py;
 
 fn range_env(name: &str, default: (u64, u64)) -> (u64, u64) {
     let Ok(v) = std::env::var(name) else {
@@ -35,21 +23,6 @@ fn range_env(name: &str, default: (u64, u64)) -> (u64, u64) {
     };
     let (a, b) = v.split_once('-').unwrap_or((&v, &v));
     (a.trim().parse().unwrap(), b.trim().parse().unwrap())
-}
-
-/// xorshift64*: the store turn's choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 fn annotate(state: &Path, store: &Path, seed: u64) {
@@ -82,7 +55,7 @@ fn run_seed(seed: u64, turns: u64) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.h5");
     let state = dir.path().join("annotations.json");
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = SplitMix64::new(seed);
     let mut model = BTreeMap::new();
     let mut signed = false;
     for turn in 0..turns {
@@ -101,7 +74,7 @@ fn run_seed(seed: u64, turns: u64) {
             match rng.below(6) {
                 0..=2 => {
                     for _ in 0..1 + rng.below(60) {
-                        let n = rng.next();
+                        let n = rng.next_u64();
                         let text = format!("turn {turn} memory {n:x} about topic {}", n % 11);
                         let out = s
                             .save(NewMemory {
