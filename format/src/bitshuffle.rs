@@ -1,4 +1,4 @@
-//! Decoding the bitshuffle plugin filter (registered id 32008): each block of elements is stored as its bit
+//! Decoding and encoding the bitshuffle plugin filter (registered id 32008): each block of elements is stored as its bit
 //! planes (bit `k` of byte `j` of every element, element `i` at bit `i % 8` of byte `i / 8` of plane
 //! `8 * j + k`), optionally LZ4- or zstd-compressed block by block.
 //!
@@ -8,7 +8,7 @@
 //! compressed planes. Blocks hold a multiple of 8 elements; the last one is shorter, and the elements past
 //! the last multiple of 8 are stored as they are after it.
 
-use crate::error::{corrupt, unsupported, Result};
+use crate::error::{corrupt, invalid, unsupported, Result};
 
 /// Elements per block come in multiples of this.
 const MULT: usize = 8;
@@ -158,6 +158,75 @@ pub fn decode_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize> {
     Ok(total)
 }
 
+/// Encodes one chunk as the bitshuffle filter with client data `cd` stores it: element size `cd[2]` (else
+/// `elem`), block size `cd[3]` in elements (0: the default), compression `cd[4]` (none, LZ4, or zstd at level
+/// `cd[5]`, 3 when absent). Each compressed block is stored compressed, as bitshuffle stores it.
+pub fn encode(cd: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
+    let elem = cd.get(2).map_or(elem, |&e| e as usize);
+    if elem == 0 || elem > 1 << 16 {
+        return invalid(format!("bitshuffle element size {elem}"));
+    }
+    if !data.len().is_multiple_of(elem) {
+        return invalid("bitshuffle chunk is not a whole number of elements");
+    }
+    let codec = match cd.get(4).copied().unwrap_or(0) {
+        0 => Codec::None,
+        2 => Codec::Lz4,
+        3 => Codec::Zstd,
+        c => return unsupported(format!("writing bitshuffle compression {c}")),
+    };
+    let level = cd.get(5).map_or(3, |&l| l.clamp(1, 22) as i32);
+    let mut block = cd.get(3).copied().unwrap_or(0) as usize;
+    if block == 0 {
+        block = default_block(elem);
+    }
+    if !block.is_multiple_of(MULT) {
+        return invalid(format!(
+            "bitshuffle block of {block} elements (not a multiple of 8)"
+        ));
+    }
+    let mut out = Vec::with_capacity(data.len() + 16);
+    if !matches!(codec, Codec::None) {
+        out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+        let block_bytes = u32::try_from(block * elem)
+            .map_err(|_| crate::error::FormatError::Invalid("bitshuffle block too large".into()))?;
+        out.extend_from_slice(&block_bytes.to_be_bytes());
+    }
+    let n = data.len() / elem;
+    let mut planes = vec![0u8; block.min(n) * elem];
+    let mut done = 0;
+    while n - done >= MULT {
+        let count = if n - done >= block {
+            block
+        } else {
+            (n - done) - (n - done) % MULT
+        };
+        let bytes = count * elem;
+        let p = &mut planes[..bytes];
+        crate::transpose::shuffle_bits_into(
+            &data[done * elem..done * elem + bytes],
+            count,
+            elem,
+            p,
+        );
+        let packed = match codec {
+            Codec::None => {
+                out.extend_from_slice(p);
+                done += count;
+                continue;
+            }
+            Codec::Lz4 => lz4_flex::block::compress(p),
+            Codec::Zstd => crate::plugin_codecs::zstd(p, level)?,
+        };
+        out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+        out.extend_from_slice(&packed);
+        done += count;
+    }
+    // The last elements (fewer than 8) follow as they are.
+    out.extend_from_slice(&data[done * elem..]);
+    Ok(out)
+}
+
 /// The block size bitshuffle picks when none is given: about 8 KiB of elements, a multiple of 8.
 fn default_block(elem: usize) -> usize {
     ((8192 / elem) / MULT * MULT).max(128)
@@ -209,6 +278,36 @@ mod tests {
         let cd = [0, 3, 2, 16, 0];
         assert_eq!(decode(&cd, &stored, 86).unwrap(), data);
         assert!(decode(&cd, &stored[..85], 86).is_err(), "half an element");
+    }
+
+    #[test]
+    fn encoded_chunks_decode_to_their_bytes() {
+        let mut rng = crate::test_rng::TestRng::new(0x7777_0000_1111_2222);
+        for elem in [1u32, 2, 4, 8, 12] {
+            for len in [0usize, 5, 8, 100, 1000, 4099] {
+                let data: Vec<u8> = (0..len * elem as usize)
+                    .map(|i| (i / 7) as u8 ^ (rng.next() as u8 & 3))
+                    .collect();
+                for (block, comp) in [(0, 0), (0, 2), (16, 2), (0, 3), (64, 0), (8, 3)] {
+                    let cd = [0, 4, elem, block, comp, 5];
+                    let enc = encode(&cd, &data, elem as usize).unwrap();
+                    assert_eq!(
+                        decode(&cd, &enc, data.len()).unwrap(),
+                        data,
+                        "elem {elem}, {len} elements, block {block}, compression {comp}"
+                    );
+                }
+            }
+        }
+        assert!(encode(&[0, 4, 4, 12, 2], &[0; 64], 4).is_err(), "block");
+        assert!(
+            encode(&[0, 4, 4, 0, 2], &[0; 63], 4).is_err(),
+            "partial element"
+        );
+        assert!(
+            encode(&[0, 4, 4, 0, 9], &[0; 64], 4).is_err(),
+            "compression"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub const BZIP2: u16 = 307;
 pub const BLOSC: u16 = 32001;
 /// The LZ4 plugin filter (registered id 32004), read only.
 pub const LZ4: u16 = 32004;
-/// The bitshuffle plugin filter (registered id 32008), read only.
+/// The bitshuffle plugin filter (registered id 32008).
 pub const BITSHUFFLE: u16 = 32008;
 /// The zstd plugin filter (registered id 32015), read only.
 pub const ZSTD: u16 = 32015;
@@ -333,6 +333,7 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             LZ4 => crate::plugin_codecs::lz4(&buf, f.params.first().map_or(0, |&b| b as usize)),
             BZIP2 => crate::bzip2_filter::encode(&buf, f.params.first().copied().unwrap_or(9))?,
             BLOSC => crate::blosc::encode(&f.params, &buf, elem)?,
+            BITSHUFFLE => crate::bitshuffle::encode(&f.params, &buf, elem)?,
             id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
         };
     }

@@ -901,6 +901,9 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("zstd", data=data, **grow, **hdf5plugin.Zstd(clevel=7))
     f.create_dataset("bzip2", data=data, **grow, **hdf5plugin.BZip2(blocksize=5))
     f.create_dataset("lzf", data=data, compression="lzf", shuffle=True, **grow)
+    for cname in ["none", "lz4", "zstd"]:
+        f.create_dataset("bitshuffle_" + cname, data=data, **grow, **hdf5plugin.Bitshuffle(cname=cname))
+    f.create_dataset("bitshuffle_lz4_block64", data=data, **grow, **hdf5plugin.Bitshuffle(nelems=64, cname="lz4"))
     # Noise liblzf cannot shrink: h5py's chunks skip the filter, and ours must too.
     noise = np.random.default_rng(5).integers(0, 2**31, size=(64, 4)).astype("<u4")
     f.create_dataset("lzf_noise", data=noise, compression="lzf", maxshape=(None, 4), chunks=(16, 4))

@@ -132,6 +132,28 @@ fn unshuffle_bits_scalar(planes: &[u8], out: &mut [u8], count: usize, elem: usiz
     }
 }
 
+/// The bitshuffle transform, inverse of [`unshuffle_bits`]: the bit planes of `count` elements of `elem` bytes
+/// (`count` a multiple of 8) into `out`, one 8x8 bit matrix at a time. `data` and `out` hold `count * elem` bytes.
+pub(crate) fn shuffle_bits_into(data: &[u8], count: usize, elem: usize, out: &mut [u8]) {
+    assert!(
+        count.is_multiple_of(8) && data.len() == count * elem && out.len() == count * elem,
+        "bit shuffle of {count} elements of {elem} bytes"
+    );
+    let row = count / 8;
+    for j in 0..elem {
+        let base = j * 8 * row;
+        for q in 0..row {
+            let mut x = 0u64;
+            for t in 0..8 {
+                x |= (data[(q * 8 + t) * elem + j] as u64) << (8 * t);
+            }
+            for (k, b) in transpose8(x).to_le_bytes().iter().enumerate() {
+                out[base + k * row + q] = *b;
+            }
+        }
+    }
+}
+
 /// Byte `q` of the eight planes of `row` bytes from `base`, plane `k` in byte `k`.
 fn plane_word(planes: &[u8], base: usize, row: usize, q: usize) -> u64 {
     let mut x = 0u64;
@@ -176,6 +198,22 @@ mod tests {
 
     fn random_bytes(rng: &mut TestRng, len: usize) -> Vec<u8> {
         (0..len).map(|_| rng.next() as u8).collect()
+    }
+
+    #[test]
+    fn bit_shuffle_matches_the_reference_and_unshuffles_back() {
+        let mut rng = TestRng::new(0x0bad_cafe_1234_5678);
+        for elem in [1usize, 2, 3, 4, 8, 16] {
+            for count in [8usize, 16, 64, 1024] {
+                let data = random_bytes(&mut rng, count * elem);
+                let mut planes = vec![0u8; data.len()];
+                shuffle_bits_into(&data, count, elem, &mut planes);
+                assert_eq!(planes, shuffle_bits(&data, count, elem), "{elem} x {count}");
+                let mut back = vec![0u8; data.len()];
+                unshuffle_bits(&planes, &mut back, count, elem);
+                assert_eq!(back, data, "{elem} x {count}");
+            }
+        }
     }
 
     #[test]

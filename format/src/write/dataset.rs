@@ -51,6 +51,11 @@ pub enum Codec {
         level: u32,
         shuffle: bool,
     },
+    /// Bitshuffle (filter 32008; hdf5plugin, Dectris detectors): bit planes of blocks of elements, each block
+    /// LZ4-compressed.
+    BitshuffleLz4,
+    /// Bitshuffle with each block zstd-compressed at a level of 1–22.
+    BitshuffleZstd(i32),
 }
 
 /// The codec of Blosc's streams.
@@ -97,6 +102,12 @@ impl Codec {
                     ],
                 )
             }
+            // Bitshuffle 0.4's parameters: version, element size, block (0: its default), compression, level.
+            Codec::BitshuffleLz4 => (filters::BITSHUFFLE, vec![0, 4, elem as u32, 0, 2]),
+            Codec::BitshuffleZstd(level) => (
+                filters::BITSHUFFLE,
+                vec![0, 4, elem as u32, 0, 3, level.clamp(1, 22) as u32],
+            ),
         };
         // Optional, as h5py marks the plugin filters it sets.
         Filter {
