@@ -6,11 +6,11 @@
 //! The store owns its top-level groups ([`OWNED_GROUPS`]): anything inside them that the new snapshot does not
 //! write is the store's own leftover (a dropped graph, a deleted extension) and is not carried. Elsewhere, and
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
-//! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2;
-//! other filters become deflate), attributes, soft and external links, and object references remapped to the
-//! objects' paths. A second hard link to an object already carried becomes a soft link to its first path. What
-//! cannot be carried (committed datatypes, region references, data the reader or writer refuses) is listed in
-//! [`Carried::left`], and the caller keeps a copy of the old file for it.
+//! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
+//! Blosc, bitshuffle; other filters become deflate), attributes, soft and external links, and object
+//! references remapped to the objects' paths. A second hard link to an object already carried becomes a soft
+//! link to its first path. What cannot be carried (committed datatypes, region references, data the reader or
+//! writer refuses) is listed in [`Carried::left`], and the caller keeps a copy of the old file for it.
 //!
 //! References *into* the store's groups do not stay valid: checkpoints rewrite the store's objects
 //! (copy-on-write), so a reference to one of them points at its old header after the next checkpoint.
@@ -40,6 +40,7 @@ const BZIP2: u16 = 307;
 const LZF: u16 = 32000;
 const BLOSC: u16 = 32001;
 const LZ4: u16 = 32004;
+const BITSHUFFLE: u16 = 32008;
 const ZSTD: u16 = 32015;
 
 /// What rewrites carried over from the old file, and what they could not.
@@ -326,6 +327,14 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
             LZ4 => o.codec = Some(Codec::Lz4),
             ZSTD => o.codec = Some(Codec::Zstd(level.map_or(3, |l| l.clamp(1, 22) as i32))),
             BZIP2 => o.codec = Some(Codec::Bzip2(level.unwrap_or(9).clamp(1, 9))),
+            BITSHUFFLE => {
+                o.codec = Some(match f.params.get(4) {
+                    Some(3) => {
+                        Codec::BitshuffleZstd(f.params.get(5).map_or(3, |&l| l.clamp(1, 22) as i32))
+                    }
+                    _ => Codec::BitshuffleLz4,
+                })
+            }
             BLOSC => {
                 let p = &f.params;
                 let codec = match p.get(6) {
