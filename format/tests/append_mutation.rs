@@ -1,6 +1,6 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF and hdf5plugin's Blosc, LZ4,
-//! zstd and bzip2). On every variant `FileAppender` either refuses
+//! zstd, bzip2 and bitshuffle). On every variant `FileAppender` either refuses
 //! with an error or opens, appends rows, overwrites rows, sets and deletes attributes, creates groups and
 //! unlinks objects, and commits — without panicking, within a second — and whatever it committed opens
 //! and walks again without panicking.
@@ -57,6 +57,7 @@ with h5py.File(sys.argv[1], "w") as f:
         f.create_dataset("p/lz4", data=data, **grow, **hdf5plugin.LZ4())
         f.create_dataset("p/zstd", data=data, **grow, **hdf5plugin.Zstd())
         f.create_dataset("p/bzip2", data=data, **grow, **hdf5plugin.BZip2())
+        f.create_dataset("p/bitshuffle", data=data, **grow, **hdf5plugin.Bitshuffle(cname="lz4"))
     except ImportError:
         pass
 "#,
