@@ -8,9 +8,11 @@
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
 //! Blosc, bitshuffle; other filters become deflate), attributes, soft and external links, and object
-//! references remapped to the objects' paths. A second hard link to an object already carried becomes a soft
-//! link to its first path. What cannot be carried (committed datatypes, region references, data the reader or
-//! writer refuses) is listed in [`Carried::left`], and the caller keeps a copy of the old file for it.
+//! references remapped to the objects' paths. A second hard link to an object already carried, or a hard link
+//! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
+//! ends there); groups nested deeper than 64 levels are left. What cannot be carried (committed datatypes,
+//! region references, data the reader or writer refuses) is listed in [`Carried::left`], and the caller keeps a
+//! copy of the old file for it.
 //!
 //! References *into* the store's groups do not stay valid: checkpoints rewrite the store's objects
 //! (copy-on-write), so a reference to one of them points at its old header after the next checkpoint.
@@ -31,6 +33,9 @@ pub const OWNED_GROUPS: [&str; 6] = [
     "integrity",
     "records",
 ];
+
+/// Groups nested deeper than this are left in the kept copy (the walk recurses once per level).
+const MAX_DEPTH: usize = 64;
 
 /// Filter ids of HDF5's registry that the carried copy keeps.
 const DEFLATE: u16 = 1;
@@ -77,8 +82,9 @@ pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
         carried: HashMap::new(),
         refs: Vec::new(),
     };
+    c.seed("/");
     c.attrs("/");
-    c.children("/", false);
+    c.children("/", false, 0);
     c.write_refs();
     c.out
 }
@@ -122,7 +128,7 @@ struct Copier<'a> {
     old: &'a H5File,
     w: &'a mut FileWriter,
     out: Carried,
-    /// Address of each object carried → its path.
+    /// Address (in the old file) of each object the new file has, the store's own or carried → its path there.
     carried: HashMap<u64, String>,
     /// Datasets of object references, written once every object has its new path: (path, addresses).
     refs: Vec<(String, Vec<u64>)>,
@@ -158,8 +164,34 @@ impl Copier<'_> {
         }
     }
 
-    /// Walk the links of the old group at `group`; `owned` when it lies inside one of the store's groups.
-    fn children(&mut self, group: &str, owned: bool) {
+    /// Record the old addresses of the objects the snapshot writes, from `group` down, so that another
+    /// program's hard link to one of them (or to the root) becomes a soft link to its path rather than a copy.
+    fn seed(&mut self, group: &str) {
+        if let Ok(addr) = self.old.resolve(group) {
+            self.carried
+                .entry(addr)
+                .or_insert_with(|| group.to_string());
+        }
+        let Ok(entries) = self.old.list(group) else {
+            return;
+        };
+        for e in entries {
+            let p = join(group, &e.name);
+            if !matches!(e.kind, EntryKind::Group | EntryKind::Dataset) || !self.w.contains(&p) {
+                continue;
+            }
+            if let Ok(addr) = self.old.resolve(&p) {
+                self.carried.entry(addr).or_insert_with(|| p.clone());
+            }
+            if e.kind == EntryKind::Group {
+                self.seed(&p);
+            }
+        }
+    }
+
+    /// Walk the links of the old group at `group`, `depth` groups below the root; `owned` when it lies inside
+    /// one of the store's groups.
+    fn children(&mut self, group: &str, owned: bool, depth: usize) {
         let entries = match self.old.list(group) {
             Ok(e) => e,
             Err(e) => return self.leave(format!("the members of {group}"), e),
@@ -173,7 +205,7 @@ impl Copier<'_> {
                     self.attrs(&p);
                 }
                 if e.kind == EntryKind::Group {
-                    self.children(&p, owned);
+                    self.children(&p, owned, depth + 1);
                 }
                 continue;
             }
@@ -191,11 +223,15 @@ impl Copier<'_> {
                         }
                     };
                     if let Some(first) = self.carried.get(&addr).cloned() {
-                        // A second hard link to an object already carried.
+                        // A second hard link to an object already carried, or one to the store's own.
                         self.link(&p, |w| w.soft_link(&p, &first));
                         continue;
                     }
                     if e.kind == EntryKind::Group {
+                        if depth >= MAX_DEPTH {
+                            self.leave(p, format!("nested deeper than {MAX_DEPTH} groups"));
+                            continue;
+                        }
                         if let Err(err) = self.w.create_group(&p) {
                             self.leave(p, err);
                             continue;
@@ -203,7 +239,7 @@ impl Copier<'_> {
                         self.carried.insert(addr, p.clone());
                         self.out.objects += 1;
                         self.attrs(&p);
-                        self.children(&p, false);
+                        self.children(&p, false, depth + 1);
                     } else if self.dataset(&p) {
                         self.carried.insert(addr, p.clone());
                     }
@@ -505,6 +541,21 @@ mod tests {
                 f.resolve("/records/id").unwrap()
             ]
         );
+    }
+
+    #[test]
+    fn groups_nested_too_deep_are_left() {
+        let mut w = FileWriter::new();
+        let deep: String = (0..70).map(|i| format!("/n{i}")).collect();
+        w.create_group(&deep).unwrap();
+        let old = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
+        let mut w = FileWriter::new();
+        let c = carry(&old, &mut w);
+        assert_eq!(c.objects, MAX_DEPTH, "{c:?}");
+        assert_eq!(c.left.len(), 1, "{c:?}");
+        assert!(c.left[0].contains("nested deeper than 64"), "{c:?}");
+        let kept: String = (0..MAX_DEPTH).map(|i| format!("/n{i}")).collect();
+        assert!(w.contains(&kept) && !w.contains(&format!("{kept}/n{MAX_DEPTH}")));
     }
 
     #[test]

@@ -81,6 +81,12 @@ fn annotations_survive_incremental_and_full_checkpoints() {
         "after an incremental checkpoint"
     );
 
+    // Hard links to the root (a cycle) and to one of the store's groups, made just before the rewrite (an
+    // incremental checkpoint would move the store's objects and leave such links at their old versions).
+    python(
+        "import h5py, sys\nwith h5py.File(sys.argv[1], 'a') as f:\n    f['user/up'] = f['/']\n    f['user/rec'] = f['records']",
+        &p,
+    );
     // Signing from now on makes the next checkpoint rewrite the file whole.
     let opts = StoreOptions {
         signing_key: Some(ed25519_dalek::SigningKey::from_bytes(&[7u8; 32])),
@@ -93,8 +99,9 @@ fn annotations_survive_incremental_and_full_checkpoints() {
     s.checkpoint().unwrap();
     let st = s.stats();
     assert_eq!(st.full_checkpoints, 1, "{st:?}");
-    // user, user/notes, x, names, pairs, latest, lzf, scaled, alias (a soft link now), refs.
-    assert_eq!(st.foreign.objects, 10, "{st:?}");
+    // user, user/notes, x, names, pairs, latest, lzf, scaled, refs, and as soft links now: alias, up (the
+    // root: a link cycle) and rec (the store's /records).
+    assert_eq!(st.foreign.objects, 12, "{st:?}");
     // owner, extra0-11, purpose, comment, note, about.
     assert_eq!(st.foreign.attrs, 17, "{st:?}");
     assert!(
@@ -103,6 +110,13 @@ fn annotations_survive_incremental_and_full_checkpoints() {
     );
     s.close().unwrap();
     assert_eq!(python(CHECK, &p), EXPECTED, "after a full rewrite");
+    assert_eq!(
+        python(
+            "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); print(f.get('user/up', getlink=True).path, f.get('user/rec', getlink=True).path, f['user/up/user/notes/x'][-1], f['user/alias'][-1], len(f['user/rec/text']))",
+            &p
+        ),
+        "/ /records 9 9 3100"
+    );
 
     // Unsigned again: the next rewrite drops the store's own /integrity group and does not carry it back.
     let mut s = Store::open(&p).unwrap();
