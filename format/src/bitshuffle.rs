@@ -108,14 +108,8 @@ pub fn decode_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize> {
     }
     let out = &mut out[..total];
     let n = total / elem;
-    let mut done = 0;
     let mut planes = Vec::new();
-    while n - done >= MULT {
-        let count = if n - done >= block {
-            block
-        } else {
-            (n - done) - (n - done) % MULT
-        };
+    for (done, count) in blocks(n, block) {
         let bytes = count * elem;
         let stored = match codec {
             Codec::None => {
@@ -147,9 +141,9 @@ pub fn decode_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize> {
             count,
             elem,
         );
-        done += count;
     }
     // The last elements (fewer than 8) follow as they are.
+    let done = n - n % MULT;
     let rest = (n - done) * elem;
     let Some(tail) = data.get(pos..pos + rest) else {
         return corrupt("bitshuffle chunk cut short");
@@ -194,13 +188,7 @@ pub fn encode(cd: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     }
     let n = data.len() / elem;
     let mut planes = vec![0u8; block.min(n) * elem];
-    let mut done = 0;
-    while n - done >= MULT {
-        let count = if n - done >= block {
-            block
-        } else {
-            (n - done) - (n - done) % MULT
-        };
+    for (done, count) in blocks(n, block) {
         let bytes = count * elem;
         let p = &mut planes[..bytes];
         crate::transpose::shuffle_bits_into(
@@ -212,7 +200,6 @@ pub fn encode(cd: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
         let packed = match codec {
             Codec::None => {
                 out.extend_from_slice(p);
-                done += count;
                 continue;
             }
             Codec::Lz4 => lz4_flex::block::compress(p),
@@ -220,11 +207,19 @@ pub fn encode(cd: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
         };
         out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
         out.extend_from_slice(&packed);
-        done += count;
     }
     // The last elements (fewer than 8) follow as they are.
-    out.extend_from_slice(&data[done * elem..]);
+    out.extend_from_slice(&data[(n - n % MULT) * elem..]);
     Ok(out)
+}
+
+/// The blocks of `n` elements in blocks of `block` (a multiple of 8): `(first element, count)` each, the last
+/// one shorter and a multiple of 8; the elements after the last block (fewer than 8) are stored as they are.
+fn blocks(n: usize, block: usize) -> impl Iterator<Item = (usize, usize)> {
+    let whole = n - n % MULT;
+    (0..whole)
+        .step_by(block.max(MULT))
+        .map(move |start| (start, block.min(whole - start)))
 }
 
 /// The block size bitshuffle picks when none is given: about 8 KiB of elements, a multiple of 8.
