@@ -89,33 +89,6 @@ pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
     c.out
 }
 
-/// Address → path of every object reachable in `old` by hard links (the first path met).
-fn object_paths(old: &H5File) -> HashMap<u64, String> {
-    let mut map = HashMap::new();
-    if let Ok(root) = old.resolve("/") {
-        map.insert(root, "/".to_string());
-    }
-    let mut stack = vec!["/".to_string()];
-    while let Some(g) = stack.pop() {
-        let Ok(entries) = old.list(&g) else { continue };
-        for e in entries {
-            if !matches!(e.kind, EntryKind::Group | EntryKind::Dataset) {
-                continue;
-            }
-            let p = join(&g, &e.name);
-            let Ok(addr) = old.resolve(&p) else { continue };
-            if map.contains_key(&addr) {
-                continue;
-            }
-            map.insert(addr, p.clone());
-            if e.kind == EntryKind::Group {
-                stack.push(p);
-            }
-        }
-    }
-    map
-}
-
 fn join(group: &str, name: &str) -> String {
     if group == "/" {
         format!("/{name}")
@@ -311,20 +284,10 @@ impl Copier<'_> {
     /// Write the carried datasets of object references, each reference pointing at its object's path in the new
     /// file (an object the new file lacks leaves the dataset behind).
     fn write_refs(&mut self) {
-        if self.refs.is_empty() {
-            return;
-        }
-        let paths = object_paths(self.old);
         for (path, addrs) in std::mem::take(&mut self.refs) {
             let targets: Option<Vec<&str>> = addrs
                 .iter()
-                .map(|a| {
-                    self.carried
-                        .get(a)
-                        .or_else(|| paths.get(a))
-                        .map(String::as_str)
-                        .filter(|t| self.w.contains(t))
-                })
+                .map(|a| self.carried.get(a).map(String::as_str))
                 .collect();
             let Some(targets) = targets else {
                 self.leave(
