@@ -506,6 +506,70 @@ mod tests {
         );
     }
 
+    /// Carrying out of damaged files: errors become lines of `left`, never a panic, and what is carried writes.
+    #[test]
+    fn damaged_files_are_carried_without_panics() {
+        let mut w = FileWriter::new();
+        w.write_dataset(
+            "/records/id",
+            vector(Data::U64(vec![1, 2])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.set_attr("/", "owner", Array::scalar(Data::VarStr(vec!["bo".into()])))
+            .unwrap();
+        w.create_group("/mine").unwrap();
+        for i in 0..12 {
+            w.set_attr("/mine", &format!("a{i}"), Array::scalar(Data::I32(vec![i])))
+                .unwrap();
+        }
+        w.write_dataset(
+            "/mine/values",
+            vector(Data::F64((0..300).map(f64::from).collect())),
+            DatasetOptions {
+                chunk: Some(vec![50]),
+                deflate: Some(4),
+                ..DatasetOptions::default()
+            },
+        )
+        .unwrap();
+        w.write_dataset(
+            "/mine/words",
+            vector(Data::VarStr((0..20).map(|i| format!("w{i}")).collect())),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.soft_link("/mine/latest", "/mine/values").unwrap();
+        w.write_object_refs("/mine/refs", &["/mine/words", "/records/id"])
+            .unwrap();
+        let good = w.to_bytes().unwrap();
+        let mut rng = clawhdf5_ann::rng::SplitMix64::new(0xC0FFEE);
+        let (mut opened, mut written) = (0, 0);
+        for _ in 0..3_000 {
+            let mut bytes = good.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(bytes.len() as u64) as usize;
+                bytes[at] = rng.next_u64() as u8;
+            }
+            if rng.below(8) == 0 {
+                bytes.truncate(rng.below(bytes.len() as u64) as usize);
+            }
+            let Ok(old) = H5File::from_bytes(bytes) else {
+                continue;
+            };
+            opened += 1;
+            let mut w = snapshot();
+            let _ = carry(&old, &mut w);
+            if w.to_bytes().is_ok() {
+                written += 1;
+            }
+        }
+        assert!(
+            opened > 1_000 && written > 500,
+            "{opened} opened, {written} written"
+        );
+    }
+
     #[test]
     fn groups_nested_too_deep_are_left() {
         let mut w = FileWriter::new();
