@@ -334,6 +334,7 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             BZIP2 => crate::bzip2_filter::encode(&buf, f.params.first().copied().unwrap_or(9))?,
             BLOSC => crate::blosc::encode(&f.params, &buf, elem)?,
             BITSHUFFLE => crate::bitshuffle::encode(&f.params, &buf, elem)?,
+            SCALEOFFSET => crate::scaleoffset::encode(&f.params, &buf)?,
             id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
         };
     }

@@ -1,4 +1,4 @@
-//! Decoding HDF5's scale-offset filter (id 6), which libhdf5 always carries and h5py applies with
+//! Decoding and encoding HDF5's scale-offset filter (id 6), which libhdf5 always carries and h5py applies with
 //! `scaleoffset=`: integers packed losslessly as offsets from the chunk's minimum in the fewest bits that hold
 //! them, or floats scaled by 10^D, rounded and packed the same way (lossy "D-scale").
 //!
@@ -14,7 +14,7 @@
 //! 1 float), 4 element size, 5 sign (1 signed), 6 byte order of the dataset (0 little, 1 big), 7 whether a
 //! fill value is defined, 8.. the fill value's bytes, four per value, least significant first.
 
-use crate::error::{corrupt, unsupported, Result};
+use crate::error::{corrupt, invalid, unsupported, Result};
 
 /// Bytes before the packed offsets.
 const HEADER: usize = 21;
@@ -118,6 +118,153 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         for e in out.chunks_exact_mut(size) {
             e.reverse();
         }
+    }
+    Ok(out)
+}
+
+/// Encodes one chunk (`cd[2]` elements in the dataset's byte order) as libhdf5's scale-offset filter stores it:
+/// integers losslessly as offsets from the chunk's minimum in the fewest bits (or as they are when the dataset
+/// asks to keep every bit); floats D-scaled, `round((x - min) * 10^D)` in the element's precision, as lossy as
+/// the dataset asked. Fill values (when defined) take the all-ones offset.
+pub fn encode(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
+    if cd.len() < 8 {
+        return invalid(format!(
+            "scale-offset filter with {} parameters (needs at least 8)",
+            cd.len()
+        ));
+    }
+    let (scale_type, factor) = (cd[0], cd[1] as i32);
+    let n = cd[2] as usize;
+    let (float, size, signed, big_endian) = (cd[3] == 1, cd[4] as usize, cd[5] == 1, cd[6] == 1);
+    if !matches!(size, 1 | 2 | 4 | 8) || (float && !matches!(size, 4 | 8)) {
+        return unsupported(format!(
+            "scale-offset filter on {size}-byte {}",
+            if float { "floats" } else { "integers" }
+        ));
+    }
+    if n.checked_mul(size) != Some(data.len()) {
+        return invalid(format!(
+            "scale-offset chunk of {} bytes, not {n} elements of {size}",
+            data.len()
+        ));
+    }
+    let width = size * 8;
+    match (float, scale_type) {
+        (false, 2) if factor == width as i32 => return Ok(data.to_vec()),
+        (false, 2) | (true, 0) => {}
+        _ => return unsupported(format!("writing scale-offset scale type {scale_type}")),
+    }
+    // Each element's bits, little-endian, in the low `width` bits.
+    let raw: Vec<u64> = data
+        .chunks_exact(size)
+        .map(|e| {
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(e);
+            if big_endian {
+                b[..size].reverse();
+            }
+            u64::from_le_bytes(b)
+        })
+        .collect();
+    let fill = if cd[7] == 1 {
+        Some(fill_value(cd, size)?)
+    } else {
+        None
+    };
+    let kept = || raw.iter().copied().filter(|&v| Some(v) != fill);
+    // `None` offsets are fill values.
+    let (minval, offsets): (u64, Vec<Option<u64>>) = if float {
+        let scale = |v: u64, min: u64| -> Result<u64> {
+            let off = if size == 4 {
+                let d = (f32::from_bits(v as u32) - f32::from_bits(min as u32))
+                    * 10f32.powf(factor as f32);
+                d.round_ties_even() as f64
+            } else {
+                ((f64::from_bits(v) - f64::from_bits(min)) * 10f64.powf(factor as f64))
+                    .round_ties_even()
+            };
+            if !off.is_finite() || !(0.0..9.0e18).contains(&off) {
+                return unsupported(
+                    "scale-offset D-scale of a chunk whose values span too wide or are not finite",
+                );
+            }
+            Ok(off as u64)
+        };
+        let as_f64 = |v: u64| {
+            if size == 4 {
+                f64::from(f32::from_bits(v as u32))
+            } else {
+                f64::from_bits(v)
+            }
+        };
+        let min = kept()
+            .min_by(|a, b| as_f64(*a).total_cmp(&as_f64(*b)))
+            .unwrap_or(0);
+        let offsets = raw
+            .iter()
+            .map(|&v| {
+                if Some(v) == fill {
+                    Ok(None)
+                } else {
+                    scale(v, min).map(Some)
+                }
+            })
+            .collect::<Result<_>>()?;
+        (min, offsets)
+    } else {
+        let value = |v: u64| -> i128 {
+            if signed {
+                i128::from(((v << (64 - width)) as i64) >> (64 - width))
+            } else {
+                i128::from(v)
+            }
+        };
+        let min = kept().map(value).min().unwrap_or(0);
+        let offsets = raw
+            .iter()
+            .map(|&v| (Some(v) != fill).then(|| (value(v) - min) as u64))
+            .collect();
+        (min as i64 as u64, offsets)
+    };
+    let max = offsets.iter().flatten().copied().max().unwrap_or(0);
+    let bits_of = |x: u64| (64 - x.leading_zeros()) as usize;
+    let minbits = if fill.is_some() {
+        bits_of(max.saturating_add(1)).max(1)
+    } else {
+        bits_of(max)
+    };
+    let mut out = Vec::with_capacity(HEADER + (n * minbits.min(width)).div_ceil(8));
+    out.extend_from_slice(&(minbits.min(width) as u32).to_le_bytes());
+    out.push(8);
+    out.extend_from_slice(&minval.to_le_bytes());
+    out.resize(HEADER, 0);
+    if minbits >= width {
+        if float {
+            return unsupported("scale-offset D-scale of a chunk whose values span too wide");
+        }
+        // Every bit kept: the elements follow as they are, little-endian.
+        for v in &raw {
+            out.extend_from_slice(&v.to_le_bytes()[..size]);
+        }
+        return Ok(out);
+    }
+    let all_ones = if minbits == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - minbits)
+    };
+    let (mut acc, mut held) = (0u128, 0usize);
+    for off in offsets {
+        acc = (acc << minbits) | u128::from(off.unwrap_or(all_ones));
+        held += minbits;
+        while held >= 8 {
+            out.push((acc >> (held - 8)) as u8);
+            held -= 8;
+        }
+        acc &= (1u128 << held) - 1;
+    }
+    if held > 0 {
+        out.push((acc << (8 - held)) as u8);
     }
     Ok(out)
 }
@@ -251,6 +398,102 @@ mod tests {
             0,
             0,
         ]
+    }
+
+    fn le_bytes(values: &[i64], size: usize, big: bool) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|v| {
+                let mut b = v.to_le_bytes()[..size].to_vec();
+                if big {
+                    b.reverse();
+                }
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn encoded_integer_chunks_decode_to_their_bytes() {
+        let cases: Vec<Vec<i64>> = vec![
+            vec![100, 105, 103, 107],
+            vec![-3, -2, -1, 0, 7, -100],
+            vec![5; 9],
+            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            vec![i32::MIN as i64, i32::MAX as i64, 0],
+            vec![1, 255, 17],
+        ];
+        for values in &cases {
+            for (size, signed) in [(1, false), (2, true), (4, true), (8, true), (4, false)] {
+                let fits = values.iter().all(|&v| {
+                    let bits = size * 8;
+                    if signed {
+                        bits == 64 || (v >= -(1i64 << (bits - 1)) && v < (1i64 << (bits - 1)))
+                    } else {
+                        v >= 0 && (bits == 64 || v < (1i64 << bits))
+                    }
+                });
+                if !fits {
+                    continue;
+                }
+                for big in [false, true] {
+                    for fill in [None, Some(values[0])] {
+                        let mut p = cd(2, 0, values.len() as u32, false, size as u32, signed);
+                        p[6] = big as u32;
+                        if let Some(f) = fill {
+                            p[7] = 1;
+                            let bits = (f as u64) & (u64::MAX >> (64 - 8 * size));
+                            p[8] = bits as u32;
+                            p[9] = (bits >> 32) as u32;
+                        }
+                        let data = le_bytes(values, size, big);
+                        let enc = encode(&p, &data).unwrap();
+                        assert_eq!(
+                            decode(&p, &enc, data.len()).unwrap(),
+                            data,
+                            "{values:?} size {size} signed {signed} big {big} fill {fill:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Keeping every bit stores the chunk as it is; a chunk of the wrong size is refused.
+        let p = cd(2, 32, 2, false, 4, false);
+        assert_eq!(
+            encode(&p, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap(),
+            [1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        assert!(encode(&cd(2, 0, 3, false, 4, false), &[0; 8]).is_err());
+    }
+
+    #[test]
+    fn encoded_float_chunks_keep_d_decimal_digits() {
+        let values = [1.5f64, 2.25, -3.125, 10.0, 0.001];
+        for d in [0u32, 2, 3] {
+            let tol = 0.5 / 10f64.powi(d as i32) + 1e-6;
+            let p = cd(0, d, 5, true, 8, false);
+            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let out = decode(&p, &encode(&p, &data).unwrap(), 40).unwrap();
+            for (c, want) in out.chunks(8).zip(values) {
+                let got = f64::from_le_bytes(c.try_into().unwrap());
+                assert!((got - want).abs() <= tol, "D {d}: {got} vs {want}");
+            }
+            let p = cd(0, d, 5, true, 4, false);
+            let data: Vec<u8> = values
+                .iter()
+                .flat_map(|v| (*v as f32).to_le_bytes())
+                .collect();
+            let out = decode(&p, &encode(&p, &data).unwrap(), 20).unwrap();
+            for (c, want) in out.chunks(4).zip(values) {
+                let got = f32::from_le_bytes(c.try_into().unwrap()) as f64;
+                assert!(
+                    (got - want).abs() <= tol + 1e-5,
+                    "f32 D {d}: {got} vs {want}"
+                );
+            }
+        }
+        let p = cd(0, 2, 1, true, 8, false);
+        assert!(encode(&p, &f64::NAN.to_le_bytes()).is_err());
     }
 
     #[test]

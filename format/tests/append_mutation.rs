@@ -1,6 +1,6 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF and hdf5plugin's Blosc, LZ4,
-//! zstd, bzip2 and bitshuffle). On every variant `FileAppender` either refuses
+//! zstd, bzip2 and bitshuffle, and libhdf5's scale-offset). On every variant `FileAppender` either refuses
 //! with an error or opens, appends rows, overwrites rows, sets and deletes attributes, creates groups and
 //! unlinks objects, and commits — without panicking, within a second — and whatever it committed opens
 //! and walks again without panicking.
@@ -51,6 +51,7 @@ with h5py.File(sys.argv[1], "w") as f:
     data = np.arange(64, dtype="<i4").reshape(16, 4)
     grow = dict(maxshape=(None, 4), chunks=(4, 4))
     f.create_dataset("p/lzf", data=data, compression="lzf", **grow)
+    f.create_dataset("p/scaleoffset", data=data, scaleoffset=0, **grow)
     try:
         import hdf5plugin
         f.create_dataset("p/blosc", data=data, **grow, **hdf5plugin.Blosc(cname="zstd", clevel=3))
