@@ -389,6 +389,10 @@ mod tests {
 
     /// A file as the store wrote it, plus what another program added.
     fn annotated() -> H5File {
+        H5File::from_bytes(annotated_bytes()).unwrap()
+    }
+
+    fn annotated_bytes() -> Vec<u8> {
         let mut w = FileWriter::new();
         w.write_dataset(
             "/records/id",
@@ -437,7 +441,7 @@ mod tests {
             .unwrap();
         w.write_object_refs("/mine/stale", &["/index/hnsw"])
             .unwrap();
-        H5File::from_bytes(w.to_bytes().unwrap()).unwrap()
+        w.to_bytes().unwrap()
     }
 
     /// The next snapshot: the store's objects only.
@@ -509,40 +513,7 @@ mod tests {
     /// Carrying out of damaged files: errors become lines of `left`, never a panic, and what is carried writes.
     #[test]
     fn damaged_files_are_carried_without_panics() {
-        let mut w = FileWriter::new();
-        w.write_dataset(
-            "/records/id",
-            vector(Data::U64(vec![1, 2])),
-            DatasetOptions::default(),
-        )
-        .unwrap();
-        w.set_attr("/", "owner", Array::scalar(Data::VarStr(vec!["bo".into()])))
-            .unwrap();
-        w.create_group("/mine").unwrap();
-        for i in 0..12 {
-            w.set_attr("/mine", &format!("a{i}"), Array::scalar(Data::I32(vec![i])))
-                .unwrap();
-        }
-        w.write_dataset(
-            "/mine/values",
-            vector(Data::F64((0..300).map(f64::from).collect())),
-            DatasetOptions {
-                chunk: Some(vec![50]),
-                deflate: Some(4),
-                ..DatasetOptions::default()
-            },
-        )
-        .unwrap();
-        w.write_dataset(
-            "/mine/words",
-            vector(Data::VarStr((0..20).map(|i| format!("w{i}")).collect())),
-            DatasetOptions::default(),
-        )
-        .unwrap();
-        w.soft_link("/mine/latest", "/mine/values").unwrap();
-        w.write_object_refs("/mine/refs", &["/mine/words", "/records/id"])
-            .unwrap();
-        let good = w.to_bytes().unwrap();
+        let good = annotated_bytes();
         let mut rng = clawhdf5_ann::rng::SplitMix64::new(0xC0FFEE);
         let (mut opened, mut written) = (0, 0);
         for _ in 0..3_000 {
