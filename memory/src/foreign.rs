@@ -20,6 +20,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use clawhdf5_format::filters::{
+    BITSHUFFLE, BLOSC, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, SHUFFLE, ZSTD,
+};
 use clawhdf5_format::{
     BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileWriter, FormatError, H5File,
 };
@@ -36,17 +39,6 @@ pub const OWNED_GROUPS: [&str; 6] = [
 
 /// Groups nested deeper than this are left in the kept copy (the walk recurses once per level).
 const MAX_DEPTH: usize = 64;
-
-/// Filter ids of HDF5's registry that the carried copy keeps.
-const DEFLATE: u16 = 1;
-const SHUFFLE: u16 = 2;
-const FLETCHER32: u16 = 3;
-const BZIP2: u16 = 307;
-const LZF: u16 = 32000;
-const BLOSC: u16 = 32001;
-const LZ4: u16 = 32004;
-const BITSHUFFLE: u16 = 32008;
-const ZSTD: u16 = 32015;
 
 /// What rewrites carried over from the old file, and what they could not.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
