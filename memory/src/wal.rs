@@ -195,10 +195,15 @@ pub struct Recovery {
 
 /// Read a log without changing it.
 pub fn read_log(path: &Path) -> Result<Recovery> {
+    let file = File::open(path).map_err(io_err(path))?;
+    read_open_log(path, file)
+}
+
+/// [`read_log`] of a log opened earlier: what that file holds now, even if the writer has since replaced the
+/// log at `path` with a fresh one (a reader that opens the log before reading the HDF5 file misses nothing).
+pub fn read_open_log(path: &Path, mut file: File) -> Result<Recovery> {
     let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io_err(path))?;
+    file.read_to_end(&mut bytes).map_err(io_err(path))?;
     parse_log(path, &bytes)
 }
 

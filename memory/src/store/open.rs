@@ -90,10 +90,15 @@ impl Store {
         if data_lock.is_none() {
             data_lock = share_data_file(path)?;
         }
+        let early_log = if opts.read_only {
+            super::replay::open_log_early(path)?
+        } else {
+            None
+        };
         let snap = schema::read_snapshot(path)?;
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.data_lock = data_lock;
-        store.replay_log()?;
+        store.replay_log(early_log)?;
         if store.wal.is_some() {
             // A missing graph or a long unindexed tail is built in the background; searches scan it meanwhile.
             store.maintain_index();

@@ -1,20 +1,37 @@
 //! Applying log entries to the in-memory store: the log's replay at open, and each change just appended.
 
-use crate::error::{MemoryError, Result};
+use std::fs::File;
+use std::path::Path;
+
+use crate::error::{io_err, MemoryError, Result};
 use crate::record::Tier;
 use crate::tokenize::Terms;
 use crate::wal::{RecordChange, Recovery, Wal, WalEntry, WalOp};
 
 use super::{dedup_key, wal_path, Store, ROW_FORGOTTEN, ROW_SUPERSEDED};
 
+/// Opens a read-only store's log before its HDF5 file is read. A writer's checkpoint folds the log into the
+/// file and then replaces the log with an empty one; read in the other order, a checkpoint between the two
+/// reads would hide every change it folded. Read in this order, the old log still holds them (the open file
+/// outlives the rename) or the file does. `None` when the store has no log.
+pub(super) fn open_log_early(store: &Path) -> Result<Option<File>> {
+    let wal_file = wal_path(store);
+    match File::open(&wal_file) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&wal_file)(e)),
+    }
+}
+
 impl Store {
-    pub(super) fn replay_log(&mut self) -> Result<()> {
+    /// Apply the log's entries past the snapshot's checkpoint. A read-only store reads `early_log`, the log
+    /// as it was opened before the snapshot was read (see [`open_log_early`]).
+    pub(super) fn replay_log(&mut self, early_log: Option<File>) -> Result<()> {
         let wal_file = wal_path(&self.path);
         let recovery = if self.opts.read_only {
-            if wal_file.exists() {
-                crate::wal::read_log(&wal_file)?
-            } else {
-                Recovery::default()
+            match early_log {
+                Some(f) => crate::wal::read_open_log(&wal_file, f)?,
+                None => Recovery::default(),
             }
         } else {
             let (wal, rec) = Wal::open(&wal_file, self.meta.checkpoint_lsn, self.opts.durability)?;
