@@ -10,10 +10,14 @@ pub enum Data {
     I16(Vec<i16>),
     I32(Vec<i32>),
     I64(Vec<i64>),
+    /// Integers of 9 to 16 bytes (HDF5's 128-bit `H5T_STD_I128*`, or a writer's odd width), signed.
+    I128(Vec<i128>),
     U8(Vec<u8>),
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+    /// Integers of 9 to 16 bytes, unsigned.
+    U128(Vec<u128>),
     F16(Vec<f16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
@@ -66,10 +70,12 @@ impl Data {
             Data::I16(v) => v.len(),
             Data::I32(v) => v.len(),
             Data::I64(v) => v.len(),
+            Data::I128(v) => v.len(),
             Data::U8(v) => v.len(),
             Data::U16(v) => v.len(),
             Data::U32(v) => v.len(),
             Data::U64(v) => v.len(),
+            Data::U128(v) => v.len(),
             Data::F16(v) => v.len(),
             Data::F32(v) => v.len(),
             Data::F64(v) => v.len(),
@@ -112,10 +118,12 @@ impl Data {
             Data::I16(_) => "i16",
             Data::I32(_) => "i32",
             Data::I64(_) => "i64",
+            Data::I128(_) => "i128",
             Data::U8(_) => "u8",
             Data::U16(_) => "u16",
             Data::U32(_) => "u32",
             Data::U64(_) => "u64",
+            Data::U128(_) => "u128",
             Data::F16(_) => "f16",
             Data::F32(_) => "f32",
             Data::F64(_) => "f64",
@@ -141,10 +149,12 @@ impl Data {
             Data::I16(v) => Data::I16(v[r].to_vec()),
             Data::I32(v) => Data::I32(v[r].to_vec()),
             Data::I64(v) => Data::I64(v[r].to_vec()),
+            Data::I128(v) => Data::I128(v[r].to_vec()),
             Data::U8(v) => Data::U8(v[r].to_vec()),
             Data::U16(v) => Data::U16(v[r].to_vec()),
             Data::U32(v) => Data::U32(v[r].to_vec()),
             Data::U64(v) => Data::U64(v[r].to_vec()),
+            Data::U128(v) => Data::U128(v[r].to_vec()),
             Data::F16(v) => Data::F16(v[r].to_vec()),
             Data::F32(v) => Data::F32(v[r].to_vec()),
             Data::F64(v) => Data::F64(v[r].to_vec()),
@@ -267,6 +277,8 @@ impl Array {
         self.data.is_empty()
     }
 
+    accessor!(as_u128, U128, u128);
+    accessor!(as_i128, I128, i128);
     accessor!(as_u64, U64, u64);
     accessor!(as_i64, I64, i64);
     accessor!(as_u32, U32, u32);

@@ -59,6 +59,36 @@ fn adjust_int(v: u64, size: usize, signed: bool, offset: u16, precision: u16) ->
     }
 }
 
+/// An integer of up to 16 bytes in either byte order (`raw` holds exactly its bytes).
+fn raw_uint128(raw: &[u8], be: bool) -> u128 {
+    let fold = |v: u128, b: &u8| (v << 8) | *b as u128;
+    if be {
+        raw.iter().take(16).fold(0, fold)
+    } else {
+        raw.iter().take(16).rev().fold(0, fold)
+    }
+}
+
+/// The value of a wide integer's `precision` bits from bit `offset`, sign-extended when `signed`; returned
+/// as the bits of a u128 (cast to i128 for a signed type).
+fn wide_int(v: u128, size: usize, signed: bool, offset: u16, precision: u16) -> u128 {
+    let prec = (precision as usize).clamp(1, (size * 8).min(128));
+    let x = if (offset as usize) < 128 {
+        v >> offset
+    } else {
+        0
+    };
+    if prec == 128 {
+        return x;
+    }
+    let x = x & ((1u128 << prec) - 1);
+    if signed && x & (1u128 << (prec - 1)) != 0 {
+        x | !((1u128 << prec) - 1)
+    } else {
+        x
+    }
+}
+
 /// One integer element of an integer (or enum-base) datatype, as i64.
 pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
     match dt {
@@ -71,6 +101,26 @@ pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
         } => {
             if raw.len() < *size {
                 return corrupt("short integer");
+            }
+            if *size > 8 {
+                let bits = wide_int(
+                    raw_uint128(&raw[..*size], *be),
+                    *size,
+                    *signed,
+                    *offset,
+                    *precision,
+                );
+                let v = if *signed {
+                    i64::try_from(bits as i128).ok()
+                } else {
+                    i64::try_from(bits).ok()
+                };
+                return v.ok_or_else(|| {
+                    crate::error::FormatError::Unsupported(format!(
+                        "{}-byte enum value beyond 64 bits",
+                        size
+                    ))
+                });
             }
             Ok(adjust_int(
                 raw_uint(&raw[..*size], *be),
@@ -194,7 +244,11 @@ fn decode_depth(
             offset,
             precision,
         } => {
-            let fix = if *offset != 0 || (*precision as usize) < size * 8 {
+            // Widths other than 1, 2, 4 and 8 bytes widen to the next, so their sign bit is extended too.
+            let fix = if *offset != 0
+                || (*precision as usize) < size * 8
+                || !matches!(size, 1 | 2 | 4 | 8)
+            {
                 Some((*offset, *precision))
             } else {
                 None
@@ -212,6 +266,17 @@ fn decode_depth(
                 (2, false) => Data::U16(ints!(raw, 2, *be, u16, u16, false, fix)),
                 (3..=4, true) => Data::I32(ints!(raw, s, *be, i32, u32, true, fix)),
                 (3..=4, false) => Data::U32(ints!(raw, s, *be, u32, u32, false, fix)),
+                (9.., _) => {
+                    let (o, p) = fix.unwrap_or((0, (s * 8) as u16));
+                    let wide = raw
+                        .chunks_exact(s)
+                        .map(|c| wide_int(raw_uint128(c, *be), s, *signed, o, p));
+                    if *signed {
+                        Data::I128(wide.map(|x| x as i128).collect())
+                    } else {
+                        Data::U128(wide.collect())
+                    }
+                }
                 (_, true) => Data::I64(ints!(raw, s, *be, i64, u64, true, fix)),
                 (_, false) => Data::U64(ints!(raw, s, *be, u64, u64, false, fix)),
             }
@@ -405,10 +470,12 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         Data::I16(_) => int(2, true),
         Data::I32(_) => int(4, true),
         Data::I64(_) => int(8, true),
+        Data::I128(_) => int(16, true),
         Data::U8(_) => int(1, false),
         Data::U16(_) => int(2, false),
         Data::U32(_) => int(4, false),
         Data::U64(_) => int(8, false),
+        Data::U128(_) => int(16, false),
         Data::F16(_) => float(2),
         Data::F32(_) => float(4),
         Data::F64(_) => float(8),
@@ -543,6 +610,8 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
         Data::I32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x as u32)),
         Data::U32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x)),
         Data::I64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x as u64)),
+        Data::I128(v) => put_le(&mut out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
+        Data::U128(v) => put_le(&mut out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
         Data::U64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x)),
         Data::F16(v) => put_le(&mut out, v, |o, x| o.put_u16(x.to_bits())),
         Data::F32(v) => put_le(&mut out, v, |o, x| o.put_u32(x.to_bits())),

@@ -107,7 +107,7 @@ impl Datatype {
     /// value a 64-bit integer. Reads bound this, not just the stored size, by the file's size.
     pub fn decoded_size(&self) -> usize {
         let decoded = match self {
-            Datatype::Int { size, .. } => size.next_power_of_two().min(8),
+            Datatype::Int { size, .. } => size.next_power_of_two().min(16),
             // Layouts other than IEEE's decode to f32 or f64 (see `crate::float_layout`).
             Datatype::Float { size, .. } => size.next_power_of_two().clamp(4, 8),
             Datatype::Complex { base, .. } => base.decoded_size().saturating_mul(2),
@@ -242,7 +242,7 @@ impl Datatype {
             0 => {
                 let offset = c.u16()?;
                 let precision = c.u16()?;
-                if size == 0 || size > 8 {
+                if size == 0 || size > 16 {
                     return unsupported(format!("integer of {size} bytes"));
                 }
                 Datatype::Int {

@@ -29,8 +29,15 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
     };
     match dt {
         Datatype::Int { size, .. } => {
-            let ints = integers(data).ok_or_else(mismatch)?;
             let mut out = vec![0u8; n * size];
+            // u128 values above i128's range convert only unsigned.
+            if let Data::U128(v) = data {
+                for (v, slot) in v.iter().zip(out.chunks_exact_mut(*size)) {
+                    put_uint(dt, *v, slot)?;
+                }
+                return Ok(out);
+            }
+            let ints = integers(data).ok_or_else(mismatch)?;
             for (v, slot) in ints.iter().zip(out.chunks_exact_mut(*size)) {
                 put_int(dt, *v, slot)?;
             }
@@ -72,6 +79,16 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
         Datatype::Bitfield { size, be } => {
             let bits: Vec<u64> = match data {
                 Data::Bitfield { values, .. } => values.clone(),
+                Data::U128(v) => v
+                    .iter()
+                    .map(|x| {
+                        u64::try_from(*x).map_err(|_| {
+                            FormatError::Invalid(format!(
+                                "bitfield value {x:#x} does not fit {size} bytes"
+                            ))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
                 _ => integers(data)
                     .ok_or_else(mismatch)?
                     .into_iter()
@@ -258,6 +275,7 @@ fn integers(data: &Data) -> Option<Vec<i128>> {
         Data::I16(v) => all(v),
         Data::I32(v) => all(v),
         Data::I64(v) => all(v),
+        Data::I128(v) => v.clone(),
         Data::U8(v) => all(v),
         Data::U16(v) => all(v),
         Data::U32(v) => all(v),
@@ -273,13 +291,14 @@ fn floats(data: &Data) -> Option<Vec<f64>> {
         Data::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
         Data::F32(v) => v.iter().map(|x| f64::from(*x)).collect(),
         Data::F64(v) => v.clone(),
+        Data::U128(v) => v.iter().map(|x| *x as f64).collect(),
         _ => integers(data)?.into_iter().map(|v| v as f64).collect(),
     })
 }
 
-/// Stores integer `v` in `slot` as the integer type `dt` defines it (precision bits at a bit offset, byte
-/// order); a value outside the type's range is an error.
-fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
+/// The sign, byte order, bit offset and precision of integer type `dt` for a slot of its size; the type must
+/// fit the slot (and 128 bits).
+fn int_layout(dt: &Datatype, slot: &[u8]) -> Result<(bool, bool, u32, u32)> {
     let Datatype::Int {
         signed,
         be,
@@ -293,27 +312,52 @@ fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
             dt.describe()
         )));
     };
-    let p = u32::from(*precision);
+    let (o, p) = (u32::from(*offset), u32::from(*precision));
     let room = (slot.len() * 8).min(128) as u32;
-    if p == 0 || p > 64 || u32::from(*offset) + p > room {
+    if p == 0 || o + p > room {
         return Err(FormatError::Corrupt(format!(
             "integer type of {} bytes with {p} bits at bit {offset}",
             slot.len()
         )));
     }
-    let (lo, hi) = if *signed {
-        (-(1i128 << (p - 1)), (1i128 << (p - 1)) - 1)
-    } else {
-        (0, (1i128 << p) - 1)
-    };
-    if v < lo || v > hi {
+    Ok((*signed, *be, o, p))
+}
+
+/// Writes the low `p` bits of `bits`, shifted to bit `o`, into `slot` in its byte order.
+fn put_field(bits: u128, o: u32, p: u32, be: bool, slot: &mut [u8]) {
+    let mask = if p >= 128 { !0 } else { (1u128 << p) - 1 };
+    put_bytes(&((bits & mask) << o).to_le_bytes(), slot, be);
+}
+
+/// Stores integer `v` in `slot` as the integer type `dt` defines it (precision bits at a bit offset, byte
+/// order); a value outside the type's range is an error.
+fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
+    if v >= 0 {
+        return put_uint(dt, v as u128, slot);
+    }
+    let (signed, be, o, p) = int_layout(dt, slot)?;
+    // The most negative value of p bits is -2^(p-1).
+    if !signed || (p < 128 && v < -(1i128 << (p - 1))) {
         return Err(FormatError::Invalid(format!(
             "value {v} does not fit {}",
             dt.describe()
         )));
     }
-    let bits = ((v as u128) & ((1u128 << p) - 1)) << offset;
-    put_bytes(&bits.to_le_bytes(), slot, *be);
+    put_field(v as u128, o, p, be, slot);
+    Ok(())
+}
+
+/// [`put_int`] of a non-negative value.
+fn put_uint(dt: &Datatype, v: u128, slot: &mut [u8]) -> Result<()> {
+    let (signed, be, o, p) = int_layout(dt, slot)?;
+    let value_bits = 128 - v.leading_zeros();
+    if value_bits > p - u32::from(signed) {
+        return Err(FormatError::Invalid(format!(
+            "value {v} does not fit {}",
+            dt.describe()
+        )));
+    }
+    put_field(v, o, p, be, slot);
     Ok(())
 }
 
@@ -369,6 +413,65 @@ mod tests {
         assert_eq!(enc(&packed, &Data::U8(vec![0x3f])).unwrap(), [0xf0, 0x03]);
         assert!(enc(&packed, &Data::U8(vec![0x40])).is_err());
         assert!(enc(&be16, &Data::F32(vec![1.0])).is_err());
+    }
+
+    #[test]
+    fn integers_reach_the_ends_of_128_bit_types() {
+        let (i128be, u128le) = (int(16, true, true), int(16, false, false));
+        assert_eq!(
+            enc(&i128be, &Data::I128(vec![i128::MIN])).unwrap(),
+            i128::MIN.to_be_bytes()
+        );
+        assert_eq!(
+            enc(&i128be, &Data::U64(vec![u64::MAX])).unwrap(),
+            i128::from(u64::MAX).to_be_bytes()
+        );
+        assert!(enc(&i128be, &Data::U128(vec![1 << 127])).is_err());
+        assert_eq!(
+            enc(&u128le, &Data::U128(vec![u128::MAX])).unwrap(),
+            [0xff; 16]
+        );
+        assert!(enc(&u128le, &Data::I128(vec![-1])).is_err());
+        // 72 bits at bit 5 of 10 bytes, signed: from -2^71 to 2^71 - 1.
+        let odd = Datatype::Int {
+            size: 10,
+            signed: true,
+            be: false,
+            offset: 5,
+            precision: 72,
+        };
+        let lowest = enc(&odd, &Data::I128(vec![-(1 << 71)])).unwrap();
+        assert_eq!(lowest, ((1u128 << 71) << 5).to_le_bytes()[..10]);
+        assert!(enc(&odd, &Data::I128(vec![-(1 << 71) - 1])).is_err());
+        assert!(enc(&odd, &Data::I128(vec![1 << 71])).is_err());
+        let back = crate::convert::decode(&odd, &lowest, 1, &NoVlen).unwrap();
+        assert_eq!(back, Data::I128(vec![-(1 << 71)]));
+    }
+
+    #[test]
+    fn odd_width_signed_integers_sign_extend() {
+        for (size, want) in [
+            (3usize, Data::I32(vec![-1, -2])),
+            (5, Data::I64(vec![-1, -2])),
+        ] {
+            let dt = int(size, true, false);
+            let mut raw = vec![0xff; size];
+            raw.extend(vec![0xff; size]);
+            raw[size] = 0xfe;
+            let back = crate::convert::decode(&dt, &raw, 2, &NoVlen).unwrap();
+            assert_eq!(back, want, "{size} bytes");
+        }
+    }
+
+    struct NoVlen;
+
+    impl crate::convert::VlenSource for NoVlen {
+        fn offset_size(&self) -> usize {
+            8
+        }
+        fn vlen_object(&self, _: u64, _: u32) -> Result<&[u8]> {
+            Err(FormatError::Corrupt("no heap".into()))
+        }
     }
 
     #[test]

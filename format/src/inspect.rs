@@ -27,6 +27,9 @@ fn elem_json(data: &Data, i: usize) -> Value {
         Data::U16(v) => json!(v[i]),
         Data::U32(v) => json!(v[i]),
         Data::U64(v) => json!(v[i]),
+        // As a number while it fits 64 bits (JSON readers take no more), else as a decimal string.
+        Data::I128(v) => i64::try_from(v[i]).map_or_else(|_| json!(v[i].to_string()), |x| json!(x)),
+        Data::U128(v) => u64::try_from(v[i]).map_or_else(|_| json!(v[i].to_string()), |x| json!(x)),
         Data::F16(v) => f64_json(v[i].to_f64()),
         Data::F32(v) => f64_json(v[i] as f64),
         Data::F64(v) => f64_json(v[i]),
