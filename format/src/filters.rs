@@ -335,6 +335,14 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             BLOSC => crate::blosc::encode(&f.params, &buf, elem)?,
             BITSHUFFLE => crate::bitshuffle::encode(&f.params, &buf, elem)?,
             SCALEOFFSET => crate::scaleoffset::encode(&f.params, &buf)?,
+            // A filter we cannot encode (szip, N-bit, LZO, Blosc2, another program's own): when the
+            // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
+            // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
+            // filter fails on; every reader takes it as it is. A mandatory one is refused.
+            _ if f.flags & 1 != 0 && i < 32 => {
+                mask |= 1 << i;
+                buf
+            }
             id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
         };
     }
@@ -509,6 +517,25 @@ mod tests {
         for cut in [0, 1, 2, enc.len() / 2, enc.len() - 4, enc.len() - 1] {
             assert!(inflate_into(&enc[..cut], &mut out).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn optional_filters_we_cannot_encode_are_skipped_and_masked() {
+        let f = |id: u16, flags: u16| Filter {
+            id,
+            flags,
+            name: String::new(),
+            params: vec![],
+        };
+        // szip (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
+        let pipeline = [f(SHUFFLE, 0), f(4, 1), f(DEFLATE, 0)];
+        let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
+        let (stored, mask) = encode(&pipeline, &data, 4, 0).unwrap();
+        assert_eq!(mask, 0b010);
+        check_into(&pipeline, mask, &stored, 4, &data);
+        // The same filter mandatory: refused, naming it.
+        let e = encode(&[f(4, 0)], &data, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("writing filter 4 (szip)"), "{e}");
     }
 
     #[test]
