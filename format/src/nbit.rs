@@ -1,4 +1,4 @@
-//! Decoding HDF5's N-bit filter (id 5), which libhdf5 always carries: for a datatype whose integers (or
+//! Decoding and encoding HDF5's N-bit filter (id 5), which libhdf5 always carries: for a datatype whose integers (or
 //! floats) use only `precision` bits starting at bit `offset`, it stores just those bits of each value.
 //!
 //! A stored chunk is one bit stream, most significant bit of each byte first, with no header: element after
@@ -15,7 +15,7 @@
 //! its base type; compound: byte size, member count, then per member its byte offset and its type; stored
 //! whole: byte size.
 
-use crate::bits::MsbBits;
+use crate::bits::{MsbBits, MsbWriter};
 use crate::error::{corrupt, unsupported, Result};
 
 /// Deepest nesting of array and compound types accepted in the client data.
@@ -56,37 +56,13 @@ impl Part {
 /// Decodes one stored chunk `data` of the N-bit filter with client data `cd`; `max_out` bounds the decoded
 /// size (the chunk's nominal size).
 pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    if cd.len() < 5 {
-        return corrupt(format!(
-            "nbit filter with {} parameters (needs at least 5)",
-            cd.len()
-        ));
-    }
-    if cd[0] as usize != cd.len() {
-        return corrupt(format!(
-            "nbit filter says it has {} parameters but has {}",
-            cd[0],
-            cd.len()
-        ));
-    }
-    if cd[1] != 0 {
+    let Some(part) = described_part(cd)? else {
         // Every part at full precision: libhdf5 stored the chunk as it came.
         if data.len() > max_out {
             return corrupt("nbit chunk larger than the chunk size");
         }
         return Ok(data.to_vec());
-    }
-    let mut params = Params { cd, at: 3 };
-    let part = params.part(0)?;
-    if params.at != cd.len() {
-        return corrupt(format!(
-            "nbit filter has {} parameters after its datatype",
-            cd.len() - params.at
-        ));
-    }
-    if matches!(part, Part::Whole { .. }) {
-        return corrupt("nbit filter's top-level type is stored whole but marked as packed");
-    }
+    };
     let n = cd[2] as usize;
     let out_len = n
         .checked_mul(part.size())
@@ -104,6 +80,100 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
         unpack(&part, cell, &mut bits)?;
     }
     Ok(out)
+}
+
+/// The client data's datatype description, checked: `None` when the chunk is stored as it is.
+fn described_part(cd: &[u32]) -> Result<Option<Part>> {
+    if cd.len() < 5 {
+        return corrupt(format!(
+            "nbit filter with {} parameters (needs at least 5)",
+            cd.len()
+        ));
+    }
+    if cd[0] as usize != cd.len() {
+        return corrupt(format!(
+            "nbit filter says it has {} parameters but has {}",
+            cd[0],
+            cd.len()
+        ));
+    }
+    if cd[1] != 0 {
+        return Ok(None);
+    }
+    let mut params = Params { cd, at: 3 };
+    let part = params.part(0)?;
+    if params.at != cd.len() {
+        return corrupt(format!(
+            "nbit filter has {} parameters after its datatype",
+            cd.len() - params.at
+        ));
+    }
+    if matches!(part, Part::Whole { .. }) {
+        return corrupt("nbit filter's top-level type is stored whole but marked as packed");
+    }
+    Ok(Some(part))
+}
+
+/// Encodes one chunk `data` (whole elements of the filter's datatype) as libhdf5's N-bit filter stores it:
+/// each element's significant bits packed, most significant first; bits outside a value's precision are
+/// dropped (libhdf5 drops them too).
+pub fn encode(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
+    let Some(part) = described_part(cd)? else {
+        return Ok(data.to_vec());
+    };
+    let size = part.size();
+    if data.len() % size != 0 {
+        return corrupt(format!(
+            "nbit chunk of {} bytes holds no whole number of {size}-byte elements",
+            data.len()
+        ));
+    }
+    let mut bits = MsbWriter::with_capacity(data.len());
+    for cell in data.chunks_exact(size) {
+        pack(&part, cell, &mut bits);
+    }
+    // libhdf5's stored size counts the byte after the last bit even when that bit ends a byte: one zero
+    // byte more then, so that our chunks are the same bytes as libhdf5's.
+    let aligned = bits.byte_aligned();
+    let mut out = bits.finish();
+    if aligned {
+        out.push(0);
+    }
+    Ok(out)
+}
+
+/// Writes the stored bits of one value of `part` (`cell`, exactly `part.size()` bytes).
+fn pack(part: &Part, cell: &[u8], bits: &mut MsbWriter) {
+    match part {
+        Part::Atomic {
+            size,
+            big_endian,
+            precision,
+            offset,
+        } => {
+            let mut le = [0u8; 16];
+            le[..*size].copy_from_slice(cell);
+            if *big_endian {
+                le[..*size].reverse();
+            }
+            bits.put(u128::from_le_bytes(le) >> offset, *precision);
+        }
+        Part::Array { base, .. } => {
+            for c in cell.chunks_exact(base.size()) {
+                pack(base, c, bits);
+            }
+        }
+        Part::Compound { members, .. } => {
+            for (offset, member) in members {
+                pack(member, &cell[*offset..*offset + member.size()], bits);
+            }
+        }
+        Part::Whole { .. } => {
+            for &b in cell {
+                bits.put(u128::from(b), 8);
+            }
+        }
+    }
 }
 
 /// Reads the type description from the client data.
@@ -310,6 +380,49 @@ mod tests {
             .collect();
         let out = decode(&cd, &packed, 8).unwrap();
         assert_eq!(out, [0b10110 << 2, 0, 0b101, 0b011, 0, 0, 0xab, 0xcd]);
+    }
+
+    #[test]
+    fn encoding_packs_what_decoding_unpacks() {
+        // The compound above: the element's significant bits, then the padding byte libhdf5 counts.
+        let mut cd = vec![
+            0, 0, 2, 3, 8, 3, 0, 1, 2, 0, 5, 2, 2, 2, 2, 1, 1, 0, 3, 0, 6, 4, 2,
+        ];
+        cd[0] = cd.len() as u32;
+        let elements = [
+            [0b10110 << 2 | 0b11, 0xff, 0b101, 0b1011, 9, 9, 0xab, 0xcd],
+            [0b00001 << 2, 0, 0, 0b111, 0, 0, 0, 1],
+        ];
+        let data: Vec<u8> = elements.concat();
+        let packed = encode(&cd, &data).unwrap();
+        // 5 + 3 + 3 + 16 bits an element: 54 bits, 7 bytes.
+        assert_eq!(packed.len(), 7);
+        let back = decode(&cd, &packed, 16).unwrap();
+        assert_eq!(
+            back,
+            [
+                [0b10110 << 2, 0, 0b101, 0b011, 0, 0, 0xab, 0xcd],
+                [0b00001 << 2, 0, 0, 0b111, 0, 0, 0, 1],
+            ]
+            .concat()
+        );
+        // Either byte order, at an offset, up to 16 bytes; a whole number of bytes gains libhdf5's extra one.
+        for (size, order, precision, offset) in
+            [(4, 0, 11, 3), (4, 1, 11, 3), (16, 1, 120, 5), (2, 0, 16, 0)]
+        {
+            let cd = atomic_cd(3, size, order, precision, offset);
+            let data: Vec<u8> = (0..3 * size).map(|i| (i * 37 + 11) as u8).collect();
+            let packed = encode(&cd, &data).unwrap();
+            let bits = 3 * precision as usize;
+            assert_eq!(packed.len(), bits / 8 + 1, "{size} {order} {precision}");
+            let back = decode(&cd, &packed, data.len()).unwrap();
+            assert_eq!(encode(&cd, &back).unwrap(), packed);
+            assert_eq!(
+                decode(&cd, &encode(&cd, &back).unwrap(), data.len()).unwrap(),
+                back
+            );
+        }
+        assert!(encode(&atomic_cd(3, 4, 0, 11, 3), &[0; 5]).is_err());
     }
 
     #[test]

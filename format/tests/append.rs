@@ -981,10 +981,11 @@ with tables.open_file(sys.argv[2]) as t:
     );
 }
 
-/// Appending to datasets whose filters we read but cannot encode — szip and N-bit (libhdf5's own, set by
-/// h5py) and Blosc2 (hdf5plugin) — all marked optional, as their writers mark them: our chunks are stored with
-/// that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional filter fails on, and h5py
-/// reads every row back. A mandatory filter we cannot encode is refused before anything is written.
+/// Appending to datasets whose filters we read but cannot encode — szip (libhdf5's own, set by h5py) and
+/// Blosc2 (hdf5plugin), both marked optional as their writers mark them: our chunks are stored with that
+/// filter skipped and its mask bit set, as libhdf5 stores a chunk an optional filter fails on, and h5py reads
+/// every row back. A mandatory filter we cannot encode is refused before anything is written. N-bit, which
+/// we encode, packs our chunks as libhdf5 packs its own, optional or mandatory, 20-bit integers among them.
 #[test]
 fn rows_appended_past_optional_filters_we_cannot_encode() {
     if !common::have_python_module("hdf5plugin") {
@@ -997,45 +998,55 @@ warnings.simplefilter("ignore")
 import h5py, hdf5plugin, numpy as np
 from h5py import h5z
 data = (np.arange(6000, dtype="<i4") // 7).reshape(1500, 4)
+data[::3, 1] *= -1
 with h5py.File(sys.argv[1], "w") as f:
     grow = dict(maxshape=(None, 4), chunks=(256, 4))
     f.create_dataset("szip", data=data, compression="szip", **grow)
     f.create_dataset("blosc2", data=data, **grow, **hdf5plugin.Blosc2(cname="lz4"))
-    def low_level(name, filter_id, flags):
+    def low_level(name, filter_id, flags, precision, opts=()):
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_chunk((256, 4))
-        dcpl.set_filter(filter_id, flags)
-        t = h5py.h5t.STD_I32LE.copy()
-        t.set_precision(20)
+        dcpl.set_filter(filter_id, flags, opts)
+        t = h5py.h5t.STD_I32BE.copy() if name.endswith(b"_be") else h5py.h5t.STD_I32LE.copy()
+        t.set_precision(precision)
         space = h5py.h5s.create_simple((1500, 4), (h5py.h5s.UNLIMITED, 4))
         d = h5py.h5d.create(f.id, name, t, space, dcpl=dcpl)
         d.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-    low_level(b"nbit", h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL)
-    low_level(b"nbit_mandatory", h5z.FILTER_NBIT, h5z.FLAG_MANDATORY)
+    low_level(b"nbit", h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL, 20)
+    low_level(b"nbit_mandatory_be", h5z.FILTER_NBIT, h5z.FLAG_MANDATORY, 17)
+    low_level(b"szip_mandatory", h5z.FILTER_SZIP, h5z.FLAG_MANDATORY, 32, (32, 8))
 "#,
         "optional.h5",
         &["h5py"],
     ) else {
         return;
     };
-    let more: Vec<i32> = (6000..8000).map(|i| i / 7).collect();
+    let value = |i: i32| {
+        if (i / 4) % 3 == 0 && i % 4 == 1 {
+            -(i / 7)
+        } else {
+            i / 7
+        }
+    };
+    let more: Vec<i32> = (6000..8000).map(value).collect();
     let rows = || Array::matrix(500, 4, Data::I32(more.clone())).unwrap();
     let mut a = FileAppender::open(&path).unwrap();
-    for n in ["szip", "blosc2", "nbit"] {
+    let appended = ["szip", "blosc2", "nbit", "nbit_mandatory_be"];
+    for n in appended {
         a.append_rows(&format!("/{n}"), rows())
             .unwrap_or_else(|e| panic!("{n}: {e}"));
     }
-    let e = a.append_rows("/nbit_mandatory", rows()).unwrap_err();
-    assert!(e.to_string().contains("writing filter 5 (nbit)"), "{e}");
+    let e = a.append_rows("/szip_mandatory", rows()).unwrap_err();
+    assert!(e.to_string().contains("writing filter 4 (szip)"), "{e}");
     a.commit().unwrap();
     let f = H5File::open(&path).unwrap();
-    let want: Vec<i32> = (0..8000).map(|i| i / 7).collect();
-    for n in ["szip", "blosc2", "nbit"] {
+    let want: Vec<i32> = (0..8000).map(value).collect();
+    for n in appended {
         let got = f.dataset(&format!("/{n}")).unwrap().read().unwrap();
         assert_eq!(got.as_i32().unwrap(), &want[..], "{n}");
     }
     assert_eq!(
-        f.dataset("/nbit_mandatory").unwrap().shape(),
+        f.dataset("/szip_mandatory").unwrap().shape(),
         &[1500, 4],
         "nothing appended"
     );
@@ -1045,15 +1056,28 @@ import sys, warnings
 warnings.simplefilter("ignore")
 import h5py, hdf5plugin, numpy as np
 want = (np.arange(8000, dtype="<i4") // 7).reshape(2000, 4)
+want[::3, 1] *= -1
 with h5py.File(sys.argv[1], "r") as f:
-    for n in ["szip", "blosc2", "nbit"]:
+    for n, ours in [("szip", 1), ("blosc2", 1), ("nbit", 0), ("nbit_mandatory_be", 0)]:
         d = f[n]
         assert np.array_equal(d[:], want), n
-        masks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
-        # libhdf5's chunks (rows below 1280) went through the filter; ours (the rewritten partial chunk at
-        # 1280 and the new ones) skip it.
-        assert {c.filter_mask for c in masks if c.chunk_offset[0] < 1280} == {0}, n
-        assert {c.filter_mask for c in masks if c.chunk_offset[0] >= 1280} == {1}, n
+        chunks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
+        # libhdf5's chunks (rows below 1280) went through every filter; ours (the rewritten partial chunk at
+        # 1280 and the new ones) skip the one we cannot encode.
+        assert {c.filter_mask for c in chunks if c.chunk_offset[0] < 1280} == {0}, n
+        assert {c.filter_mask for c in chunks if c.chunk_offset[0] >= 1280} == {ours}, n
+        if n.startswith("nbit"):
+            # Packed as libhdf5 packs: a full chunk of 1024 values of p bits, and (libhdf5's count) the byte
+            # after the last bit.
+            p = d.id.get_type().get_precision()
+            sizes = {c.size for c in chunks}
+            assert sizes == {1024 * p // 8 + 1}, (n, [(c.chunk_offset[0], c.size) for c in chunks])
+            # Our chunks hold the bytes libhdf5's hold for the same values: libhdf5 writes them all again.
+            with h5py.File(sys.argv[1] + "." + n, "w") as g:
+                twin = h5py.h5d.create(g.id, b"x", d.id.get_type(), d.id.get_space(), dcpl=d.id.get_create_plist())
+                twin.write(h5py.h5s.ALL, h5py.h5s.ALL, want)
+                for at in [1280, 1536, 1792]:
+                    assert twin.read_direct_chunk((at, 0)) == d.id.read_direct_chunk((at, 0)), (n, at)
 "#,
         &[&path],
     );
