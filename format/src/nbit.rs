@@ -122,7 +122,7 @@ pub fn encode(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
         return Ok(data.to_vec());
     };
     let size = part.size();
-    if data.len() % size != 0 {
+    if !data.len().is_multiple_of(size) {
         return corrupt(format!(
             "nbit chunk of {} bytes holds no whole number of {size}-byte elements",
             data.len()
