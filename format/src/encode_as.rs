@@ -107,10 +107,11 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
             Ok(out)
         }
         Datatype::Float { .. } => {
-            let (size, be) = dt.ieee_layout().ok_or_else(|| {
-                FormatError::Unsupported(format!("writing values as {}", dt.describe()))
-            })?;
             let floats = floats(data).ok_or_else(mismatch)?;
+            // bfloat16, FP8, x87 extended, binary128 and other layouts: rounded by IEEE's rules.
+            let Some((size, be)) = dt.ieee_layout() else {
+                return crate::float_layout::encode(dt, &floats);
+            };
             let mut out = vec![0u8; n * size];
             for (v, slot) in floats.iter().zip(out.chunks_exact_mut(size)) {
                 let le: Vec<u8> = match size {

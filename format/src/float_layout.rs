@@ -3,7 +3,10 @@
 //! layout a writer defines, decoded the way libhdf5 converts them to native floats (IEEE rules: an all-ones
 //! exponent is infinity or NaN, a zero exponent a subnormal). Layouts whose every value is an f32 read as f32,
 //! those whose every value is an f64 as f64, wider ones as f64 rounded to nearest (ties to even), overflowing to
-//! infinity, as a conversion to `double` gives them.
+//! infinity, as a conversion to `double` gives them. Values are encoded into any such layout by the same rules
+//! (rounded to nearest, ties to even; a value of the largest finite exponent that rounds past it saturates at
+//! the largest finite value, as libhdf5 converts it, and larger ones are infinite), so rows can be appended to
+//! other programs' datasets of these types.
 
 use crate::array::Data;
 use crate::datatype::Datatype;
@@ -146,6 +149,112 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The element bits of `v` in this layout.
+    fn bits_of(&self, v: f64) -> u128 {
+        let ms = self.mant_size;
+        let emax = (1u128 << self.exp_size) - 1;
+        // The stored leading bit of an explicit layout is set in every normal value, infinity and NaN.
+        let lead = if self.explicit { 1u128 << (ms - 1) } else { 0 };
+        let (e, m) = if v.is_nan() {
+            // A quiet NaN: the fraction's top bit.
+            let top = if self.explicit && ms >= 2 {
+                1u128 << (ms - 2)
+            } else {
+                1u128 << (ms - 1)
+            };
+            (emax, lead | top)
+        } else if v.is_infinite() {
+            (emax, lead)
+        } else {
+            self.finite(v.abs()).unwrap_or((emax, lead))
+        };
+        let sign = u128::from(v.is_sign_negative() && !v.is_nan());
+        (sign << self.sign_loc) | (e << self.exp_loc) | (m << self.mant_loc)
+    }
+
+    /// Exponent and mantissa fields of finite `v` ≥ 0, rounded to nearest (ties to even); `None` when it
+    /// rounds past the largest finite value.
+    fn finite(&self, v: f64) -> Option<(u128, u128)> {
+        if v == 0.0 {
+            return Some((0, 0));
+        }
+        // v = big × 2^k with `big` an integer of at most 53 bits.
+        let bits = v.to_bits();
+        let (exp, frac) = ((bits >> 52) as i64, bits & ((1u64 << 52) - 1));
+        let (big, k) = if exp == 0 {
+            (frac, -1074i64)
+        } else {
+            (frac | (1u64 << 52), exp - 1075)
+        };
+        let p = i64::from(self.precision());
+        let scale = self.subnormal_scale();
+        // The power of two of the result's last bit: `p` bits below the value's top bit, or the subnormal step.
+        let top = k + 63 - i64::from(big.leading_zeros());
+        let mut last = (top - p + 1).max(scale);
+        let mut q = shift_round(u128::from(big), k - last);
+        let carried = q >> p != 0;
+        if carried {
+            // Rounded up to the next power of two.
+            q >>= 1;
+            last += 1;
+        }
+        if q == 0 {
+            return Some((0, 0));
+        }
+        let normal = q >> (p - 1) != 0;
+        let e = if normal { last - scale + 1 } else { 0 };
+        let emax = (1i64 << self.exp_size) - 1;
+        if e >= emax {
+            // A value whose own exponent is the largest finite one stays finite when rounding would carry it
+            // past: the largest finite value, as libhdf5's conversion gives it. Larger values are infinite.
+            if carried && e - 1 < emax {
+                let all = (1u128 << self.mant_size) - 1;
+                return Some(((emax - 1) as u128, all));
+            }
+            return None;
+        }
+        let m = if normal && !self.explicit {
+            q & ((1u128 << self.mant_size) - 1)
+        } else {
+            q
+        };
+        Some((e as u128, m))
+    }
+}
+
+/// `m` × 2^`by` rounded to an integer, ties to even (`m` below 2^53, so a left shift stays under 2^128 for the
+/// layouts' at most 121 bits of precision).
+fn shift_round(m: u128, by: i64) -> u128 {
+    if by >= 0 {
+        return m << by.min(127);
+    }
+    let shift = -by;
+    if shift > 64 {
+        return 0;
+    }
+    let q = m >> shift;
+    let rest = m & ((1u128 << shift) - 1);
+    let half = 1u128 << (shift - 1);
+    q + u128::from(rest > half || (rest == half && q & 1 == 1))
+}
+
+/// Encodes `values` as elements of the float type `dt` (any layout: IEEE or not, either byte order).
+pub fn encode(dt: &Datatype, values: &[f64]) -> Result<Vec<u8>> {
+    let l = Layout::of(dt)?;
+    let mut out = Vec::with_capacity(values.len() * l.size);
+    for &v in values {
+        let le = l.bits_of(v).to_le_bytes();
+        let bytes = &le[..l.size];
+        if l.be {
+            out.extend(bytes.iter().rev());
+        } else {
+            out.extend_from_slice(bytes);
+        }
+    }
+    Ok(out)
+}
+
 /// `m` × 2^`k` as the nearest f64 (ties to even), infinity beyond f64's range.
 fn scaled(m: u128, k: i64) -> f64 {
     if m == 0 {
@@ -267,6 +376,109 @@ mod tests {
         }
     }
 
+    /// Random f64 values spread over every magnitude a small float meets: normal, subnormal, overflowing,
+    /// exact ties, signed zeros and the specials.
+    fn spread(n: usize) -> Vec<f64> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut out = vec![
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.0,
+            -1.5,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ];
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let exp = (x % 120) as i32 - 60;
+            let m = f64::from_bits((x >> 12) | 0x3ff0_0000_0000_0000);
+            out.push(if x & 1 == 1 { -m } else { m } * 2f64.powi(exp));
+            // A tie in a layout of 7, 10 or 23 fraction bits: a halfway bit and nothing below it.
+            let keep = [7u32, 10, 23][(x >> 40) as usize % 3];
+            let tie = f64::from_bits((x & !((1u64 << (52 - keep)) - 1)) | (1u64 << (51 - keep)));
+            out.push(tie);
+        }
+        out
+    }
+
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    #[test]
+    fn encoding_rounds_as_ieee_conversions_do() {
+        // The generic encoder on IEEE binary16 and binary32 layouts gives what `half` and Rust's `as f32` give.
+        let h = float(2, 15, 10, 5, 10, 15);
+        let s = float(4, 31, 23, 8, 23, 127);
+        let bf = float(2, 15, 7, 8, 7, 127);
+        for v in spread(200_000) {
+            if v.is_nan() {
+                // Payloads differ by converter; NaN staying NaN is checked below.
+                continue;
+            }
+            // IEEE overflows to infinity where a value of the largest exponent rounds past it; we saturate.
+            let ieee = |want: f64, max: f64, top: f64| {
+                if want.is_infinite() && v.abs() < top {
+                    max.copysign(v)
+                } else {
+                    want
+                }
+            };
+            let got = encode(&s, &[v]).unwrap();
+            let want = ieee(f64::from(v as f32), f64::from(f32::MAX), 2f64.powi(128)) as f32;
+            assert_eq!(got, want.to_le_bytes(), "f32 of {v:e}");
+            // `half` takes an f64 to binary16 or bfloat16 through f32 (rounding twice): compared where f32 is
+            // exact, so that its one rounding is the one that counts.
+            let v = f64::from(v as f32);
+            let got = encode(&h, &[v]).unwrap();
+            let want = ieee(half::f16::from_f32(v as f32).to_f64(), 65504.0, 65536.0);
+            assert_eq!(got, half::f16::from_f64(want).to_le_bytes(), "f16 of {v:e}");
+            let got = encode(&bf, &[v]).unwrap();
+            let bf_max = 3.3895313892515355e38;
+            let want = ieee(
+                half::bf16::from_f32(v as f32).to_f64(),
+                bf_max,
+                2f64.powi(128),
+            );
+            assert_eq!(
+                got,
+                half::bf16::from_f64(want).to_le_bytes(),
+                "bf16 of {v:e}"
+            );
+        }
+        // Every value of the small layouts comes back to its own bits (NaN aside).
+        for dt in [
+            float(1, 7, 3, 4, 3, 7),
+            float(1, 7, 2, 5, 2, 15),
+            bf.clone(),
+        ] {
+            let l = Layout::of(&dt).unwrap();
+            for bits in 0..(1u128 << (8 * l.size)) {
+                let v = l.value(bits);
+                if !v.is_nan() {
+                    assert_eq!(l.bits_of(v), bits, "{bits:#x}: {v:e}");
+                }
+            }
+        }
+        // NaN stays NaN; beyond the largest finite E4M3 (240) values round to infinity, or down to it.
+        let e4m3 = float(1, 7, 3, 4, 3, 7);
+        let back = |v: f64| match decode(&e4m3, &encode(&e4m3, &[v]).unwrap()).unwrap() {
+            Data::F32(x) => x[0],
+            other => panic!("{other:?}"),
+        };
+        assert!(back(f64::NAN).is_nan());
+        assert_eq!(back(247.9), 240.0);
+        assert_eq!(back(255.9), 240.0);
+        assert_eq!(back(256.0), f32::INFINITY);
+        assert_eq!(back(-1e9), f32::NEG_INFINITY);
+        assert_eq!(back(2f64.powi(-10)), 0.0);
+        assert_eq!(back(2f64.powi(-10) * 1.01), 2f32.powi(-9));
+    }
+
     #[test]
     fn fp8_and_bfloat16_follow_ieee_rules() {
         // E4M3 as HDF5 2.0 defines it: 0x78 is infinity, 0x77 the largest finite value (240).
@@ -323,6 +535,41 @@ mod tests {
     fn x87_bytes(sign: bool, exp: u16, mant: u64) -> [u8; 16] {
         let w = u128::from(mant) | (u128::from(exp) << 64) | (u128::from(sign) << 79);
         w.to_le_bytes()
+    }
+
+    #[test]
+    fn x87_and_binary128_hold_every_f64_exactly() {
+        let quad = Datatype::Float {
+            size: 16,
+            be: true,
+            sign_loc: 127,
+            exp_loc: 112,
+            exp_size: 15,
+            mant_loc: 0,
+            mant_size: 112,
+            bias: 16383,
+            norm: 2,
+        };
+        for dt in [x87(), quad] {
+            let values: Vec<f64> = spread(20_000)
+                .into_iter()
+                .chain([5e-324, -2.2250738585072014e-308 / 3.0, f64::NAN])
+                .collect();
+            let raw = encode(&dt, &values).unwrap();
+            let back = f64s(&dt, &raw);
+            for (v, b) in values.iter().zip(&back) {
+                assert!(same(*v, *b), "{v:e} came back as {b:e}");
+            }
+        }
+        // x87's stored leading bit: 1.0 is 0x3fff:8000000000000000, infinity 0x7fff:8000000000000000.
+        assert_eq!(
+            encode(&x87(), &[1.0]).unwrap(),
+            x87_bytes(false, 0x3fff, 1 << 63)
+        );
+        assert_eq!(
+            encode(&x87(), &[f64::NEG_INFINITY]).unwrap(),
+            x87_bytes(true, 0x7fff, 1 << 63)
+        );
     }
 
     fn f64s(dt: &Datatype, raw: &[u8]) -> Vec<f64> {

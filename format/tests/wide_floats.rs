@@ -71,3 +71,194 @@ fn wider_than_f64_floats_read_as_libhdf5_converts_them() {
         common::assert_f64s_equal(name, &got, &want[name], &[own_way]);
     }
 }
+
+/// The float layouts other than IEEE's 16/32/64 bits, in datasets another program made and can grow:
+/// numpy's `longdouble` (either order), IEEE binary128, bfloat16 and the two FP8 types as HDF5 2.0 defines them.
+const GROWABLE: &str = r#"
+import json, sys, h5py, numpy as np
+t = h5py.h5t
+def layout(base, size, fields, ebias, order=None):
+    x = base.copy()
+    if size > x.get_size():
+        x.set_size(size)
+        x.set_precision(size * 8)
+        x.set_fields(*fields)
+    else:
+        x.set_fields(*fields)
+        x.set_size(size)
+        x.set_precision(size * 8)
+    x.set_ebias(ebias)
+    if order is not None:
+        x.set_order(order)
+    return x
+TYPES = {
+    "longdouble": t.NATIVE_LDOUBLE.copy(),
+    "quad": layout(t.IEEE_F64LE, 16, (127, 112, 15, 0, 112), 16383),
+    "bfloat16": layout(t.IEEE_F32LE, 2, (15, 7, 8, 0, 7), 127),
+    "bfloat16_be": layout(t.IEEE_F32LE, 2, (15, 7, 8, 0, 7), 127, t.ORDER_BE),
+    "e4m3": layout(t.IEEE_F32LE, 1, (7, 3, 4, 0, 3), 7),
+    "e5m2": layout(t.IEEE_F32LE, 1, (7, 2, 5, 0, 2), 15),
+}
+be = t.NATIVE_LDOUBLE.copy()
+be.set_order(t.ORDER_BE)
+TYPES["longdouble_be"] = be
+"#;
+
+/// Appending f64 and f32 rows to each. libhdf5 reads every value back, and none is farther from the value
+/// appended than libhdf5's own conversion of it (run on the same values into a dataset of the same type);
+/// NaN stays NaN, infinities stay infinite. They differ only where libhdf5 rounds a tie away from zero (we
+/// round it to even), in NaN's payload, and where libhdf5's FP8 conversion lands a whole step or more off
+/// near the subnormals (0.0149 as 0.0078 in E4M3: we give 0.0156, the nearest).
+#[test]
+fn rows_appended_to_other_float_layouts_round_to_nearest_in_libhdf5s_eyes() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grow.h5");
+    let make = format!(
+        "{GROWABLE}{}",
+        r#"
+with h5py.File(sys.argv[1], "w") as f:
+    for name, ft in TYPES.items():
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((8,))
+        d = h5py.h5d.create(f.id, name.encode(), ft, h5py.h5s.create_simple((3,), (h5py.h5s.UNLIMITED,)), dcpl=dcpl)
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([1.0, -2.5, 0.25]), mtype=t.NATIVE_DOUBLE)
+"#
+    );
+    common::run_python(&make, &[&path]);
+    // Values every layout meets: exact ones, ties, subnormals, overflow, specials.
+    let mut values: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        1.0 / 3.0,
+        -7.0,
+        1.0 + 2f64.powi(-8),
+        1.0 + 3.0 * 2f64.powi(-8),
+        1.0 + 2f64.powi(-4),
+        240.0,
+        248.0,
+        57344.0,
+        61440.0,
+        1e300,
+        -1e-300,
+        2f64.powi(-9),
+        2f64.powi(-10),
+        3.0 * 2f64.powi(-11),
+        2f64.powi(-133),
+        f64::MIN_POSITIVE / 3.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..2000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let m = f64::from_bits((x >> 12) | 0x3ff0_0000_0000_0000);
+        values.push(m * 2f64.powi((x % 80) as i32 - 40) * if x & 1 == 1 { -1.0 } else { 1.0 });
+    }
+    let names = [
+        "longdouble",
+        "longdouble_be",
+        "quad",
+        "bfloat16",
+        "bfloat16_be",
+        "e4m3",
+        "e5m2",
+    ];
+    let mut a = clawhdf5_format::FileAppender::open(&path).unwrap();
+    for n in names {
+        let rows = clawhdf5_format::Array::vector(Data::F64(values.clone()));
+        a.append_rows(&format!("/{n}"), rows)
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+        // f32 rows too: widened exactly, rounded once.
+        let small: Vec<f32> = values[..40].iter().map(|v| *v as f32).collect();
+        a.append_rows(
+            &format!("/{n}"),
+            clawhdf5_format::Array::vector(Data::F32(small)),
+        )
+        .unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    a.commit().unwrap();
+    let values_path = dir.path().join("values.json");
+    let as_json: Vec<serde_json::Value> = values
+        .iter()
+        .map(|v| {
+            if v.is_finite() {
+                serde_json::json!(v)
+            } else {
+                serde_json::json!(v.to_string())
+            }
+        })
+        .collect();
+    std::fs::write(&values_path, serde_json::json!(as_json).to_string()).unwrap();
+    let check = format!(
+        "{GROWABLE}{}",
+        r#"
+values = np.array([float(v) for v in json.load(open(sys.argv[2]))])
+small = values[:40].astype(np.float32)
+report = {}
+with h5py.File(sys.argv[1], "r") as f, h5py.File(sys.argv[1] + ".twin", "w") as g:
+    for name, ft in TYPES.items():
+        d = h5py.h5d.open(f.id, name.encode())
+        n = d.shape[0]
+        assert n == 3 + len(values) + 40, (name, n)
+        size = ft.get_size()
+        ours = np.zeros(n, dtype="V%d" % size)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, ours, mtype=d.get_type())
+        twin = h5py.h5d.create(g.id, name.encode(), ft, h5py.h5s.create_simple((len(values),)))
+        twin.write(h5py.h5s.ALL, h5py.h5s.ALL, values, mtype=t.NATIVE_DOUBLE)
+        theirs = np.zeros(len(values), dtype="V%d" % size)
+        twin.read(h5py.h5s.ALL, h5py.h5s.ALL, theirs, mtype=ft)
+        twin32 = h5py.h5d.create(g.id, (name + "32").encode(), ft, h5py.h5s.create_simple((40,)))
+        twin32.write(h5py.h5s.ALL, h5py.h5s.ALL, small, mtype=t.NATIVE_FLOAT)
+        theirs32 = np.zeros(40, dtype="V%d" % size)
+        twin32.read(h5py.h5s.ALL, h5py.h5s.ALL, theirs32, mtype=ft)
+        # Both read back through libhdf5's conversion to double (exact for every value of these layouts).
+        ours_d = np.zeros(n)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, ours_d, mtype=t.NATIVE_DOUBLE)
+        theirs_d = np.zeros(len(values))
+        twin.read(h5py.h5s.ALL, h5py.h5s.ALL, theirs_d, mtype=t.NATIVE_DOUBLE)
+        theirs32_d = np.zeros(40)
+        twin32.read(h5py.h5s.ALL, h5py.h5s.ALL, theirs32_d, mtype=t.NATIVE_DOUBLE)
+        worse, same = [], 0
+        for v, o, th, ob, tb in list(zip(values, ours_d[3:], theirs_d, ours[3:], theirs)) + list(
+            zip(small.astype(np.float64), ours_d[3 + len(values):], theirs32_d, ours[3 + len(values):], theirs32)
+        ):
+            same += bytes(ob) == bytes(tb)
+            if np.isnan(v):
+                ok = np.isnan(o)
+            elif np.isinf(v):
+                ok = o == v
+            else:
+                ok = not np.isnan(o) and abs(o - v) <= abs(th - v)
+            if not ok:
+                worse.append([repr(float(v)), repr(float(o)), repr(float(th)), bytes(ob).hex(), bytes(tb).hex()])
+        assert ours_d[0] == 1.0 and ours_d[1] == -2.5 and ours_d[2] == 0.25, name
+        report[name] = {"worse": worse, "same": same, "total": len(values) + 40}
+with open(sys.argv[1] + ".json", "w") as out:
+    json.dump(report, out)
+"#
+    );
+    common::run_python(&check, &[&path, &values_path]);
+    let report = common::read_json(&dir.path().join("grow.h5.json"));
+    let mut bad = Vec::new();
+    for n in names {
+        for row in report[n]["worse"].as_array().unwrap() {
+            bad.push(format!("{n}: {row}"));
+        }
+        eprintln!(
+            "{n}: {} of {} elements the same bytes as libhdf5's conversion",
+            report[n]["same"], report[n]["total"]
+        );
+    }
+    assert!(
+        bad.is_empty(),
+        "{} farther from the value than libhdf5's conversion:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
