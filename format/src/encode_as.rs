@@ -227,10 +227,66 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
             }
             Ok(out)
         }
-        Datatype::Reference { .. } | Datatype::Time { .. } => Err(FormatError::Unsupported(
-            format!("writing values as {}", dt.describe()),
-        )),
+        Datatype::Time { size, be } => time_values(*size, *be, data).ok_or_else(mismatch)?,
+        Datatype::Reference { .. } => Err(FormatError::Unsupported(format!(
+            "writing values as {}",
+            dt.describe()
+        ))),
     }
+}
+
+/// Elements of the time class as PyTables stores them, its one writer: 4 bytes, signed whole seconds; 8 bytes,
+/// a timeval of signed seconds (high 32 bits) and microseconds (low 32 bits, the sign of the seconds' rest),
+/// the seconds truncated toward zero and the microseconds rounded, as PyTables converts a float. `None` when
+/// `data` holds no numbers.
+fn time_values(size: usize, be: bool, data: &Data) -> Option<Result<Vec<u8>>> {
+    let seconds = |v: f64| -> Result<i32> {
+        let s = v.trunc();
+        if !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&s) {
+            return Err(FormatError::Invalid(format!(
+                "time {v} is outside the 32-bit seconds of the time class"
+            )));
+        }
+        Ok(s as i32)
+    };
+    let order = |le: [u8; 8], n: usize| -> Vec<u8> {
+        let mut b = le[..n].to_vec();
+        if be {
+            b.reverse();
+        }
+        b
+    };
+    let values: Vec<f64> = match data {
+        Data::F16(_) | Data::F32(_) | Data::F64(_) => floats(data)?,
+        _ => integers(data)?.into_iter().map(|v| v as f64).collect(),
+    };
+    let mut out = Vec::with_capacity(values.len() * size);
+    for v in values {
+        let r = match size {
+            4 => seconds(v).and_then(|s| {
+                if f64::from(s) == v {
+                    Ok(order(i64::from(s).to_le_bytes(), 4))
+                } else {
+                    Err(FormatError::Invalid(format!(
+                        "time {v} is not a whole number of seconds (a 4-byte time holds seconds)"
+                    )))
+                }
+            }),
+            8 => seconds(v).map(|s| {
+                let micros = ((v - f64::from(s)) * 1e6).round() as i64;
+                let word = (u64::from(s as u32) << 32) | (micros as u64 & 0xffff_ffff);
+                order(word.to_le_bytes(), 8)
+            }),
+            _ => Err(FormatError::Unsupported(format!(
+                "writing time values of {size} bytes"
+            ))),
+        };
+        match r {
+            Ok(b) => out.extend_from_slice(&b),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(out))
 }
 
 fn negative_bits(v: i128) -> FormatError {

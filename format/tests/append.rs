@@ -1307,3 +1307,100 @@ with h5py.File(sys.argv[1], "r") as f:
         &[&path, &want],
     );
 }
+
+/// Appending to PyTables' time columns (the time class, whose one writer PyTables is): Time64 and Time32
+/// arrays in either byte order take f64 seconds and whole seconds, stored byte for byte as PyTables stores the
+/// same values appended by itself, and PyTables reads them back. Fractional seconds for a Time32 array and
+/// times beyond 32-bit seconds are refused.
+#[test]
+fn rows_appended_to_pytables_time_arrays_are_stored_as_pytables_stores_them() {
+    if !common::have_python_module("tables") {
+        return;
+    }
+    let more = vec![
+        -0.25,
+        1e9 + 0.123456,
+        -2.0000004,
+        3.9999996,
+        1.0000005,
+        2147483647.5,
+        -2147483648.25,
+        86400.000001,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("times.h5");
+    let values = dir.path().join("more.json");
+    std::fs::write(&values, json!(more).to_string()).unwrap();
+    common::run_python(
+        r#"
+import sys, json, warnings
+warnings.simplefilter("ignore")
+import tables, numpy as np
+first = np.array([0.0, 1.5, -1.5])
+more = np.array(json.load(open(sys.argv[2])))
+for name, batches in [(sys.argv[1], [first]), (sys.argv[1] + ".twin", [first, more])]:
+    with tables.open_file(name, "w") as t:
+        for order in ["little", "big"]:
+            e64 = t.create_earray("/", "t64_" + order, tables.Time64Atom(), (0,), byteorder=order)
+            e32 = t.create_earray("/", "t32_" + order, tables.Time32Atom(), (0,), byteorder=order)
+            for b in batches:
+                e64.append(b)
+                e32.append(np.trunc(b).astype(np.int32))
+"#,
+        &[&path, &values],
+    );
+    let whole: Vec<i32> = more.iter().map(|v: &f64| v.trunc() as i32).collect();
+    let mut a = FileAppender::open(&path).unwrap();
+    for order in ["little", "big"] {
+        a.append_rows(
+            &format!("/t64_{order}"),
+            Array::vector(Data::F64(more.clone())),
+        )
+        .unwrap();
+        a.append_rows(
+            &format!("/t32_{order}"),
+            Array::vector(Data::I32(whole.clone())),
+        )
+        .unwrap();
+        for (name, bad) in [
+            ("t32", Data::F64(vec![1.5])),
+            ("t64", Data::F64(vec![2147483648.0])),
+            ("t64", Data::F64(vec![f64::NAN])),
+        ] {
+            let e = a
+                .append_rows(&format!("/{name}_{order}"), Array::vector(bad))
+                .unwrap_err();
+            assert!(matches!(e, FormatError::Invalid(_)), "{name}: {e}");
+        }
+    }
+    a.commit().unwrap();
+    let f = H5File::open(&path).unwrap();
+    let got = f.dataset("/t64_big").unwrap().read().unwrap();
+    let want: Vec<f64> = [0.0, 1.5, -1.5].iter().chain(&more).copied().collect();
+    for (g, w) in got.as_f64().unwrap().iter().zip(&want) {
+        assert!((g - w).abs() < 1e-6, "{g} against {w}");
+    }
+    common::run_python(
+        r#"
+import sys, warnings
+warnings.simplefilter("ignore")
+import h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as ours, h5py.File(sys.argv[1] + ".twin", "r") as twin:
+    for name in ours:
+        a, b = ours[name].id, twin[name].id
+        assert a.shape == b.shape, (name, a.shape, b.shape)
+        size = a.get_type().get_size()
+        raw_a = np.zeros(a.shape, dtype="V%d" % size)
+        raw_b = np.zeros(b.shape, dtype="V%d" % size)
+        a.read(h5py.h5s.ALL, h5py.h5s.ALL, raw_a, mtype=a.get_type())
+        b.read(h5py.h5s.ALL, h5py.h5s.ALL, raw_b, mtype=b.get_type())
+        differ = [(i, bytes(x).hex(), bytes(y).hex()) for i, (x, y) in enumerate(zip(raw_a, raw_b)) if bytes(x) != bytes(y)]
+        assert not differ, (name, differ)
+import tables
+with tables.open_file(sys.argv[1]) as t, tables.open_file(sys.argv[1] + ".twin") as w:
+    for node in t.root:
+        assert np.array_equal(node[:], w.get_node("/" + node.name)[:]), node.name
+"#,
+        &[&path],
+    );
+}

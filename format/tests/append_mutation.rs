@@ -1,9 +1,9 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF and hdf5plugin's Blosc, LZ4,
-//! zstd, bzip2 and bitshuffle, and libhdf5's scale-offset). On every variant `FileAppender` either refuses
-//! with an error or opens, appends rows, overwrites rows, sets and deletes attributes, creates groups and
-//! unlinks objects, and commits — without panicking, within a second — and whatever it committed opens
-//! and walks again without panicking.
+//! zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and 128-bit integers). On
+//! every variant `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and
+//! deletes attributes, creates groups and unlinks objects, and commits — without panicking, within a second —
+//! and whatever it committed opens and walks again without panicking.
 //!
 //! `CLAWHDF5_APPEND_MUTATION_SEED=N` (default 1) and `CLAWHDF5_APPEND_MUTATION_VARIANTS=N` (default 3,000
 //! per seed file) pick other variants.
@@ -52,6 +52,29 @@ with h5py.File(sys.argv[1], "w") as f:
     grow = dict(maxshape=(None, 4), chunks=(4, 4))
     f.create_dataset("p/lzf", data=data, compression="lzf", **grow)
     f.create_dataset("p/scaleoffset", data=data, scaleoffset=0, **grow)
+    f.create_dataset("p/szip", data=data, compression="szip", **grow)
+    # Types and a filter written through the appender's own encoders: N-bit, bfloat16, a 128-bit integer.
+    t = h5py.h5t
+    def low_level(name, ft, filter_id=None):
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4, 4))
+        if filter_id is not None:
+            dcpl.set_filter(filter_id, h5py.h5z.FLAG_OPTIONAL)
+        space = h5py.h5s.create_simple((16, 4), (h5py.h5s.UNLIMITED, 4))
+        d = h5py.h5d.create(f.id, name, ft, space, dcpl=dcpl)
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, data.astype("<f8"), mtype=t.NATIVE_DOUBLE)
+    n20 = t.STD_I32LE.copy()
+    n20.set_precision(20)
+    low_level(b"p/nbit", n20, h5py.h5z.FILTER_NBIT)
+    bf16 = t.IEEE_F32LE.copy()
+    bf16.set_fields(15, 7, 8, 0, 7)
+    bf16.set_size(2)
+    bf16.set_precision(16)
+    low_level(b"p/bfloat16", bf16)
+    i128 = t.STD_I64BE.copy()
+    i128.set_size(16)
+    i128.set_precision(128)
+    low_level(b"p/i128", i128)
     try:
         import hdf5plugin
         f.create_dataset("p/blosc", data=data, **grow, **hdf5plugin.Blosc(cname="zstd", clevel=3))
