@@ -174,3 +174,101 @@ fn h5py_follows_written_object_references() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Attributes of object references: on the root, a group, a dataset and a reference dataset; pointing at
+/// each other both ways, at the root and at their own object; on an object with enough attributes to keep
+/// them densely (fractal heap).
+fn with_attr_refs() -> FileWriter {
+    let mut w = with_refs();
+    w.set_attr_object_refs("/", "everything", &["/data/x", "/g", "/g/h", "/refs", "/"])
+        .unwrap();
+    w.set_attr_object_refs("/g", "to_h", &["/g/h"]).unwrap();
+    w.set_attr_object_refs("/g/h", "to_g", &["/g"]).unwrap();
+    w.set_attr_object_refs("/data/x", "me", &["/data/x"])
+        .unwrap();
+    w.set_attr_object_refs("/refs", "back", &["/data"]).unwrap();
+    for i in 0..12 {
+        w.set_attr("/data", &format!("n{i}"), Array::scalar(Data::I32(vec![i])))
+            .unwrap();
+    }
+    w.set_attr_object_refs("/data", "dense", &["/g", "/data/x"])
+        .unwrap();
+    // Replaced by a plain value, then by references again.
+    w.set_attr_object_refs("/g", "swap", &["/"]).unwrap();
+    w.set_attr("/g", "swap", Array::scalar(Data::U8(vec![7])))
+        .unwrap();
+    w.set_attr_object_refs("/g", "swap2", &["/"]).unwrap();
+    w.set_attr("/g", "swap2", Array::scalar(Data::U8(vec![8])))
+        .unwrap();
+    w.set_attr_object_refs("/g", "swap2", &["/g/h"]).unwrap();
+    w
+}
+
+#[test]
+fn attributes_of_object_references_point_at_their_targets() {
+    let f = H5File::from_bytes(with_attr_refs().to_bytes().unwrap()).unwrap();
+    let refs = |obj: &str, name: &str| match f.attr(obj, name).unwrap().data {
+        Data::ObjectRef(a) => a,
+        other => panic!("{obj}@{name}: {}", other.type_name()),
+    };
+    let at = |p: &str| f.resolve(p).unwrap();
+    assert_eq!(
+        refs("/", "everything"),
+        [
+            at("/data/x"),
+            at("/g"),
+            at("/g/h"),
+            at("/refs"),
+            f.root_addr()
+        ]
+    );
+    assert_eq!(refs("/g", "to_h"), [at("/g/h")]);
+    assert_eq!(refs("/g/h", "to_g"), [at("/g")]);
+    assert_eq!(refs("/data/x", "me"), [at("/data/x")]);
+    assert_eq!(refs("/refs", "back"), [at("/data")]);
+    assert_eq!(refs("/data", "dense"), [at("/g"), at("/data/x")]);
+    assert_eq!(refs("/g", "swap2"), [at("/g/h")]);
+    assert_eq!(f.attr("/g", "swap").unwrap().as_u8(), Some(&[7u8][..]));
+    assert_eq!(f.attr("/data", "n11").unwrap().as_i32(), Some(&[11][..]));
+    // The reference dataset beside them still resolves.
+    let Data::ObjectRef(d) = f.dataset("/refs").unwrap().read().unwrap().data else {
+        panic!("dataset of references");
+    };
+    assert_eq!(d[1], at("/g/h"));
+
+    let mut w = FileWriter::new();
+    w.create_group("/g").unwrap();
+    w.set_attr_object_refs("/g", "r", &["/missing"]).unwrap();
+    let e = w.to_bytes().unwrap_err().to_string();
+    assert!(e.contains("/missing"), "{e}");
+    assert!(w.set_attr_object_refs("/g", "r", &["relative"]).is_err());
+    assert!(w.set_attr_object_refs("/nowhere", "r", &["/g"]).is_err());
+}
+
+const CHECK_ATTR_REFS: &str = r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    names = lambda refs: [f[r].name for r in refs]
+    assert names(f.attrs["everything"]) == ["/data/x", "/g", "/g/h", "/refs", "/"], names(f.attrs["everything"])
+    assert names(f["g"].attrs["to_h"]) == ["/g/h"]
+    assert names(f["g/h"].attrs["to_g"]) == ["/g"]
+    assert names(f["data/x"].attrs["me"]) == ["/data/x"]
+    assert names(f["refs"].attrs["back"]) == ["/data"]
+    assert names(f["data"].attrs["dense"]) == ["/g", "/data/x"]
+    assert names(f["g"].attrs["swap2"]) == ["/g/h"] and f["g"].attrs["swap"] == 7
+    assert len(f["data"].attrs) == 13 and f["data"].attrs["n11"] == 11
+    assert list(f[f.attrs["everything"][0]][()]) == [1, 2, 3]
+    assert f.attrs.get_id("everything").dtype == h5py.ref_dtype
+print("ok")
+"#;
+
+#[test]
+fn h5py_follows_attributes_of_object_references() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("attr_refs.h5");
+    with_attr_refs().write_file(&path).unwrap();
+    common::run_python(CHECK_ATTR_REFS, &[&path]);
+}

@@ -5,6 +5,7 @@ use crate::array::Array;
 use crate::checksum::lookup3;
 use crate::convert;
 use crate::dataspace::Dataspace;
+use crate::datatype::Datatype;
 use crate::error::Result;
 use crate::heap::fractal::{write_heap, HeapKind};
 use crate::io::{PutLe, UNDEF};
@@ -24,9 +25,19 @@ pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<V
     let mut hs = HeapSink::new(sink);
     let raw = convert::encode(&value.data, &mut hs)?;
     hs.finish();
+    attribute_message_raw(name, &dt, &value.shape, &raw)
+}
+
+/// An attribute message of type `dt` and shape `shape` holding the raw elements `raw` (file byte order).
+pub fn attribute_message_raw(
+    name: &str,
+    dt: &Datatype,
+    shape: &[u64],
+    raw: &[u8],
+) -> Result<Vec<u8>> {
     // Version 3: version, flags, name/datatype/dataspace sizes, name encoding (UTF-8), then the
     // NUL-terminated name, the datatype, the dataspace and the data, unpadded.
-    let mut out = Vec::with_capacity(9 + name.len() + 48 + 8 * value.shape.len() + raw.len());
+    let mut out = Vec::with_capacity(9 + name.len() + 48 + 8 * shape.len() + raw.len());
     out.put_u8(3);
     out.put_u8(0);
     out.put_u16((name.len() + 1) as u16);
@@ -40,7 +51,7 @@ pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<V
     let tsize = out.len() - at;
     let at = out.len();
     Dataspace {
-        dims: value.shape.clone(),
+        dims: shape.to_vec(),
         max: None,
         null: false,
     }
@@ -53,7 +64,7 @@ pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<V
     }
     out[4..6].copy_from_slice(&(tsize as u16).to_le_bytes());
     out[6..8].copy_from_slice(&(ssize as u16).to_le_bytes());
-    out.extend_from_slice(&raw);
+    out.extend_from_slice(raw);
     Ok(out)
 }
 

@@ -10,7 +10,7 @@ use crate::messages::LinkTarget;
 use crate::superblock::{encode_v2, SB2_SIZE};
 use crate::write::dataset::{dataset_messages, Plan};
 use crate::write::dataset::{write_dataset, DatasetOptions};
-use crate::write::object::{attribute_message, write_object};
+use crate::write::object::{attribute_message, attribute_message_raw, write_object};
 use crate::write::sink::Sink;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -46,6 +46,9 @@ struct RefPatches {
     /// False when the file has no references: paths are then not tracked at all.
     enabled: bool,
     addrs: HashMap<String, u64>,
+    /// The addresses an earlier pass found, which attributes of references are written with (0 in the first
+    /// pass); `None` in the first pass.
+    known: Option<HashMap<String, u64>>,
     /// (position in the sink, target path) of each 8-byte reference.
     slots: Vec<(u64, String)>,
 }
@@ -83,6 +86,8 @@ const INDEX_ATTRS_FROM: usize = 16;
 #[derive(Default)]
 struct Attrs {
     list: Vec<(String, Array)>,
+    /// Target paths of the attributes that hold object references, by attribute name.
+    ref_targets: Vec<(String, Vec<String>)>,
     /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`] (boxed so
     /// that attribute-less objects stay small).
     index: Option<Box<FxHashMap<String, usize>>>,
@@ -90,7 +95,15 @@ struct Attrs {
 
 impl Attrs {
     /// Sets or replaces attribute `name`.
+    /// Sets attribute `name` to object references to `targets` (absolute, normalised paths).
+    fn set_refs(&mut self, name: &str, targets: Vec<String>) {
+        let n = targets.len();
+        self.set(name, Array::vector(Data::ObjectRef(vec![0; n])));
+        self.ref_targets.push((name.to_string(), targets));
+    }
+
     fn set(&mut self, name: &str, value: Array) {
+        self.ref_targets.retain(|(n, _)| n != name);
         if self.index.is_none() && self.list.len() >= INDEX_ATTRS_FROM {
             let index = self
                 .list
@@ -302,19 +315,43 @@ impl FileWriter {
         )
     }
 
+    /// Sets a 1-D attribute `name` of `object_path` holding object references to the groups or datasets at
+    /// the absolute paths `targets` of this file (hard links only; resolved by `to_bytes`, which fails naming
+    /// any target that does not exist). h5py reads them as `Reference`s, we as `Data::ObjectRef` addresses.
+    pub fn set_attr_object_refs(
+        &mut self,
+        object_path: &str,
+        name: &str,
+        targets: &[&str],
+    ) -> Result<()> {
+        let targets = ref_targets(targets)?;
+        // Checks the name and the object, and makes room.
+        self.set_attr(
+            object_path,
+            name,
+            Array::vector(Data::U8(vec![0; targets.len()])),
+        )?;
+        let parts = components(object_path)?;
+        let attrs = match parts.split_last() {
+            None => match &mut self.root {
+                Node::Group { attrs, .. } => attrs,
+                _ => return invalid("the root is not a group"),
+            },
+            Some((last, parents)) => match self.group_mut(parents, false)?.get_mut(*last) {
+                Some(Node::Dataset(d)) => &mut d.attrs,
+                Some(Node::Group { attrs, .. } | Node::Refs { attrs, .. }) => attrs,
+                _ => return Err(FormatError::NotFound(object_path.to_string())),
+            },
+        };
+        attrs.set_refs(name, targets);
+        Ok(())
+    }
+
     /// Adds a 1-D dataset of object references (contiguous layout) to the groups or datasets at
     /// the absolute paths `targets` of this file (hard links only; resolved by `to_bytes`, which
     /// fails naming any target that does not exist). Readers get `Data::ObjectRef` addresses.
     pub fn write_object_refs(&mut self, path: &str, targets: &[&str]) -> Result<()> {
-        let mut norm = Vec::with_capacity(targets.len());
-        for t in targets {
-            if !t.starts_with('/') {
-                return invalid(format!(
-                    "object reference target {t:?} is not an absolute path"
-                ));
-            }
-            norm.push(format!("/{}", components(t)?.join("/")));
-        }
+        let norm = ref_targets(targets)?;
         let parts = components(path)?;
         let (name, parents) = match parts.split_last() {
             Some(x) => x,
@@ -350,11 +387,34 @@ impl FileWriter {
 
     /// Serialises the whole file.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        if !has_attr_refs(&self.root) {
+            return Ok(self.write_pass(None)?.0);
+        }
+        // Attributes of references are written with their targets' addresses, which only a written file
+        // knows: a first pass finds them (writing zeros), a second writes them. Attributes are never
+        // compressed, so both passes place every object alike; a third is never needed.
+        let (_, found) = self.write_pass(None)?;
+        let (bytes, again) = self.write_pass(Some(found.clone()))?;
+        if again != found {
+            return invalid(
+                "object addresses moved between the passes that write attribute references",
+            );
+        }
+        Ok(bytes)
+    }
+
+    /// One serialisation; attributes of references take their targets' addresses from `known` (zeros when
+    /// `None`). Returns the bytes and every object's address by path (when the file holds references).
+    fn write_pass(
+        &self,
+        known: Option<HashMap<String, u64>>,
+    ) -> Result<(Vec<u8>, HashMap<String, u64>)> {
         let mut sink = Sink::new(0);
         sink.buf.reserve(SB2_SIZE + size_estimate(&self.root));
         sink.buf.resize(SB2_SIZE, 0);
         let mut refs = RefPatches {
             enabled: has_refs(&self.root),
+            known,
             ..Default::default()
         };
         let root = write_node(&mut sink, &self.root, "/", &mut refs)?;
@@ -368,7 +428,7 @@ impl FileWriter {
         let eof = sink.pos();
         let sb = encode_v2(eof, root);
         sink.buf[..SB2_SIZE].copy_from_slice(&sb);
-        Ok(sink.buf)
+        Ok((sink.buf, refs.addrs))
     }
 
     /// Writes the file to `path` and fsyncs it (callers wanting atomicity write to a temporary
@@ -382,12 +442,49 @@ impl FileWriter {
     }
 }
 
-fn encode_attrs<'a>(sink: &mut Sink, attrs: &'a Attrs) -> Result<Vec<(&'a str, Vec<u8>)>> {
+fn encode_attrs<'a>(
+    sink: &mut Sink,
+    attrs: &'a Attrs,
+    refs: &RefPatches,
+) -> Result<Vec<(&'a str, Vec<u8>)>> {
     attrs
         .list
         .iter()
-        .map(|(n, a)| Ok((n.as_str(), attribute_message(sink, n, a)?)))
+        .map(|(n, a)| {
+            let message = match attrs.ref_targets.iter().find(|(name, _)| name == n) {
+                Some((_, targets)) => {
+                    let mut raw = Vec::with_capacity(8 * targets.len());
+                    for t in targets {
+                        let addr = match &refs.known {
+                            None => 0,
+                            Some(known) => *known.get(t).ok_or_else(|| {
+                                FormatError::NotFound(format!("object reference target {t}"))
+                            })?,
+                        };
+                        raw.extend_from_slice(&addr.to_le_bytes());
+                    }
+                    let dt = Datatype::Reference { size: 8, kind: 0 };
+                    attribute_message_raw(n, &dt, &a.shape, &raw)?
+                }
+                None => attribute_message(sink, n, a)?,
+            };
+            Ok((n.as_str(), message))
+        })
         .collect()
+}
+
+/// Absolute, normalised target paths of object references.
+fn ref_targets(targets: &[&str]) -> Result<Vec<String>> {
+    let mut norm = Vec::with_capacity(targets.len());
+    for t in targets {
+        if !t.starts_with('/') {
+            return invalid(format!(
+                "object reference target {t:?} is not an absolute path"
+            ));
+        }
+        norm.push(format!("/{}", components(t)?.join("/")));
+    }
+    Ok(norm)
 }
 
 /// Roughly the bytes `data` takes in the file uncompressed, heap objects included.
@@ -418,12 +515,24 @@ fn size_estimate(node: &Node) -> usize {
     }
 }
 
-/// Whether any dataset of object references is in the tree.
+/// Whether any dataset or attribute of object references is in the tree.
 fn has_refs(node: &Node) -> bool {
     match node {
         Node::Refs { .. } => true,
-        Node::Group { children, .. } => children.values().any(has_refs),
-        _ => false,
+        Node::Group { children, .. } => has_attr_refs(node) || children.values().any(has_refs),
+        _ => has_attr_refs(node),
+    }
+}
+
+/// Whether any attribute of object references is in the tree.
+fn has_attr_refs(node: &Node) -> bool {
+    match node {
+        Node::Group { children, attrs } => {
+            !attrs.ref_targets.is_empty() || children.values().any(has_attr_refs)
+        }
+        Node::Dataset(d) => !d.attrs.ref_targets.is_empty(),
+        Node::Refs { attrs, .. } => !attrs.ref_targets.is_empty(),
+        Node::Link(_) => false,
     }
 }
 
@@ -444,16 +553,16 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 };
                 links.push((name.as_str(), target));
             }
-            let attrs = encode_attrs(sink, attrs)?;
+            let attrs = encode_attrs(sink, attrs, refs)?;
             write_object(sink, vec![], Some(&links), &attrs)?
         }
         Node::Dataset(d) => {
             let DatasetNode { array, opts, attrs } = &**d;
-            let attrs = encode_attrs(sink, attrs)?;
+            let attrs = encode_attrs(sink, attrs, refs)?;
             write_dataset(sink, array, opts, &attrs)?
         }
         Node::Refs { targets, attrs } => {
-            let attrs = encode_attrs(sink, attrs)?;
+            let attrs = encode_attrs(sink, attrs, refs)?;
             let layout = if targets.is_empty() {
                 Layout::Contiguous {
                     addr: UNDEF,
