@@ -8,7 +8,7 @@
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
 //! Blosc, bitshuffle; other filters become deflate), attributes, soft and external links, and object
-//! references remapped to the objects' paths. A second hard link to an object already carried, or a hard link
+//! references (datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
 //! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
 //! ends there); groups nested deeper than 64 levels are left. What cannot be carried (committed datatypes,
 //! region references, data the reader or writer refuses) is listed in [`Carried::left`], and the caller keeps a
@@ -24,7 +24,7 @@ use clawhdf5_format::filters::{
     BITSHUFFLE, BLOSC, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, SHUFFLE, ZSTD,
 };
 use clawhdf5_format::{
-    BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileWriter, FormatError, H5File,
+    Array, BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileWriter, FormatError, H5File,
 };
 
 /// The store's own top-level groups.
@@ -73,6 +73,7 @@ pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
         out: Carried::default(),
         carried: HashMap::new(),
         refs: Vec::new(),
+        attr_refs: Vec::new(),
     };
     c.seed("/");
     c.attrs("/");
@@ -97,6 +98,8 @@ struct Copier<'a> {
     carried: HashMap<u64, String>,
     /// Datasets of object references, written once every object has its new path: (path, addresses).
     refs: Vec<(String, Vec<u64>)>,
+    /// Attributes of object references, likewise: (object path, name, shape, addresses).
+    attr_refs: Vec<(String, String, Vec<u64>, Vec<u64>)>,
 }
 
 impl Copier<'_> {
@@ -116,9 +119,15 @@ impl Copier<'_> {
             }
             let what = || format!("attribute {name:?} of {path}");
             match self.old.attr(path, &name) {
+                Ok(Array {
+                    shape,
+                    data: Data::ObjectRef(addrs),
+                }) => self
+                    .attr_refs
+                    .push((path.to_string(), name.clone(), shape, addrs)),
                 Ok(a) if holds_refs(&a.data) => self.leave(
                     what(),
-                    "it holds references, which cannot be carried into a rewritten file",
+                    "it holds region or HDF5 1.12 references, which cannot be carried into a rewritten file",
                 ),
                 Ok(a) => match self.w.set_attr(path, &name, a) {
                     Ok(()) => self.out.attrs += 1,
@@ -296,6 +305,27 @@ impl Copier<'_> {
                 Err(e) => self.leave(format!("dataset {path}"), e),
             }
         }
+        for (path, name, shape, addrs) in std::mem::take(&mut self.attr_refs) {
+            let what = format!("attribute {name:?} of {path}");
+            let targets: Option<Vec<&str>> = addrs
+                .iter()
+                .map(|a| self.carried.get(a).map(String::as_str))
+                .collect();
+            let Some(targets) = targets else {
+                self.leave(
+                    what,
+                    "a reference in it points at no object the rewritten file keeps",
+                );
+                continue;
+            };
+            match self
+                .w
+                .set_attr_object_refs_shaped(&path, &name, &shape, &targets)
+            {
+                Ok(()) => self.out.attrs += 1,
+                Err(e) => self.leave(what, e),
+            }
+        }
     }
 }
 
@@ -433,6 +463,13 @@ mod tests {
             .unwrap();
         w.write_object_refs("/mine/stale", &["/index/hnsw"])
             .unwrap();
+        // Attributes of references, as h5py writes `attrs["r"] = obj.ref` (scalar) and lists of them.
+        w.set_attr_object_refs_shaped("/", "pointer", &[], &["/mine/values"])
+            .unwrap();
+        w.set_attr_object_refs("/mine", "both", &["/records/id", "/mine/words"])
+            .unwrap();
+        w.set_attr_object_refs("/mine/words", "gone", &["/index/hnsw"])
+            .unwrap();
         w.to_bytes().unwrap()
     }
 
@@ -455,10 +492,11 @@ mod tests {
         let old = annotated();
         let mut w = snapshot();
         let c = carry(&old, &mut w);
-        // mine, values, words, latest, elsewhere, refs; the reference to the dropped graph stays behind.
-        assert_eq!((c.objects, c.attrs), (6, 3), "{c:?}");
-        assert_eq!(c.left.len(), 1, "{c:?}");
+        // mine, values, words, latest, elsewhere, refs; the references to the dropped graph stay behind.
+        assert_eq!((c.objects, c.attrs), (6, 5), "{c:?}");
+        assert_eq!(c.left.len(), 2, "{c:?}");
         assert!(c.left[0].contains("/mine/stale"), "{c:?}");
+        assert!(c.left[1].contains("\"gone\" of /mine/words"), "{c:?}");
         let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
         assert!(!f.exists("/index/hnsw"));
         assert_eq!(
@@ -499,6 +537,19 @@ mod tests {
                 f.resolve("/mine/words").unwrap(),
                 f.resolve("/records/id").unwrap()
             ]
+        );
+        let pointer = f.attr("/", "pointer").unwrap();
+        assert!(pointer.shape.is_empty());
+        assert_eq!(
+            pointer.data,
+            Data::ObjectRef(vec![f.resolve("/mine/values").unwrap()])
+        );
+        assert_eq!(
+            f.attr("/mine", "both").unwrap().data,
+            Data::ObjectRef(vec![
+                f.resolve("/records/id").unwrap(),
+                f.resolve("/mine/words").unwrap()
+            ])
         );
     }
 

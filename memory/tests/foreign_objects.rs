@@ -27,6 +27,8 @@ with h5py.File(sys.argv[1], "a") as f:
     f["user/alias"] = g["x"]
     r = f.create_dataset("user/refs", data=[g["x"].ref, g["names"].ref], dtype=h5py.ref_dtype)
     r.attrs["about"] = "two references"
+    f.attrs["pointer"] = g["x"].ref
+    g.attrs.create("siblings", [g["names"].ref, g["pairs"].ref], dtype=h5py.ref_dtype)
     f["records/text"].attrs["comment"] = "texts"
     f["records"].attrs["note"] = np.arange(3)
 "#;
@@ -40,10 +42,11 @@ with h5py.File(sys.argv[1], "r") as f:
           g["x"].maxshape, list(g["names"].asstr()[:]), float(g["pairs"][1]["b"]), g["latest"][:3].tolist(),
           f["records/text"].attrs["comment"], f["records"].attrs["note"].tolist(), f["user/alias"][-1],
           f[f["user/refs"][0]][-1], f[f["user/refs"][1]].name, f["user/refs"].attrs["about"],
-          g["lzf"].compression, float(g["lzf"][-1]), int(g["scaled"][:].sum()))
+          g["lzf"].compression, float(g["lzf"][-1]), int(g["scaled"][:].sum()), f[f.attrs["pointer"]][-1],
+          [f[r].name for r in g.attrs["siblings"]])
 "#;
 
-const EXPECTED: &str = "alice 11 my own notes [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] gzip (None,) ['a', 'bb', 'ccc'] 4.5 [0, 1, 2] texts [0, 1, 2] 9 9 /user/notes/names two references lzf 49.0 780";
+const EXPECTED: &str = "alice 11 my own notes [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] gzip (None,) ['a', 'bb', 'ccc'] 4.5 [0, 1, 2] texts [0, 1, 2] 9 9 /user/notes/names two references lzf 49.0 780 9 ['/user/notes/names', '/user/notes/pairs']";
 
 fn save(s: &mut Store, n: std::ops::Range<usize>) {
     for i in n {
@@ -102,8 +105,8 @@ fn annotations_survive_incremental_and_full_checkpoints() {
     // user, user/notes, x, names, pairs, latest, lzf, scaled, refs, and as soft links now: alias, up (the
     // root: a link cycle) and rec (the store's /records).
     assert_eq!(st.foreign.objects, 12, "{st:?}");
-    // owner, extra0-11, purpose, comment, note, about.
-    assert_eq!(st.foreign.attrs, 17, "{st:?}");
+    // owner, extra0-11, purpose, comment, note, about, and the references pointer and siblings.
+    assert_eq!(st.foreign.attrs, 19, "{st:?}");
     assert!(
         st.foreign.left.is_empty() && st.foreign.kept.is_none(),
         "{st:?}"

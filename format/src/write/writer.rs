@@ -95,10 +95,17 @@ struct Attrs {
 
 impl Attrs {
     /// Sets or replaces attribute `name`.
-    /// Sets attribute `name` to object references to `targets` (absolute, normalised paths).
-    fn set_refs(&mut self, name: &str, targets: Vec<String>) {
+    /// Sets attribute `name` to object references to `targets` (absolute, normalised paths; as many as
+    /// `shape` holds, which the caller checked).
+    fn set_refs(&mut self, name: &str, shape: &[u64], targets: Vec<String>) {
         let n = targets.len();
-        self.set(name, Array::vector(Data::ObjectRef(vec![0; n])));
+        self.set(
+            name,
+            Array {
+                shape: shape.to_vec(),
+                data: Data::ObjectRef(vec![0; n]),
+            },
+        );
         self.ref_targets.push((name.to_string(), targets));
     }
 
@@ -324,12 +331,24 @@ impl FileWriter {
         name: &str,
         targets: &[&str],
     ) -> Result<()> {
+        self.set_attr_object_refs_shaped(object_path, name, &[targets.len() as u64], targets)
+    }
+
+    /// [`Self::set_attr_object_refs`] with a shape of its own (`[]` for a scalar, as h5py writes
+    /// `attrs["r"] = obj.ref`); the targets in row-major order.
+    pub fn set_attr_object_refs_shaped(
+        &mut self,
+        object_path: &str,
+        name: &str,
+        shape: &[u64],
+        targets: &[&str],
+    ) -> Result<()> {
         let targets = ref_targets(targets)?;
-        // Checks the name and the object, and makes room.
+        // Checks the name, the shape and the object, and makes room.
         self.set_attr(
             object_path,
             name,
-            Array::vector(Data::U8(vec![0; targets.len()])),
+            Array::new(shape.to_vec(), Data::U8(vec![0; targets.len()]))?,
         )?;
         let parts = components(object_path)?;
         let attrs = match parts.split_last() {
@@ -343,7 +362,7 @@ impl FileWriter {
                 _ => return Err(FormatError::NotFound(object_path.to_string())),
             },
         };
-        attrs.set_refs(name, targets);
+        attrs.set_refs(name, shape, targets);
         Ok(())
     }
 
