@@ -112,6 +112,9 @@ pub enum Selection {
     Points(Vec<Vec<u64>>),
 }
 
+/// An unlimited count or block of a [`Selection::Regular`] (a virtual dataset's unlimited mapping).
+pub const UNLIMITED: u64 = u64::MAX;
+
 /// libhdf5's `H5S_UNLIMITED` in a field of `size` bytes (all bits set).
 fn unlimited(v: u64, size: usize) -> bool {
     size < 8 && v == (1u64 << (8 * size)) - 1 || v == u64::MAX
@@ -121,6 +124,20 @@ impl Selection {
     /// Decodes one serialised selection (`H5S_select_serialize`'s format); hyperslabs and points carry their
     /// rank, which must be `rank` when given.
     pub(crate) fn parse(c: &mut Cursor<'_>, rank: Option<usize>) -> Result<Selection> {
+        Self::parse_with(c, rank, false)
+    }
+
+    /// [`Self::parse`] that also takes a regular hyperslab's unlimited count or block (a virtual dataset's
+    /// unlimited mapping), kept as [`UNLIMITED`].
+    pub(crate) fn parse_unlimited(c: &mut Cursor<'_>, rank: Option<usize>) -> Result<Selection> {
+        Self::parse_with(c, rank, true)
+    }
+
+    fn parse_with(
+        c: &mut Cursor<'_>,
+        rank: Option<usize>,
+        unlimited_ok: bool,
+    ) -> Result<Selection> {
         let kind = c.u32()?;
         let version = c.u32()?;
         match kind {
@@ -136,7 +153,7 @@ impl Selection {
                     Selection::All
                 })
             }
-            2 => Self::parse_hyperslab(c, version, rank),
+            2 => Self::parse_hyperslab(c, version, rank, unlimited_ok),
             1 => Self::parse_points(c, version, rank),
             k => corrupt(format!("selection type {k}")),
         }
@@ -173,7 +190,12 @@ impl Selection {
         Ok(Selection::Points(points))
     }
 
-    fn parse_hyperslab(c: &mut Cursor<'_>, version: u32, rank: Option<usize>) -> Result<Selection> {
+    fn parse_hyperslab(
+        c: &mut Cursor<'_>,
+        version: u32,
+        rank: Option<usize>,
+        unlimited_ok: bool,
+    ) -> Result<Selection> {
         let (regular, size) = match version {
             1 => {
                 c.skip(8)?; // reserved word, length
@@ -199,10 +221,14 @@ impl Selection {
             let mut dims = Vec::with_capacity(rank);
             for _ in 0..rank {
                 let mut d = [0u64; 4];
-                for v in d.iter_mut() {
+                for (i, v) in d.iter_mut().enumerate() {
                     *v = c.uint(size)?;
                     if unlimited(*v, size) {
-                        return unsupported("selection with an unlimited count or block");
+                        // Only a count (2) or a block (3) may be unlimited.
+                        if !unlimited_ok || i < 2 {
+                            return unsupported("selection with an unlimited count or block");
+                        }
+                        *v = UNLIMITED;
                     }
                 }
                 dims.push(d);

@@ -99,6 +99,14 @@ impl<'a> Dataset<'a> {
         let space = Dataspace::parse(&mut Cursor::new(&ds_body, "dataspace"), ctx.sl)?;
         let dtype = file.datatype_msg(dt.flags, dt.data)?;
         let (layout_version, layout) = messages::parse_layout(lm.data, &ctx, space.dims.len())?;
+        let mut space = space;
+        if let Layout::Virtual { heap, index } = layout {
+            // Mappings that grow with their sources set the extent (libhdf5 recomputes it at open too); a
+            // mapping list that cannot be read leaves the stored extent, and the first read says why.
+            if let Ok(Some(dims)) = crate::read::vds::current_dims(file, heap, index, &space.dims) {
+                space.dims = dims;
+            }
+        }
         let filters = match oh.find(mtype::FILTERS) {
             Some(m) => {
                 messages::parse_filters(&file.message_body(mtype::FILTERS, m.flags, m.data)?)?
