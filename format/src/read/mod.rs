@@ -8,3 +8,4 @@ pub mod file;
 pub mod groups;
 pub(crate) mod shared;
 pub(crate) mod vds;
+pub(crate) mod vds_growth;
