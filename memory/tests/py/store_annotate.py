@@ -1,10 +1,10 @@
 """One h5py turn of memory/tests/store_ping_pong.rs: check that the annotations of earlier turns are all still in
 the store file, then change some (attributes on the store's stable objects and on the root, groups and datasets
-of our own outside the store's groups), now and then repack the whole file with h5repack.
+of our own outside the store's groups, attributes of references to those), now and then repack the whole file with h5repack.
 
     python3 store_annotate.py STATE.json STORE.h5 SEED
 
-STATE.json records the annotations (created on the first turn)."""
+STATE.json records the annotations (created on the first turn), object references among them."""
 import json
 import os
 import random
@@ -42,6 +42,12 @@ def check(f, state):
         assert got == want, f"dataset {p}: {got!r} != {want!r}"
     for g in state["groups"]:
         assert isinstance(f.get(g), h5py.Group), f"group {g} is gone"
+    for obj, refs in state.get("refs", {}).items():
+        for name, want in refs.items():
+            assert name in f[obj].attrs, f"reference attribute {name} of {obj} is gone"
+            value = f[obj].attrs[name]
+            got = [f[value].name] if isinstance(value, h5py.Reference) else [f[r].name for r in value]
+            assert got == want, f"reference attribute {name} of {obj}: {got!r} != {want!r}"
 
     def counts(name, obj):
         n = len(list(obj.attrs.keys()))
@@ -56,16 +62,18 @@ def check(f, state):
 def main():
     state_path, path, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(seed)
-    state = {"attrs": {}, "datasets": {}, "groups": [], "next": 0}
+    state = {"attrs": {}, "datasets": {}, "groups": [], "refs": {}, "next": 0}
     if os.path.exists(state_path):
         with open(state_path) as fh:
             state = json.load(fh)
+    state.setdefault("refs", {})
     with h5py.File(path, "a") as f:
         check(f, state)
         for _ in range(rng.randint(1, 8)):
             state["next"] += 1
             n = state["next"]
-            op = rng.choice(["attr", "attr", "attr", "del_attr", "group", "dataset", "dataset", "grow", "del_dataset"])
+            op = rng.choice(["attr", "attr", "attr", "del_attr", "group", "dataset", "dataset", "grow", "del_dataset",
+                             "ref_attr"])
             if op == "attr":
                 obj = rng.choice(STABLE + state["groups"])
                 kind = rng.randrange(3)
@@ -110,6 +118,23 @@ def main():
                 p = rng.choice(sorted(state["datasets"]))
                 del f[p]
                 del state["datasets"][p]
+                # References to it would dangle: they go too.
+                for obj, refs in state["refs"].items():
+                    for name in [a for a, targets in refs.items() if p in targets]:
+                        del f[obj].attrs[name]
+                        del refs[name]
+            elif op == "ref_attr":
+                # Object references to our own datasets and groups (references into the store's groups go stale
+                # at its checkpoints, as memory/SCHEMA.md says), as one reference or a list of them.
+                targets = sorted(state["datasets"]) + sorted(state["groups"])
+                if targets:
+                    obj = rng.choice(["/"] + state["groups"])
+                    chosen = rng.sample(targets, rng.randint(1, min(3, len(targets))))
+                    if len(chosen) == 1 and rng.random() < 0.5:
+                        f[obj].attrs[f"ref{n}"] = f[chosen[0]].ref
+                    else:
+                        f[obj].attrs.create(f"ref{n}", [f[t].ref for t in chosen], dtype=h5py.ref_dtype)
+                    state["refs"].setdefault(obj, {})[f"ref{n}"] = chosen
         check(f, state)
     if shutil.which("h5repack") and rng.random() < 0.2:
         tmp = path + ".repack"
