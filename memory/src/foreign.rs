@@ -286,11 +286,7 @@ impl Copier<'_> {
     /// file (an object the new file lacks leaves the dataset behind).
     fn write_refs(&mut self) {
         for (path, addrs) in std::mem::take(&mut self.refs) {
-            let targets: Option<Vec<&str>> = addrs
-                .iter()
-                .map(|a| self.carried.get(a).map(String::as_str))
-                .collect();
-            let Some(targets) = targets else {
+            let Some(targets) = paths_of(&self.carried, &addrs) else {
                 self.leave(
                     format!("dataset {path}"),
                     "a reference in it points at no object the rewritten file keeps",
@@ -307,11 +303,7 @@ impl Copier<'_> {
         }
         for (path, name, shape, addrs) in std::mem::take(&mut self.attr_refs) {
             let what = format!("attribute {name:?} of {path}");
-            let targets: Option<Vec<&str>> = addrs
-                .iter()
-                .map(|a| self.carried.get(a).map(String::as_str))
-                .collect();
-            let Some(targets) = targets else {
+            let Some(targets) = paths_of(&self.carried, &addrs) else {
                 self.leave(
                     what,
                     "a reference in it points at no object the rewritten file keeps",
@@ -327,6 +319,14 @@ impl Copier<'_> {
             }
         }
     }
+}
+
+/// The new file's paths of the objects at `addrs` in the old one; `None` when the new file lacks one.
+fn paths_of<'a>(carried: &'a HashMap<u64, String>, addrs: &[u64]) -> Option<Vec<&'a str>> {
+    addrs
+        .iter()
+        .map(|a| carried.get(a).map(String::as_str))
+        .collect()
 }
 
 /// The filter options of a carried dataset that keep its chunking and compression where the writer can.
