@@ -266,6 +266,12 @@ impl FileWriter {
         if !value.shape_matches() {
             return invalid("attribute shape does not match its data");
         }
+        self.attrs_mut(object_path)?.set(name, value);
+        Ok(())
+    }
+
+    /// The attributes of the group or dataset at `object_path`.
+    fn attrs_mut(&mut self, object_path: &str) -> Result<&mut Attrs> {
         let parts = components(object_path)?;
         let node = match parts.split_last() {
             None => &mut self.root,
@@ -278,15 +284,12 @@ impl FileWriter {
             }
         };
         match node {
-            Node::Dataset(d) => d.attrs.set(name, value),
-            Node::Group { attrs, .. } | Node::Refs { attrs, .. } => attrs.set(name, value),
-            Node::Link(_) => {
-                return invalid(format!(
-                    "{object_path} is a soft or external link: links have no attributes"
-                ))
-            }
+            Node::Dataset(d) => Ok(&mut d.attrs),
+            Node::Group { attrs, .. } | Node::Refs { attrs, .. } => Ok(attrs),
+            Node::Link(_) => invalid(format!(
+                "{object_path} is a soft or external link: links have no attributes"
+            )),
         }
-        Ok(())
     }
 
     /// Adds a soft link at `path` to `target` (an absolute or relative HDF5 path, resolved
@@ -344,24 +347,16 @@ impl FileWriter {
         targets: &[&str],
     ) -> Result<()> {
         let targets = ref_targets(targets)?;
-        // Checks the name, the shape and the object, and makes room.
-        self.set_attr(
-            object_path,
-            name,
-            Array::new(shape.to_vec(), Data::U8(vec![0; targets.len()]))?,
-        )?;
-        let parts = components(object_path)?;
-        let attrs = match parts.split_last() {
-            None => match &mut self.root {
-                Node::Group { attrs, .. } => attrs,
-                _ => return invalid("the root is not a group"),
-            },
-            Some((last, parents)) => match self.group_mut(parents, false)?.get_mut(*last) {
-                Some(Node::Dataset(d)) => &mut d.attrs,
-                Some(Node::Group { attrs, .. } | Node::Refs { attrs, .. }) => attrs,
-                _ => return Err(FormatError::NotFound(object_path.to_string())),
-            },
-        };
+        if name.is_empty() {
+            return invalid("attribute name is empty");
+        }
+        if crate::array::shape_elements(shape) != Some(targets.len() as u64) {
+            return invalid(format!(
+                "attribute shape {shape:?} does not hold {} references",
+                targets.len()
+            ));
+        }
+        let attrs = self.attrs_mut(object_path)?;
         attrs.set_refs(name, shape, targets);
         Ok(())
     }
