@@ -336,6 +336,7 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             BITSHUFFLE => crate::bitshuffle::encode(&f.params, &buf, elem)?,
             SCALEOFFSET => crate::scaleoffset::encode(&f.params, &buf)?,
             NBIT => crate::nbit::encode(&f.params, &buf)?,
+            SZIP => crate::szip::encode(&f.params, &buf)?,
             // A filter we cannot encode (szip, N-bit, LZO, Blosc2, another program's own): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional

@@ -1,5 +1,6 @@
-//! Decoding HDF5's szip filter (id 4): CCSDS 121.0-B adaptive entropy coding (Rice coding with an optional
-//! predictor), in the layout libaec's SZIP-compatible API gives it.
+//! HDF5's szip filter (id 4): CCSDS 121.0-B adaptive entropy coding (Rice coding with an optional predictor),
+//! in the layout libaec's SZIP-compatible API gives it. Decoded in full; encoded with the split-sample,
+//! zero-block and uncompressed options (never the second extension, which decoders need not see).
 //!
 //! A stored chunk is the decoded size (4 bytes, little-endian) followed by the coded stream. The client data
 //! (`cd_values`) are the option mask (`NN` 32: the nearest-neighbour predictor; `MSB` 16 / `LSB` 8: the byte
@@ -24,7 +25,7 @@
 //! reference sample in full; every later sample is coded as its difference from the one before, mapped to
 //! an unsigned number (small differences of either sign to small numbers).
 
-use crate::bits::MsbBits;
+use crate::bits::{MsbBits, MsbWriter};
 use crate::error::{corrupt, unsupported, Result};
 
 /// Option-mask bit: the nearest-neighbour predictor ran before coding.
@@ -69,6 +70,167 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
                 ));
             }
             Decoder::new(&params, stream, size / params.bytes).run()
+        }
+    }
+}
+
+/// Encodes one chunk `data` (whole elements) with client data `cd`, as the decoder above reads it: samples
+/// above the bits per pixel are dropped (libhdf5's conversion ignores those bits of a reduced-precision type).
+pub fn encode(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
+    let p = Params::new(cd)?;
+    let xmax = u32::MAX >> (32 - p.bits);
+    let samples: Vec<u32> = match p.shuffled {
+        Some(word) => {
+            if !data.len().is_multiple_of(word) {
+                return corrupt(format!(
+                    "szip chunk of {} bytes is not a whole number of {word}-byte elements",
+                    data.len()
+                ));
+            }
+            let mut shuffled = vec![0u8; data.len()];
+            crate::transpose::shuffle_bytes(data, word, &mut shuffled);
+            shuffled.into_iter().map(u32::from).collect()
+        }
+        None => {
+            if !data.len().is_multiple_of(p.bytes) {
+                return corrupt(format!(
+                    "szip chunk of {} bytes is not a whole number of {}-byte samples",
+                    data.len(),
+                    p.bytes
+                ));
+            }
+            data.chunks_exact(p.bytes)
+                .map(|c| {
+                    let mut b = [0u8; 4];
+                    if p.msb {
+                        b[4 - p.bytes..].copy_from_slice(c);
+                        u32::from_be_bytes(b) & xmax
+                    } else {
+                        b[..p.bytes].copy_from_slice(c);
+                        u32::from_le_bytes(b) & xmax
+                    }
+                })
+                .collect()
+        }
+    };
+    let size = u32::try_from(data.len())
+        .map_err(|_| crate::FormatError::Invalid("szip chunk of 4 GiB or more".into()))?;
+    let mut out = MsbWriter::with_capacity(data.len() / 2 + 8);
+    let mut coded = vec![0u32; p.line];
+    for line in samples.chunks(p.scanline) {
+        // The scanline padded to whole blocks with its last sample (nothing to code after the predictor).
+        let last = line.last().copied().unwrap_or(0);
+        let mut prev = 0;
+        for (i, c) in coded.iter_mut().enumerate() {
+            let x = line.get(i).copied().unwrap_or(last);
+            *c = if p.predict && i > 0 {
+                map(prev, x, xmax)
+            } else {
+                x
+            };
+            prev = x;
+        }
+        encode_line(&p, &coded, &mut out);
+    }
+    let mut chunk = size.to_le_bytes().to_vec();
+    chunk.extend(out.finish());
+    Ok(chunk)
+}
+
+/// Codes one RSI's values (the predictor's output; with it, the first is the reference sample).
+fn encode_line(p: &Params, values: &[u32], out: &mut MsbWriter) {
+    let blocks: Vec<&[u32]> = values.chunks(p.block).collect();
+    let mut b = 0;
+    while b < blocks.len() {
+        let reference = p.predict && b == 0;
+        let skip = usize::from(reference);
+        let zero = |blk: &[u32], from: usize| blk[from..].iter().all(|&v| v == 0);
+        if zero(blocks[b], skip) {
+            // A run of zero blocks, never past the end of its 64-block segment.
+            let segment_end = ((b / SEGMENT) + 1) * SEGMENT;
+            let end = segment_end.min(blocks.len());
+            let mut run = 1;
+            while b + run < end && zero(blocks[b + run], 0) {
+                run += 1;
+            }
+            out.put(0, p.id_len);
+            out.put(0, 1);
+            if reference {
+                out.put(u128::from(blocks[b][0]), p.bits);
+            }
+            let fs = match run {
+                1..=4 => run as u64 - 1,
+                // "The rest of the segment or RSI".
+                _ if b + run == end => ROS - 1,
+                _ => run as u64,
+            };
+            put_fs(out, fs);
+            b += run;
+            continue;
+        }
+        let blk = blocks[b];
+        let coded = &blk[skip..];
+        // The cheapest split, or the block stored whole.
+        let kmax = (1u32 << p.id_len) - 3;
+        let cost = |k: u32| -> u64 {
+            coded
+                .iter()
+                .map(|&v| u64::from(v >> k) + 1 + u64::from(k))
+                .sum()
+        };
+        let (k, bits) = (0..=kmax.min(p.bits - 1))
+            .map(|k| (k, cost(k)))
+            .min_by_key(|&(_, c)| c)
+            .unwrap_or((0, u64::MAX));
+        let whole = (p.block as u64) * u64::from(p.bits);
+        if bits + u64::from(p.bits) * skip as u64 >= whole {
+            out.put((1 << p.id_len) - 1, p.id_len);
+            for &v in blk {
+                out.put(u128::from(v), p.bits);
+            }
+        } else {
+            out.put(u128::from(k + 1), p.id_len);
+            if reference {
+                out.put(u128::from(blk[0]), p.bits);
+            }
+            for &v in coded {
+                put_fs(out, u64::from(v >> k));
+            }
+            if k > 0 {
+                for &v in coded {
+                    out.put(u128::from(v & ((1 << k) - 1)), k);
+                }
+            }
+        }
+        b += 1;
+    }
+}
+
+/// A fundamental sequence: `n` zero bits, then a one.
+fn put_fs(out: &mut MsbWriter, mut n: u64) {
+    while n >= 32 {
+        out.put(0, 32);
+        n -= 32;
+    }
+    out.put(1, n as u32 + 1);
+}
+
+/// The predictor's mapping of sample `x` after `last` (both in `0..=xmax`): the inverse of [`unmap`].
+fn map(last: u32, x: u32, xmax: u32) -> u32 {
+    let theta = last.min(xmax - last);
+    if x >= last {
+        let d = x - last;
+        if d <= theta {
+            2 * d
+        } else {
+            theta + d
+        }
+    } else {
+        let d = last - x;
+        if d <= theta {
+            2 * d - 1
+        } else {
+            theta + d
         }
     }
 }
@@ -516,6 +678,79 @@ mod tests {
         let mut w = Writer::default();
         w.put(1, 3).put(15, 4).fs(20);
         assert_eq!(decode(&[160, 2, 4, 2], &w.chunk(2), 2).unwrap(), [15, 27]);
+    }
+
+    #[test]
+    fn encoded_chunks_decode_to_their_samples() {
+        let mut x = 0x2545_f491u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // (mask, pixels per block, bits per pixel, pixels per scanline), bytes per element.
+        let cases = [
+            ([NN_OPTION, 8, 8, 16], 1),
+            ([0, 16, 8, 40], 1),
+            ([NN_OPTION, 32, 16, 100], 2),
+            ([NN_OPTION | MSB_OPTION, 8, 16, 24], 2),
+            ([NN_OPTION, 32, 32, 64], 4),
+            ([NN_OPTION | MSB_OPTION, 16, 20, 30], 4),
+            ([0, 32, 64, 128], 8),
+            ([NN_OPTION, 2, 12, 7], 2),
+        ];
+        for (cd, width) in cases {
+            let xmax = if cd[2] >= 32 {
+                u64::MAX
+            } else {
+                (1u64 << cd[2]) - 1
+            };
+            for kind in 0..5 {
+                let n = 1 + (rnd() % 700) as usize;
+                let mut data = Vec::with_capacity(n * width);
+                let mut level = rnd() & xmax;
+                for i in 0..n {
+                    let v = match kind {
+                        0 => 7 & xmax,     // constant: zero runs
+                        1 => rnd() & xmax, // noise: blocks stored whole
+                        2 => {
+                            level = level.wrapping_add(rnd() % 5).wrapping_sub(2) & xmax;
+                            level // a random walk: small differences
+                        }
+                        3 => (i as u64 / 50) & xmax, // steps
+                        _ => {
+                            if i % 97 == 0 {
+                                xmax
+                            } else {
+                                0
+                            }
+                        } // spikes at the range's ends
+                    };
+                    let le = v.to_le_bytes();
+                    if cd[0] & MSB_OPTION != 0 && width <= 4 {
+                        data.extend(le[..width].iter().rev());
+                    } else {
+                        data.extend_from_slice(&le[..width]);
+                    }
+                }
+                let chunk = encode(&cd, &data).unwrap();
+                assert_eq!(
+                    decode(&cd, &chunk, data.len()).unwrap(),
+                    data,
+                    "{cd:?} kind {kind}"
+                );
+                if kind == 0 && cd[0] & NN_OPTION != 0 {
+                    // Constant samples after the predictor: a reference and zero runs.
+                    assert!(
+                        chunk.len() < 4 + data.len() / 4 + 8,
+                        "{cd:?}: {} bytes",
+                        chunk.len()
+                    );
+                }
+            }
+        }
+        assert!(encode(&[NN_OPTION, 8, 16, 16], &[1, 2, 3]).is_err());
     }
 
     #[test]

@@ -981,11 +981,12 @@ with tables.open_file(sys.argv[2]) as t:
     );
 }
 
-/// Appending to datasets whose filters we read but cannot encode — szip (libhdf5's own, set by h5py) and
-/// Blosc2 (hdf5plugin), both marked optional as their writers mark them: our chunks are stored with that
-/// filter skipped and its mask bit set, as libhdf5 stores a chunk an optional filter fails on, and h5py reads
-/// every row back. A mandatory filter we cannot encode is refused before anything is written. N-bit, which
-/// we encode, packs our chunks as libhdf5 packs its own, optional or mandatory, 20-bit integers among them.
+/// Appending to datasets whose filters we read but cannot encode — Blosc2 (hdf5plugin), marked optional as its
+/// writers mark it: our chunks are stored with that filter skipped and its mask bit set, as libhdf5 stores a
+/// chunk an optional filter fails on, and h5py reads every row back. A mandatory filter we cannot encode is
+/// refused before anything is written. N-bit and szip (libhdf5's own, set through h5py), which we encode, take
+/// our chunks through them, optional or mandatory, 20-bit integers among them: N-bit packs them into the bytes
+/// libhdf5 packs, and libaec decodes our szip streams.
 #[test]
 fn rows_appended_past_optional_filters_we_cannot_encode() {
     if !common::have_python_module("hdf5plugin") {
@@ -1015,6 +1016,9 @@ with h5py.File(sys.argv[1], "w") as f:
     low_level(b"nbit", h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL, 20)
     low_level(b"nbit_mandatory_be", h5z.FILTER_NBIT, h5z.FLAG_MANDATORY, 17)
     low_level(b"szip_mandatory", h5z.FILTER_SZIP, h5z.FLAG_MANDATORY, 32, (32, 8))
+    low_level(b"szip_20_be", h5z.FILTER_SZIP, h5z.FLAG_MANDATORY, 20, (32 | 16, 16))
+    low_level(b"blosc2_mandatory", 32026, h5z.FLAG_MANDATORY, 32, (0, 0, 0, 0, 5, 1, 1))
+    f.create_dataset("szip_f64", data=data.astype("<f8") / 3, compression="szip", maxshape=(None, 4), chunks=(256, 4))
 "#,
         "optional.h5",
         &["h5py"],
@@ -1031,13 +1035,29 @@ with h5py.File(sys.argv[1], "w") as f:
     let more: Vec<i32> = (6000..8000).map(value).collect();
     let rows = || Array::matrix(500, 4, Data::I32(more.clone())).unwrap();
     let mut a = FileAppender::open(&path).unwrap();
-    let appended = ["szip", "blosc2", "nbit", "nbit_mandatory_be"];
+    let appended = [
+        "szip",
+        "blosc2",
+        "nbit",
+        "nbit_mandatory_be",
+        "szip_mandatory",
+        "szip_20_be",
+    ];
     for n in appended {
         a.append_rows(&format!("/{n}"), rows())
             .unwrap_or_else(|e| panic!("{n}: {e}"));
     }
-    let e = a.append_rows("/szip_mandatory", rows()).unwrap_err();
-    assert!(e.to_string().contains("writing filter 4 (szip)"), "{e}");
+    let thirds: Vec<f64> = more.iter().map(|&v| f64::from(v) / 3.0).collect();
+    a.append_rows(
+        "/szip_f64",
+        Array::matrix(500, 4, Data::F64(thirds)).unwrap(),
+    )
+    .unwrap();
+    let e = a.append_rows("/blosc2_mandatory", rows()).unwrap_err();
+    assert!(
+        e.to_string().contains("writing filter 32026 (blosc2)"),
+        "{e}"
+    );
     a.commit().unwrap();
     let f = H5File::open(&path).unwrap();
     let want: Vec<i32> = (0..8000).map(value).collect();
@@ -1046,10 +1066,13 @@ with h5py.File(sys.argv[1], "w") as f:
         assert_eq!(got.as_i32().unwrap(), &want[..], "{n}");
     }
     assert_eq!(
-        f.dataset("/szip_mandatory").unwrap().shape(),
+        f.dataset("/blosc2_mandatory").unwrap().shape(),
         &[1500, 4],
         "nothing appended"
     );
+    let thirds: Vec<f64> = want.iter().map(|&v| f64::from(v) / 3.0).collect();
+    let got = f.dataset("/szip_f64").unwrap().read().unwrap();
+    assert_eq!(got.as_f64().unwrap(), &thirds[..]);
     common::run_python(
         r#"
 import sys, warnings
@@ -1058,14 +1081,20 @@ import h5py, hdf5plugin, numpy as np
 want = (np.arange(8000, dtype="<i4") // 7).reshape(2000, 4)
 want[::3, 1] *= -1
 with h5py.File(sys.argv[1], "r") as f:
-    for n, ours in [("szip", 1), ("blosc2", 1), ("nbit", 0), ("nbit_mandatory_be", 0)]:
+    assert np.array_equal(f["szip_f64"][:], want.astype("<f8") / 3)
+    for n, ours in [("szip", 0), ("blosc2", 1), ("nbit", 0), ("nbit_mandatory_be", 0), ("szip_mandatory", 0),
+                    ("szip_20_be", 0), ("szip_f64", 0)]:
         d = f[n]
-        assert np.array_equal(d[:], want), n
+        assert np.array_equal(d[:], want.astype("<f8") / 3 if n == "szip_f64" else want), n
         chunks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
         # libhdf5's chunks (rows below 1280) went through every filter; ours (the rewritten partial chunk at
         # 1280 and the new ones) skip the one we cannot encode.
         assert {c.filter_mask for c in chunks if c.chunk_offset[0] < 1280} == {0}, n
         assert {c.filter_mask for c in chunks if c.chunk_offset[0] >= 1280} == {ours}, n
+        if n.startswith("szip"):
+            # Compressed: the chunks we wrote are smaller than the rows they hold.
+            ours_sizes = [c.size for c in chunks if c.chunk_offset[0] >= 1536]
+            assert max(ours_sizes) < 256 * 4 * d.dtype.itemsize, (n, ours_sizes)
         if n.startswith("nbit"):
             # Packed as libhdf5 packs: a full chunk of 1024 values of p bits, and (libhdf5's count) the byte
             # after the last bit.
