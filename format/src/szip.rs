@@ -116,10 +116,12 @@ pub fn encode(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
     let size = u32::try_from(data.len())
         .map_err(|_| crate::FormatError::Invalid("szip chunk of 4 GiB or more".into()))?;
     let mut out = MsbWriter::with_capacity(data.len() / 2 + 8);
-    let mut coded = vec![0u32; p.line];
+    let mut coded = Vec::new();
     for line in samples.chunks(p.scanline) {
-        // The scanline padded to whole blocks with its last sample (nothing to code after the predictor).
+        // The scanline padded to whole blocks with its last sample (nothing to code after the predictor). A
+        // short last scanline is padded only to its own blocks: the decoder stops at the chunk's size.
         let last = line.last().copied().unwrap_or(0);
+        coded.resize(line.len().div_ceil(p.block) * p.block, 0);
         let mut prev = 0;
         for (i, c) in coded.iter_mut().enumerate() {
             let x = line.get(i).copied().unwrap_or(last);
@@ -751,6 +753,12 @@ mod tests {
             }
         }
         assert!(encode(&[NN_OPTION, 8, 16, 16], &[1, 2, 3]).is_err());
+        // A scanline far longer than the chunk (a damaged file's, say) pads only the chunk's own blocks.
+        let cd = [NN_OPTION, 8, 8, 1 << 30];
+        let data: Vec<u8> = (0..100u8).collect();
+        let chunk = encode(&cd, &data).unwrap();
+        assert!(chunk.len() < 200, "{} bytes", chunk.len());
+        assert_eq!(decode(&cd, &chunk, data.len()).unwrap(), data);
     }
 
     #[test]
