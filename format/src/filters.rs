@@ -529,15 +529,15 @@ mod tests {
             name: String::new(),
             params: vec![],
         };
-        // szip (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
-        let pipeline = [f(SHUFFLE, 0), f(4, 1), f(DEFLATE, 0)];
+        // Blosc2 (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
+        let pipeline = [f(SHUFFLE, 0), f(32026, 1), f(DEFLATE, 0)];
         let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
         let (stored, mask) = encode(&pipeline, &data, 4, 0).unwrap();
         assert_eq!(mask, 0b010);
         check_into(&pipeline, mask, &stored, 4, &data);
         // The same filter mandatory: refused, naming it.
-        let e = encode(&[f(4, 0)], &data, 4, 0).unwrap_err().to_string();
-        assert!(e.contains("writing filter 4 (szip)"), "{e}");
+        let e = encode(&[f(32026, 0)], &data, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("writing filter 32026 (blosc2)"), "{e}");
     }
 
     #[test]
