@@ -240,7 +240,7 @@ fn header(
 }
 
 /// Compresses one stream.
-fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> {
     Ok(match codec {
         Codec::Lz4 | Codec::BloscLz => lz4_flex::block::compress(src),
         Codec::Snappy => snap::raw::Encoder::new()

@@ -16,7 +16,7 @@ pub const SZIP: u16 = 4;
 pub const NBIT: u16 = 5;
 /// libhdf5's scale-offset filter, read only.
 pub const SCALEOFFSET: u16 = 6;
-/// PyTables' LZO filter (registered id 305), read only.
+/// PyTables' LZO filter (registered id 305).
 pub const LZO: u16 = 305;
 /// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin), read only.
 pub const BZIP2: u16 = 307;
@@ -28,7 +28,7 @@ pub const LZ4: u16 = 32004;
 pub const BITSHUFFLE: u16 = 32008;
 /// The zstd plugin filter (registered id 32015), read only.
 pub const ZSTD: u16 = 32015;
-/// The Blosc2 plugin filter (registered id 32026; Blosc2 frames and chunks), read only.
+/// The Blosc2 plugin filter (registered id 32026; Blosc2 frames and chunks).
 pub const BLOSC2: u16 = 32026;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
@@ -48,6 +48,7 @@ pub fn filter_name(id: u16) -> &'static str {
         32001 => "blosc",
         32004 => "lz4",
         32008 => "bitshuffle",
+        32013 => "zfp",
         32015 => "zstd",
         32026 => "blosc2",
         _ => "unknown",
@@ -185,25 +186,48 @@ fn check_fletcher32(buf: &[u8]) -> Result<usize> {
     Ok(n)
 }
 
-/// Decodes a PyTables LZO chunk: an LZO1X stream, which some PyTables versions follow with the Adler-32 of
-/// the decoded bytes (4 bytes, in the writer's byte order), checked when present.
+/// Decodes a PyTables LZO chunk: an LZO1X stream, which PyTables follows with the Adler-32 of the decoded
+/// bytes and their count (4 bytes each, in the writer's byte order; older versions wrote the checksum alone,
+/// the oldest neither), checked when present.
 fn unlzo(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     let (out, used) = crate::lzo::decompress(data, max_out)?;
+    let sum_matches = |b: &[u8]| {
+        let sum = crate::checksum::adler32(&out);
+        let b = [b[0], b[1], b[2], b[3]];
+        sum == u32::from_le_bytes(b) || sum == u32::from_be_bytes(b)
+    };
     match &data[used..] {
         [] => Ok(out),
-        &[a, b, c, d] => {
-            let sum = crate::checksum::adler32(&out);
-            if sum == u32::from_le_bytes([a, b, c, d]) || sum == u32::from_be_bytes([a, b, c, d]) {
-                Ok(out)
-            } else {
-                corrupt("lzo chunk checksum mismatch")
-            }
+        rest @ [_, _, _, _] if sum_matches(rest) => Ok(out),
+        rest @ [_, _, _, _, a, b, c, d]
+            if sum_matches(rest)
+                && (u32::from_le_bytes([*a, *b, *c, *d]) as usize == out.len()
+                    || u32::from_be_bytes([*a, *b, *c, *d]) as usize == out.len()) =>
+        {
+            Ok(out)
         }
+        [_, _, _, _] | [_, _, _, _, _, _, _, _] => corrupt("lzo chunk checksum mismatch"),
         rest => corrupt(format!(
             "lzo chunk: {} bytes after the end of its stream",
             rest.len()
         )),
     }
+}
+
+/// Encodes a chunk as PyTables' LZO filter stores it (client data: level, the object's format version, its
+/// kind): the LZO1X stream, then — as PyTables writes and expects for every object but tables older than
+/// format version 2.0 — the Adler-32 of the chunk's bytes and their count, little-endian.
+fn lzo(cd: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = crate::lzo_compress::compress(data);
+    // PyTables' kinds: 0 a table, then arrays of several sorts. Without a kind, a version of 2.0 or later
+    // asks for the trailer whatever the kind.
+    let version = cd.get(1).copied().unwrap_or(10);
+    let old_table = cd.get(2).is_none_or(|&kind| kind == 0) && version < 20;
+    if !old_table {
+        out.extend_from_slice(&crate::checksum::adler32(data).to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    }
+    out
 }
 
 /// Inflates a zlib stream into the start of `out`; returns the bytes written. A stream that decodes to
@@ -333,11 +357,13 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             LZ4 => crate::plugin_codecs::lz4(&buf, f.params.first().map_or(0, |&b| b as usize)),
             BZIP2 => crate::bzip2_filter::encode(&buf, f.params.first().copied().unwrap_or(9))?,
             BLOSC => crate::blosc::encode(&f.params, &buf, elem)?,
+            BLOSC2 => crate::blosc2::encode(&f.params, &buf, elem)?,
             BITSHUFFLE => crate::bitshuffle::encode(&f.params, &buf, elem)?,
             SCALEOFFSET => crate::scaleoffset::encode(&f.params, &buf)?,
             NBIT => crate::nbit::encode(&f.params, &buf)?,
             SZIP => crate::szip::encode(&f.params, &buf)?,
-            // A filter we cannot encode (szip, N-bit, LZO, Blosc2, another program's own): when the
+            LZO => lzo(&f.params, &buf),
+            // A filter we cannot encode (another program's own, ZFP, SZ): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
             // filter fails on; every reader takes it as it is. A mandatory one is refused.
@@ -529,15 +555,55 @@ mod tests {
             name: String::new(),
             params: vec![],
         };
-        // Blosc2 (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
-        let pipeline = [f(SHUFFLE, 0), f(32026, 1), f(DEFLATE, 0)];
+        // ZFP (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
+        let pipeline = [f(SHUFFLE, 0), f(32013, 1), f(DEFLATE, 0)];
         let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
         let (stored, mask) = encode(&pipeline, &data, 4, 0).unwrap();
         assert_eq!(mask, 0b010);
         check_into(&pipeline, mask, &stored, 4, &data);
         // The same filter mandatory: refused, naming it.
-        let e = encode(&[f(32026, 0)], &data, 4, 0).unwrap_err().to_string();
-        assert!(e.contains("writing filter 32026 (blosc2)"), "{e}");
+        let e = encode(&[f(32013, 0)], &data, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("writing filter 32013 (zfp)"), "{e}");
+    }
+
+    #[test]
+    fn lzo_chunks_carry_pytables_trailer_by_kind_and_version() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+        let lzo_filter = |params: Vec<u32>| Filter {
+            id: LZO,
+            flags: 1,
+            name: String::new(),
+            params,
+        };
+        for (params, trailer) in [
+            (vec![1, 23, 2], true),
+            (vec![1, 23, 0], true),
+            (vec![1, 19, 0], false),
+            (vec![1, 19, 3], true),
+            (vec![], false),
+        ] {
+            let f = [lzo_filter(params.clone())];
+            let (enc, mask) = encode(&f, &data, 4, 0).unwrap();
+            assert_eq!(mask, 0);
+            let (_, used) = crate::lzo::decompress(&enc, data.len()).unwrap();
+            assert_eq!(enc.len() - used, if trailer { 8 } else { 0 }, "{params:?}");
+            check_into(&f, 0, &enc, 4, &data);
+            if trailer {
+                // A damaged checksum or count is an error; a 4-byte checksum alone (older PyTables) reads.
+                for at in [enc.len() - 8, enc.len() - 1] {
+                    let mut bad = enc.clone();
+                    bad[at] ^= 1;
+                    assert!(
+                        decode(&f, 0, &bad, 4, data.len()).is_err(),
+                        "{params:?} {at}"
+                    );
+                }
+                assert_eq!(
+                    decode(&f, 0, &enc[..enc.len() - 4], 4, data.len()).unwrap(),
+                    data
+                );
+            }
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod inspect;
 pub mod io;
 pub mod lzf;
 pub mod lzo;
+pub mod lzo_compress;
 pub mod messages;
 pub mod nbit;
 pub mod object_header;

@@ -981,12 +981,13 @@ with tables.open_file(sys.argv[2]) as t:
     );
 }
 
-/// Appending to datasets whose filters we read but cannot encode — Blosc2 (hdf5plugin), marked optional as its
-/// writers mark it: our chunks are stored with that filter skipped and its mask bit set, as libhdf5 stores a
-/// chunk an optional filter fails on, and h5py reads every row back. A mandatory filter we cannot encode is
-/// refused before anything is written. N-bit and szip (libhdf5's own, set through h5py), which we encode, take
-/// our chunks through them, optional or mandatory, 20-bit integers among them: N-bit packs them into the bytes
-/// libhdf5 packs, and libaec decodes our szip streams.
+/// Appending to datasets whose filters we cannot encode — id 511 (from the range HDF5 keeps for testing, so
+/// nobody's filter), optional, which libhdf5 skips too: our chunks are stored with that filter skipped and its mask bit set, as
+/// libhdf5 stores a chunk an optional filter fails on, and h5py reads every row back. A mandatory filter we
+/// cannot encode (ZFP, through hdf5plugin) is refused before anything is written. N-bit, szip (libhdf5's own,
+/// set through h5py) and Blosc2 (hdf5plugin), which we encode, take our chunks through them, optional or
+/// mandatory, 20-bit integers among them: N-bit packs them into the bytes libhdf5 packs, libaec decodes our
+/// szip streams and c-blosc2 our Blosc2 frames. (LZO, which we encode too, is tested in `tests/lzo.rs`.)
 #[test]
 fn rows_appended_past_optional_filters_we_cannot_encode() {
     if !common::have_python_module("hdf5plugin") {
@@ -1018,6 +1019,14 @@ with h5py.File(sys.argv[1], "w") as f:
     low_level(b"szip_mandatory", h5z.FILTER_SZIP, h5z.FLAG_MANDATORY, 32, (32, 8))
     low_level(b"szip_20_be", h5z.FILTER_SZIP, h5z.FLAG_MANDATORY, 20, (32 | 16, 16))
     low_level(b"blosc2_mandatory", 32026, h5z.FLAG_MANDATORY, 32, (0, 0, 0, 0, 5, 1, 1))
+    low_level(b"testing_511", 511, h5z.FLAG_OPTIONAL, 32)
+    # Whole chunks only: the rows appended start a chunk of their own, which ZFP would have to encode.
+    zfp = hdf5plugin.Zfp(reversible=True)
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((256, 4))
+    dcpl.set_filter(zfp.filter_id, h5z.FLAG_MANDATORY, zfp.filter_options)
+    space = h5py.h5s.create_simple((1536, 4), (h5py.h5s.UNLIMITED, 4))
+    h5py.h5d.create(f.id, b"zfp_mandatory", h5py.h5t.STD_I32LE, space, dcpl=dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, np.zeros((1536, 4), "<i4"))
     f.create_dataset("szip_f64", data=data.astype("<f8") / 3, compression="szip", maxshape=(None, 4), chunks=(256, 4))
 "#,
         "optional.h5",
@@ -1042,6 +1051,8 @@ with h5py.File(sys.argv[1], "w") as f:
         "nbit_mandatory_be",
         "szip_mandatory",
         "szip_20_be",
+        "blosc2_mandatory",
+        "testing_511",
     ];
     for n in appended {
         a.append_rows(&format!("/{n}"), rows())
@@ -1053,11 +1064,8 @@ with h5py.File(sys.argv[1], "w") as f:
         Array::matrix(500, 4, Data::F64(thirds)).unwrap(),
     )
     .unwrap();
-    let e = a.append_rows("/blosc2_mandatory", rows()).unwrap_err();
-    assert!(
-        e.to_string().contains("writing filter 32026 (blosc2)"),
-        "{e}"
-    );
+    let e = a.append_rows("/zfp_mandatory", rows()).unwrap_err();
+    assert!(e.to_string().contains("writing filter 32013 (zfp)"), "{e}");
     a.commit().unwrap();
     let f = H5File::open(&path).unwrap();
     let want: Vec<i32> = (0..8000).map(value).collect();
@@ -1066,8 +1074,8 @@ with h5py.File(sys.argv[1], "w") as f:
         assert_eq!(got.as_i32().unwrap(), &want[..], "{n}");
     }
     assert_eq!(
-        f.dataset("/blosc2_mandatory").unwrap().shape(),
-        &[1500, 4],
+        f.dataset("/zfp_mandatory").unwrap().shape(),
+        &[1536, 4],
         "nothing appended"
     );
     let thirds: Vec<f64> = want.iter().map(|&v| f64::from(v) / 3.0).collect();
@@ -1082,16 +1090,17 @@ want = (np.arange(8000, dtype="<i4") // 7).reshape(2000, 4)
 want[::3, 1] *= -1
 with h5py.File(sys.argv[1], "r") as f:
     assert np.array_equal(f["szip_f64"][:], want.astype("<f8") / 3)
-    for n, ours in [("szip", 0), ("blosc2", 1), ("nbit", 0), ("nbit_mandatory_be", 0), ("szip_mandatory", 0),
-                    ("szip_20_be", 0), ("szip_f64", 0)]:
+    assert f["zfp_mandatory"].shape == (1536, 4)
+    for n, ours in [("szip", 0), ("blosc2", 0), ("nbit", 0), ("nbit_mandatory_be", 0), ("szip_mandatory", 0),
+                    ("szip_20_be", 0), ("szip_f64", 0), ("blosc2_mandatory", 0), ("testing_511", 1)]:
         d = f[n]
         assert np.array_equal(d[:], want.astype("<f8") / 3 if n == "szip_f64" else want), n
         chunks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
-        # libhdf5's chunks (rows below 1280) went through every filter; ours (the rewritten partial chunk at
-        # 1280 and the new ones) skip the one we cannot encode.
-        assert {c.filter_mask for c in chunks if c.chunk_offset[0] < 1280} == {0}, n
+        # libhdf5's chunks (rows below 1280) went through every filter it has (not 511); ours (the rewritten
+        # partial chunk at 1280 and the new ones) skip the one we cannot encode.
+        assert {c.filter_mask for c in chunks if c.chunk_offset[0] < 1280} == {int(n == "testing_511")}, n
         assert {c.filter_mask for c in chunks if c.chunk_offset[0] >= 1280} == {ours}, n
-        if n.startswith("szip"):
+        if n.startswith(("szip", "blosc2")):
             # Compressed: the chunks we wrote are smaller than the rows they hold.
             ours_sizes = [c.size for c in chunks if c.chunk_offset[0] >= 1536]
             assert max(ours_sizes) < 256 * 4 * d.dtype.itemsize, (n, ours_sizes)

@@ -1,6 +1,7 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
-//! with its defaults (superblock v0, symbol-table groups, datasets under LZF and hdf5plugin's Blosc, LZ4,
-//! zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and 128-bit integers). On
+//! with its defaults (superblock v0, symbol-table groups, datasets under LZF, PyTables' LZO and hdf5plugin's
+//! Blosc, Blosc2, LZ4, zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and
+//! 128-bit integers). On
 //! every variant `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and
 //! deletes attributes, creates groups and unlinks objects, and commits — without panicking, within a second —
 //! and whatever it committed opens and walks again without panicking.
@@ -55,11 +56,11 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("p/szip", data=data, compression="szip", **grow)
     # Types and a filter written through the appender's own encoders: N-bit, bfloat16, a 128-bit integer.
     t = h5py.h5t
-    def low_level(name, ft, filter_id=None):
+    def low_level(name, ft, filter_id=None, opts=()):
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_chunk((4, 4))
         if filter_id is not None:
-            dcpl.set_filter(filter_id, h5py.h5z.FLAG_OPTIONAL)
+            dcpl.set_filter(filter_id, h5py.h5z.FLAG_OPTIONAL, opts)
         space = h5py.h5s.create_simple((16, 4), (h5py.h5s.UNLIMITED, 4))
         d = h5py.h5d.create(f.id, name, ft, space, dcpl=dcpl)
         d.write(h5py.h5s.ALL, h5py.h5s.ALL, data.astype("<f8"), mtype=t.NATIVE_DOUBLE)
@@ -75,6 +76,8 @@ with h5py.File(sys.argv[1], "w") as f:
     i128.set_size(16)
     i128.set_precision(128)
     low_level(b"p/i128", i128)
+    # PyTables' LZO as an EArray sets it (libhdf5 skips it here; the appender encodes it).
+    low_level(b"p/lzo", t.STD_I32LE, 305, (1, 23, 2))
     try:
         import hdf5plugin
         f.create_dataset("p/blosc", data=data, **grow, **hdf5plugin.Blosc(cname="zstd", clevel=3))
@@ -82,6 +85,7 @@ with h5py.File(sys.argv[1], "w") as f:
         f.create_dataset("p/zstd", data=data, **grow, **hdf5plugin.Zstd())
         f.create_dataset("p/bzip2", data=data, **grow, **hdf5plugin.BZip2())
         f.create_dataset("p/bitshuffle", data=data, **grow, **hdf5plugin.Bitshuffle(cname="lz4"))
+        f.create_dataset("p/blosc2", data=data, **grow, **hdf5plugin.Blosc2(cname="zstd", filters=hdf5plugin.Blosc2.BITSHUFFLE))
     except ImportError:
         pass
 "#,

@@ -170,3 +170,73 @@ fn python_blosc2_frames_read_equal_to_h5py() {
         check(&path);
     }
 }
+
+/// Every dataset of the hdf5plugin matrix rewritten whole through our Blosc2 encoder (`write_rows`): each
+/// codec and filter the datasets name, 1-D to 3-D chunks, fletcher32 before Blosc2. hdf5plugin's filter
+/// (c-blosc2) decodes every chunk we wrote to the values h5py read before, and those chunks are ours: plain
+/// frames (no b2nd metalayer) at new addresses, compressed where the data allows. PyTables' filter reads
+/// them as well.
+#[test]
+fn blosc2_chunks_we_encode_read_back_through_hdf5plugin() {
+    let Some((_dir, path)) = common::python_written(MAKE, "blosc2.h5", &["hdf5plugin", "tables"])
+    else {
+        return;
+    };
+    let original = path.with_extension("original.h5");
+    std::fs::copy(&path, &original).unwrap();
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    let names: Vec<String> = f.list("/").unwrap().into_iter().map(|e| e.name).collect();
+    let before: Vec<_> = names
+        .iter()
+        .map(|n| f.dataset(&format!("/{n}")).unwrap().read().unwrap())
+        .collect();
+    drop(f);
+    let mut a = clawhdf5_format::FileAppender::open(&path).unwrap();
+    for (n, values) in names.iter().zip(&before) {
+        a.write_rows(&format!("/{n}"), 0, values.clone())
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    a.commit().unwrap();
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    for (n, values) in names.iter().zip(&before) {
+        let got = f.dataset(&format!("/{n}")).unwrap().read().unwrap();
+        // NaN chunks among them: compared as printed, where every NaN is alike.
+        assert!(format!("{got:?}") == format!("{values:?}"), "{n}");
+    }
+    drop(f);
+    common::assert_equal_to_h5py(&path);
+    common::run_python(
+        r#"
+import sys, h5py, hdf5plugin, numpy as np
+with h5py.File(sys.argv[1], "r") as f, h5py.File(sys.argv[2], "r") as g:
+    for name, d in f.items():
+        e = g[name]
+        assert np.array_equal(d[()], e[()], equal_nan=d.dtype.kind == "f"), name
+        theirs = {e.id.get_chunk_info(i).chunk_offset: e.id.get_chunk_info(i) for i in range(e.id.get_num_chunks())}
+        for i in range(d.id.get_num_chunks()):
+            c = d.id.get_chunk_info(i)
+            assert c.filter_mask == 0, (name, c)
+            assert c.byte_offset != theirs[c.chunk_offset].byte_offset, name
+            raw = d.id.read_direct_chunk(c.chunk_offset)[1]
+            if name.startswith("fletcher"):
+                continue
+            # A plain frame: c-blosc2's header, no b2nd metalayer, one chunk.
+            assert raw[2:10] == b"b2frame\0" and b"b2nd" not in raw[:200], name
+        if name.endswith(("_byte_f8", "_bit_f8", "blocks_2d", "blocks_3d", "runs")) or name.startswith("zeros"):
+            size = sum(d.id.get_chunk_info(i).size for i in range(d.id.get_num_chunks()))
+            assert size * 2 < d.size * d.dtype.itemsize, (name, size)
+# PyTables' own Blosc2 filter reads our chunks too.
+import tables, warnings
+warnings.simplefilter("ignore")
+with tables.open_file(sys.argv[1]) as t, h5py.File(sys.argv[2], "r") as g:
+    read = 0
+    for node in t.root:
+        if node.name.endswith("_compound"):
+            continue
+        assert np.array_equal(node[:], g[node.name][()], equal_nan=node.dtype.kind == "f"), node.name
+        read += 1
+    assert read > 50, read
+"#,
+        &[&path, &original],
+    );
+}

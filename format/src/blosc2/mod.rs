@@ -1,4 +1,4 @@
-//! Decoding the Blosc2 plugin filter (registered id 32026; hdf5plugin's and PyTables' `blosc2`).
+//! Decoding and encoding the Blosc2 plugin filter (registered id 32026; hdf5plugin's and PyTables' `blosc2`).
 //!
 //! The filter stores each HDF5 chunk as a Blosc2 *contiguous frame* (a super-chunk serialised in one buffer);
 //! a bare Blosc2 chunk is read as well. Client data: 0 filter revision, 1 block size, 2 element size, 3 chunk
@@ -6,7 +6,7 @@
 //! and 8… the chunk's dimensions; only the rank and dimensions are used here, to check a b2nd array's shape.
 //!
 //! The parts: `frame` reads a contiguous frame (its header, metalayers and chunk index), `b2nd` gathers a
-//! b2nd array's chunks into C order, and `chunk` decodes one Blosc2 chunk.
+//! b2nd array's chunks into C order, `chunk` decodes one Blosc2 chunk, and `encode` writes a chunk as a frame.
 //!
 //! Every read is bounds-checked and a damaged buffer is an error. Decoded sizes are bounded by the HDF5
 //! chunk's size: a b2nd chunk padded to whole blocks (or with a chunk shape beyond the array's) to more than
@@ -18,10 +18,12 @@
 
 use crate::error::Result;
 use chunk::chunk;
+pub use encode::encode;
 use frame::frame;
 
 mod b2nd;
 mod chunk;
+mod encode;
 mod frame;
 #[cfg(test)]
 mod test_util;

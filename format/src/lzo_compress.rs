@@ -1,0 +1,190 @@
+//! LZO1X compression: streams that liblzo's `lzo1x_decompress_safe` (and [`crate::lzo::decompress`]) decode,
+//! for rows appended to PyTables' `lzo` datasets (filter 305).
+//!
+//! A greedy LZ77 parse over a hash table of 4-byte sequences, matches reaching up to 49,151 bytes back, each
+//! written in the shortest form that holds it (the instruction set is described in [`crate::lzo`]): 3 to 8
+//! bytes within 2,048 as M2, within 16,384 as M3, farther as M4. Up to three literals after a match ride in
+//! its low two bits; longer runs get an instruction of their own. The 2-byte and far 3-byte M1 forms are
+//! never written. Where matches are scarce the scan skips ahead faster, so noise costs little time.
+
+/// The farthest a match may reach back (M4's limit).
+const MAX_DISTANCE: usize = 49_151;
+/// Bits of the hash table's index.
+const HASH_BITS: u32 = 14;
+/// The instruction that ends a stream.
+const END: [u8; 3] = [0x11, 0, 0];
+
+/// The LZO1X stream of `data`.
+pub fn compress(data: &[u8]) -> Vec<u8> {
+    let mut w = Writer {
+        out: Vec::with_capacity(data.len() / 2 + 16),
+        patch: None,
+    };
+    let mut table = vec![0u32; 1 << HASH_BITS];
+    let mut lit_start = 0;
+    let mut i = 0;
+    let mut misses = 0usize;
+    // A match needs 4 bytes to hash; the last few bytes are literals.
+    while i + 4 <= data.len() {
+        let seq = read_u32(data, i);
+        let h = hash(seq);
+        let cand = table[h] as usize;
+        table[h] = i as u32;
+        let found = cand < i && i - cand <= MAX_DISTANCE && read_u32(data, cand) == seq;
+        if !found {
+            misses += 1;
+            i += 1 + (misses >> 5);
+            continue;
+        }
+        misses = 0;
+        let mut len = 4;
+        while i + len < data.len() && data[cand + len] == data[i + len] {
+            len += 1;
+        }
+        w.literals(&data[lit_start..i]);
+        w.matched(i - cand, len);
+        // Later matches may start inside this one.
+        let end = i + len;
+        if end + 2 <= data.len() {
+            table[hash(read_u32(data, end - 2))] = (end - 2) as u32;
+        }
+        i = end;
+        lit_start = end;
+    }
+    w.literals(&data[lit_start..]);
+    w.out.extend_from_slice(&END);
+    w.out
+}
+
+/// A little-endian u32 at `i` (4 bytes must be there).
+fn read_u32(data: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
+}
+
+/// The hash table's slot for a 4-byte sequence.
+fn hash(seq: u32) -> usize {
+    (seq.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+/// The stream written so far.
+struct Writer {
+    out: Vec<u8>,
+    /// Where the last match keeps its count of trailing literals (two low bits), if one was written.
+    patch: Option<usize>,
+}
+
+impl Writer {
+    /// A run of literals: in the last match's low bits when 1 to 3 follow a match, else an instruction.
+    fn literals(&mut self, run: &[u8]) {
+        let n = run.len();
+        if n == 0 {
+            return;
+        }
+        match self.patch {
+            Some(at) if n <= 3 => self.out[at] |= n as u8,
+            // The first instruction of a stream: a byte of `n + 17`.
+            None if self.out.is_empty() && n <= 238 => self.out.push(n as u8 + 17),
+            _ => {
+                // After a match with no trailing literals (or at the start): `n - 3` in four bits, or 0 and
+                // a long length.
+                if n - 3 <= 15 {
+                    self.out.push((n - 3) as u8);
+                } else {
+                    self.out.push(0);
+                    self.long_length(n - 3 - 15);
+                }
+            }
+        }
+        self.out.extend_from_slice(run);
+        self.patch = None;
+    }
+
+    /// A match of `len` bytes (at least 3) at `dist` bytes back (1 to [`MAX_DISTANCE`]).
+    fn matched(&mut self, dist: usize, len: usize) {
+        debug_assert!(len >= 3 && (1..=MAX_DISTANCE).contains(&dist));
+        if len <= 8 && dist <= 2048 {
+            let d = dist - 1;
+            self.patch = Some(self.out.len());
+            self.out.push((((len - 1) << 5) | ((d & 7) << 2)) as u8);
+            self.out.push((d >> 3) as u8);
+            return;
+        }
+        let (d, field_bits, base) = if dist <= 16_384 {
+            (dist - 1, 32u8, 31)
+        } else {
+            let d = dist - 16_384;
+            (d & 0x3fff, 16u8 | ((d >> 11) & 8) as u8, 7)
+        };
+        if len - 2 <= base {
+            self.out.push(field_bits | (len - 2) as u8);
+        } else {
+            self.out.push(field_bits);
+            self.long_length(len - 2 - base);
+        }
+        self.patch = Some(self.out.len());
+        self.out.extend_from_slice(&((d << 2) as u16).to_le_bytes());
+    }
+
+    /// A long length `v` (at least 1): a zero byte per 255, then the rest (1 to 255).
+    fn long_length(&mut self, mut v: usize) {
+        while v > 255 {
+            self.out.push(0);
+            v -= 255;
+        }
+        self.out.push(v as u8);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compress;
+    use crate::lzo::decompress;
+
+    fn round_trip(data: &[u8]) -> Vec<u8> {
+        let s = compress(data);
+        let (out, used) = decompress(&s, data.len()).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(used, s.len());
+        s
+    }
+
+    #[test]
+    fn every_instruction_form_round_trips() {
+        let mut rng = crate::test_rng::TestRng::new(0x1a20_0c0d_e511);
+        round_trip(b"");
+        round_trip(b"a");
+        round_trip(b"abc");
+        // A long first literal run (over 238 bytes), then far matches of every length.
+        let noise: Vec<u8> = (0..60_000).map(|_| rng.next() as u8).collect();
+        let mut far = noise.clone();
+        for (back, len) in [
+            (2_000, 5),
+            (20_000, 3),
+            (40_000, 40),
+            (16_384, 9),
+            (16_385, 300),
+            (49_151, 4),
+        ] {
+            let at = far.len() - back;
+            let copy = far[at..at + len].to_vec();
+            far.extend_from_slice(&copy);
+            far.extend((0..(rng.next() % 30) as usize).map(|_| rng.next() as u8));
+        }
+        round_trip(&far);
+        // Runs, text, zeros and small alphabets: short and long matches with 0 to 3 and more literals between.
+        let text: Vec<u8> = (0..3000)
+            .flat_map(|i| format!("the quick brown fox {i} jumps ").into_bytes())
+            .collect();
+        assert!(round_trip(&text).len() < text.len() / 3);
+        let zeros = vec![0u8; 200_000];
+        assert!(round_trip(&zeros).len() < 1_000);
+        for alphabet in 1..9u64 {
+            for len in [1usize, 2, 3, 4, 5, 17, 18, 19, 300, 5_000] {
+                let v: Vec<u8> = (0..len).map(|_| (rng.next() % alphabet) as u8).collect();
+                round_trip(&v);
+            }
+        }
+        // Incompressible: grows by little.
+        assert!(round_trip(&noise).len() < noise.len() + noise.len() / 64 + 20);
+    }
+}
