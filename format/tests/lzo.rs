@@ -171,3 +171,78 @@ with h5py.File(sys.argv[1], "r") as f:
         &[&path],
     );
 }
+
+/// Datasets we create with `Codec::Lzo` (plain, under shuffle and fletcher32, variable-length strings, one
+/// growable): we read them back, and each chunk is what PyTables' filter takes — an LZO1X stream `lzokay`
+/// decodes, then the Adler-32 and byte count of the bytes it holds (the fletcher32 checksum after them where
+/// the dataset has one) — with PyTables' client data for an array (`(1, 20, 4)`, `(1, 20, 2)` when growable).
+#[test]
+fn datasets_we_create_with_lzo_decode_through_lzokay() {
+    use clawhdf5_format::{Array, Codec, Data, DatasetOptions, FileWriter, H5File};
+    if !common::have_python_module("lzokay") || !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lzo_written.h5");
+    let rows = |n: u64| Array::matrix(n, 6, Data::I32((0..n as i32 * 6).map(|i| i / 4).collect()));
+    let texts = Array::vector(Data::VarStr(
+        (0..500).map(|i| format!("note {}", i % 37)).collect(),
+    ));
+    let mut w = FileWriter::new();
+    let lzo = |shuffle, fletcher32, grows: bool| DatasetOptions {
+        chunk: Some(vec![100, 6]),
+        max_shape: grows.then(|| vec![None, Some(6)]),
+        shuffle,
+        fletcher32,
+        codec: Some(Codec::Lzo),
+        ..Default::default()
+    };
+    w.write_dataset("/plain", rows(1000).unwrap(), lzo(false, false, false))
+        .unwrap();
+    w.write_dataset("/checked", rows(1000).unwrap(), lzo(true, true, true))
+        .unwrap();
+    let opts = DatasetOptions {
+        codec: Some(Codec::Lzo),
+        ..Default::default()
+    };
+    w.write_dataset("/texts", texts.clone(), opts).unwrap();
+    w.write_file(&path).unwrap();
+    let f = H5File::open(&path).unwrap();
+    for n in ["/plain", "/checked"] {
+        assert_eq!(
+            f.dataset(n).unwrap().read().unwrap(),
+            rows(1000).unwrap(),
+            "{n}"
+        );
+    }
+    assert_eq!(f.dataset("/texts").unwrap().read().unwrap(), texts);
+    drop(f);
+    common::run_python(
+        r#"
+import sys, zlib, h5py, lzokay, numpy as np
+want = (np.arange(6000, dtype="<i4") // 4).reshape(1000, 6)
+with h5py.File(sys.argv[1], "r") as f:
+    for name, kind, fletcher, shuffle in [("plain", 4, False, False), ("checked", 2, True, True), ("texts", 4, False, False)]:
+        d = f[name]
+        plist = d.id.get_create_plist()
+        filters = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+        lzo = [x for x in filters if x[0] == 305]
+        assert len(lzo) == 1 and tuple(lzo[0][2]) == (1, 20, kind), (name, filters)
+        size = d.chunks[0] * (d.chunks[1] if d.ndim == 2 else 1) * d.dtype.itemsize if name != "texts" else None
+        for i in range(d.id.get_num_chunks()):
+            c = d.id.get_chunk_info(i)
+            raw = d.id.read_direct_chunk(c.chunk_offset)[1]
+            if fletcher:
+                raw = raw[:-4]
+            stream, (adler, count) = raw[:-8], np.frombuffer(raw[-8:], "<u4")
+            decoded = lzokay.decompress(stream, int(count))
+            assert len(decoded) == count and adler == zlib.adler32(decoded), (name, i)
+            if size is not None:
+                assert count == size, (name, count)
+                out = np.frombuffer(decoded, "u1").reshape(4, -1).T.tobytes() if shuffle else decoded
+                r = c.chunk_offset[0]
+                assert out == want[r:r + 100].tobytes(), (name, r)
+"#,
+        &[&path],
+    );
+}

@@ -12,7 +12,8 @@ mod common;
 
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{
-    f16, Array, BloscCodec, Codec, Data, DatasetOptions, FileAppender, FileWriter, H5File,
+    f16, Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, FileAppender,
+    FileWriter, H5File,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -177,6 +178,19 @@ fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
                             blosc(BloscCodec::Lz4),
                             blosc(BloscCodec::Zlib),
                             blosc(BloscCodec::Zstd),
+                            Codec::Blosc2 {
+                                codec: *rng.pick(&[
+                                    Blosc2Codec::Lz4,
+                                    Blosc2Codec::Zlib,
+                                    Blosc2Codec::Zstd,
+                                ]),
+                                level,
+                                shuffle: *rng.pick(&[
+                                    Blosc2Shuffle::None,
+                                    Blosc2Shuffle::Byte,
+                                    Blosc2Shuffle::Bit,
+                                ]),
+                            },
                         ];
                         let c = *rng.pick(&codecs);
                         // hdf5plugin's Blosc cannot take variable-length elements.

@@ -7,7 +7,7 @@
 //! write is the store's own leftover (a dropped graph, a deleted extension) and is not carried. Elsewhere, and
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
-//! Blosc, bitshuffle; other filters become deflate), attributes, soft and external links, and object
+//! Blosc, Blosc2, bitshuffle, LZO; other filters become deflate), attributes, soft and external links, and object
 //! references (datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
 //! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
 //! ends there); groups nested deeper than 64 levels are left. What cannot be carried (committed datatypes,
@@ -21,10 +21,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clawhdf5_format::filters::{
-    BITSHUFFLE, BLOSC, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, SHUFFLE, ZSTD,
+    BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, LZO, SHUFFLE, ZSTD,
 };
 use clawhdf5_format::{
-    Array, BloscCodec, Codec, Data, DatasetOptions, EntryKind, FileWriter, FormatError, H5File,
+    Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, EntryKind,
+    FileWriter, FormatError, H5File,
 };
 
 /// The store's own top-level groups.
@@ -370,6 +371,25 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
                     shuffle: p.get(5).is_none_or(|&s| s != 0),
                 });
             }
+            BLOSC2 => {
+                let p = &f.params;
+                let codec = match p.get(6) {
+                    Some(4) => Blosc2Codec::Zlib,
+                    Some(5) => Blosc2Codec::Zstd,
+                    _ => Blosc2Codec::Lz4,
+                };
+                let shuffle = match p.get(5) {
+                    Some(0) => Blosc2Shuffle::None,
+                    Some(2) => Blosc2Shuffle::Bit,
+                    _ => Blosc2Shuffle::Byte,
+                };
+                o.codec = Some(Codec::Blosc2 {
+                    codec,
+                    level: p.get(4).copied().unwrap_or(5).clamp(1, 9),
+                    shuffle,
+                });
+            }
+            LZO => o.codec = Some(Codec::Lzo),
             _ => compressed = true,
         }
     }

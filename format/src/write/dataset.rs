@@ -56,6 +56,34 @@ pub enum Codec {
     BitshuffleLz4,
     /// Bitshuffle with each block zstd-compressed at a level of 1–22.
     BitshuffleZstd(i32),
+    /// Blosc2 (filter 32026; hdf5plugin, PyTables): each chunk a Blosc2 frame of `codec` streams at `level`
+    /// (1–9), after `shuffle`.
+    Blosc2 {
+        codec: Blosc2Codec,
+        level: u32,
+        shuffle: Blosc2Shuffle,
+    },
+    /// PyTables' LZO (filter 305): LZO1X streams with PyTables' checksum. h5py and libhdf5 builds without
+    /// PyTables' filter cannot read these chunks.
+    Lzo,
+}
+
+/// The codec of Blosc2's streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blosc2Codec {
+    Lz4,
+    Zlib,
+    Zstd,
+}
+
+/// The filter Blosc2 applies to each block before its codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blosc2Shuffle {
+    None,
+    /// Bytes grouped by their place in the element.
+    Byte,
+    /// Bits grouped by their place in the element.
+    Bit,
 }
 
 /// The codec of Blosc's streams.
@@ -68,8 +96,10 @@ pub enum BloscCodec {
 }
 
 impl Codec {
-    /// The filter that writes this codec, for chunks of `chunk_bytes` bytes of `elem`-byte elements.
-    fn filter(self, elem: usize, chunk_bytes: u64) -> Filter {
+    /// The filter that writes this codec, for chunks of shape `dims` of `elem`-byte elements in a dataset
+    /// that is `resizable` or not.
+    fn filter(self, elem: usize, dims: &[u64], resizable: bool) -> Filter {
+        let chunk_bytes = dims.iter().product::<u64>().saturating_mul(elem as u64);
         let chunk = u32::try_from(chunk_bytes).unwrap_or(u32::MAX);
         let (id, params) = match self {
             Codec::Lzf => (filters::LZF, vec![4, 261, chunk]),
@@ -108,6 +138,35 @@ impl Codec {
                 filters::BITSHUFFLE,
                 vec![0, 4, elem as u32, 0, 3, level.clamp(1, 22) as u32],
             ),
+            Codec::Blosc2 {
+                codec,
+                level,
+                shuffle,
+            } => {
+                // What hdf5plugin's filter records when libhdf5 creates a dataset: its revision, a block size
+                // (0: the encoder's), the element and chunk sizes, level, filter and codec, then the chunk's
+                // rank and shape (for 2 to 8 dimensions: its decoder fails a 1-D chunk that records them).
+                let code = match codec {
+                    Blosc2Codec::Lz4 => 1,
+                    Blosc2Codec::Zlib => 4,
+                    Blosc2Codec::Zstd => 5,
+                };
+                let filter = match shuffle {
+                    Blosc2Shuffle::None => 0,
+                    Blosc2Shuffle::Byte => 1,
+                    Blosc2Shuffle::Bit => 2,
+                };
+                let typesize = elem.min(255) as u32;
+                let mut cd = vec![1, 0, typesize, chunk, level.clamp(1, 9), filter, code];
+                if (2..=8).contains(&dims.len()) {
+                    cd.push(dims.len() as u32);
+                    cd.extend(dims.iter().map(|&d| u32::try_from(d).unwrap_or(u32::MAX)));
+                }
+                (filters::BLOSC2, cd)
+            }
+            // PyTables' parameters: level, the object's format version, its kind (4 a CArray, 2 an EArray):
+            // not a table, so PyTables' filter expects the checksum and count after each stream.
+            Codec::Lzo => (filters::LZO, vec![1, 20, if resizable { 2 } else { 4 }]),
         };
         // Optional, as h5py marks the plugin filters it sets.
         Filter {
@@ -215,10 +274,9 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
     }
     let mut filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
     if let (Some(codec), Some(c)) = (opts.codec, &chunk) {
-        let chunk_bytes = c.iter().product::<u64>().saturating_mul(elem as u64);
         // After the shuffle, before the checksum.
         let at = usize::from(opts.shuffle);
-        filters.insert(at, codec.filter(elem, chunk_bytes));
+        filters.insert(at, codec.filter(elem, c, resizable));
     }
     Ok(Plan {
         space: Dataspace {

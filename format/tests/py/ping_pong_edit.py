@@ -36,6 +36,9 @@ try:
         dict(hdf5plugin.LZ4()),
         dict(hdf5plugin.Zstd(clevel=4)),
         dict(hdf5plugin.BZip2(blocksize=3)),
+        dict(hdf5plugin.Blosc2(cname="lz4", clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE)),
+        dict(hdf5plugin.Blosc2(cname="zstd", clevel=3, filters=hdf5plugin.Blosc2.BITSHUFFLE)),
+        dict(hdf5plugin.Blosc2(cname="blosclz", clevel=5, filters=hdf5plugin.Blosc2.NOFILTER)),
     ]
 except ImportError:
     pass
