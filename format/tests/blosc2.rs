@@ -240,3 +240,60 @@ with tables.open_file(sys.argv[1]) as t, h5py.File(sys.argv[2], "r") as g:
         &[&path, &original],
     );
 }
+
+/// Rows appended to PyTables' own Blosc2 objects (an EArray, a CArray overwritten in part, a table): PyTables
+/// reads them back — whole, in slices and through a query — and so does h5py.
+#[test]
+fn rows_appended_to_pytables_blosc2_objects_read_back_in_pytables() {
+    use clawhdf5_format::{Array, Data, FileAppender, H5File};
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, tables, numpy as np
+with tables.open_file(sys.argv[1], "w") as f:
+    filt = tables.Filters(complevel=5, complib="blosc2:zstd", shuffle=True)
+    a = f.create_earray("/", "e", atom=tables.Float64Atom(), shape=(0, 4), filters=filt, chunkshape=(64, 4))
+    a.append(np.arange(400.0).reshape(100, 4))
+    c = f.create_carray("/", "c", atom=tables.Int32Atom(), shape=(50, 30), filters=tables.Filters(complevel=3, complib="blosc2:lz4", bitshuffle=True), chunkshape=(16, 16))
+    c[:] = np.arange(1500).reshape(50, 30)
+    class Row(tables.IsDescription):
+        x = tables.Int32Col()
+        y = tables.Float64Col()
+    t = f.create_table("/", "t", Row, filters=filt, chunkshape=(32,))
+    t.append([(i, i * 0.5) for i in range(70)])
+"#,
+        "pytables_append.h5",
+        &["tables", "hdf5plugin"],
+    ) else {
+        return;
+    };
+    let f = H5File::open(&path).unwrap();
+    let first_rows = f.dataset("/t").unwrap().read_rows(0, 30).unwrap();
+    drop(f);
+    let mut a = FileAppender::open(&path).unwrap();
+    let more = Data::F64((400..1000).map(f64::from).collect());
+    a.append_rows("/e", Array::matrix(150, 4, more).unwrap())
+        .unwrap();
+    let negative = Data::I32((0..600).map(|i| -i).collect());
+    a.write_rows("/c", 10, Array::matrix(20, 30, negative).unwrap())
+        .unwrap();
+    a.append_rows("/t", first_rows).unwrap();
+    a.commit().unwrap();
+    common::run_python(
+        r#"
+import sys, tables, h5py, hdf5plugin, numpy as np
+with tables.open_file(sys.argv[1]) as f:
+    e = f.root.e
+    assert np.array_equal(e[:], np.arange(1000.0).reshape(250, 4))
+    assert np.array_equal(e[120:130, 1:3], np.arange(1000.0).reshape(250, 4)[120:130, 1:3])
+    want = np.arange(1500).reshape(50, 30)
+    want[10:30] = -np.arange(600).reshape(20, 30)
+    assert np.array_equal(f.root.c[:], want) and np.array_equal(f.root.c[5:40, 3:20], want[5:40, 3:20])
+    t = f.root.t
+    assert t.nrows == 100 and t[95:100].tolist() == [(i, i * 0.5) for i in range(25, 30)]
+    assert [r["x"] for r in t.where("x > 65")] == [66, 67, 68, 69]
+with h5py.File(sys.argv[1], "r") as f:
+    assert np.array_equal(f["e"][:], np.arange(1000.0).reshape(250, 4))
+"#,
+        &[&path],
+    );
+}
