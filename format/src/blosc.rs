@@ -151,9 +151,9 @@ const ENCODE_BLOCK: usize = 64 * 1024;
 
 /// Encodes `data` as one Blosc (version 1 format) buffer, as the Blosc filter's parameters ask: `params[2]`
 /// the element size (else `elem`), `params[4]` the level (0–9; 0 stores the bytes), `params[5]` the shuffle
-/// (0 none, otherwise a byte shuffle), `params[6]` the compressor (LZ4, Snappy, zlib, zstd; BloscLZ, which we
-/// do not encode, and LZ4HC are written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are
-/// never split; a buffer that compression would not shrink is stored as its bytes.
+/// (0 none, otherwise a byte shuffle), `params[6]` the compressor (BloscLZ, LZ4, Snappy, zlib, zstd; LZ4HC is
+/// written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are never split; a buffer
+/// that compression would not shrink is stored as its bytes.
 pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let get = |i: usize| params.get(i).copied();
     let typesize = get(2)
@@ -165,7 +165,8 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     // The filter names Blosc's compressor (0 BloscLZ, 1 LZ4, 2 LZ4HC, 3 Snappy, 4 zlib, 5 zstd); a buffer's
     // header names its stream format (0 BloscLZ, 1 LZ4 and LZ4HC, 2 Snappy, 3 zlib, 4 zstd).
     let (codec, code) = match get(6).unwrap_or(1) {
-        3 => (Codec::Snappy, 2u8),
+        0 => (Codec::BloscLz, 0u8),
+        3 => (Codec::Snappy, 2),
         4 => (Codec::Zlib, 3),
         5 => (Codec::Zstd, 4),
         _ => (Codec::Lz4, 1),
@@ -176,7 +177,6 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let stored = |flags: u8| {
         let mut out = header(
             flags | 0x02,
-            code,
             typesize,
             nbytes,
             blocksize,
@@ -190,7 +190,7 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     }
     let flags = 0x10 | u8::from(shuffle) | (code << 5);
     let nblocks = data.len().div_ceil(blocksize);
-    let mut out = header(flags, code, typesize, nbytes, blocksize, 0);
+    let mut out = header(flags, typesize, nbytes, blocksize, 0);
     out.resize(HEADER + 4 * nblocks, 0);
     let mut shuffled = Vec::new();
     for (j, block) in data.chunks(blocksize).enumerate() {
@@ -222,17 +222,10 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
 }
 
 /// A buffer's 16-byte header.
-fn header(
-    flags: u8,
-    code: u8,
-    typesize: usize,
-    nbytes: u32,
-    blocksize: usize,
-    total: usize,
-) -> Vec<u8> {
+fn header(flags: u8, typesize: usize, nbytes: u32, blocksize: usize, total: usize) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER + nbytes as usize / 2);
     // Format version 2; each codec's own format version is 1.
-    h.extend_from_slice(&[2, u8::from(code != 0), flags, typesize as u8]);
+    h.extend_from_slice(&[2, 1, flags, typesize as u8]);
     h.extend_from_slice(&nbytes.to_le_bytes());
     h.extend_from_slice(&(blocksize as u32).to_le_bytes());
     h.extend_from_slice(&(total as u32).to_le_bytes());
@@ -242,7 +235,8 @@ fn header(
 /// Compresses one stream.
 pub(crate) fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> {
     Ok(match codec {
-        Codec::Lz4 | Codec::BloscLz => lz4_flex::block::compress(src),
+        Codec::Lz4 => lz4_flex::block::compress(src),
+        Codec::BloscLz => crate::blosclz_compress::compress(src),
         Codec::Snappy => snap::raw::Encoder::new()
             .compress_vec(src)
             .map_err(|e| crate::FormatError::Invalid(format!("blosc snappy: {e}")))?,
@@ -414,7 +408,7 @@ mod tests {
                         );
                         if level > 0 && n >= 1000 && enc[2] & 0x02 == 0 {
                             // The stream format the compressor code names.
-                            let format = [1, 1, 1, 2, 3, 4][codec as usize];
+                            let format = [0, 1, 1, 2, 3, 4][codec as usize];
                             assert_eq!(enc[2] >> 5, format, "codec {codec}");
                         }
                         if level > 0 && n >= 1000 {

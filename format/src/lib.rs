@@ -13,6 +13,7 @@ mod bits;
 pub mod bitshuffle;
 pub mod blosc;
 pub mod blosc2;
+pub mod blosclz_compress;
 pub mod btree;
 mod bzip2_filter;
 pub mod checksum;

@@ -27,12 +27,17 @@ fn codecs() -> Vec<(&'static str, Codec)> {
         ("lz4", Codec::Lz4),
         ("zstd", Codec::Zstd(5)),
         ("bzip2", Codec::Bzip2(9)),
+        ("blosc_blosclz", blosc(BloscCodec::BloscLz, true)),
         ("blosc_lz4", blosc(BloscCodec::Lz4, true)),
         ("blosc_snappy", blosc(BloscCodec::Snappy, false)),
         ("blosc_zlib", blosc(BloscCodec::Zlib, true)),
         ("blosc_zstd", blosc(BloscCodec::Zstd, false)),
         ("bitshuffle_lz4", Codec::BitshuffleLz4),
         ("bitshuffle_zstd", Codec::BitshuffleZstd(5)),
+        (
+            "blosc2_blosclz",
+            blosc2(Blosc2Codec::BloscLz, Blosc2Shuffle::Byte),
+        ),
         ("blosc2_lz4", blosc2(Blosc2Codec::Lz4, Blosc2Shuffle::Byte)),
         (
             "blosc2_zlib",
@@ -153,7 +158,7 @@ warnings.simplefilter("ignore")
 import numpy as np, tables
 want = (np.arange(8000) // 5).astype("<f4").reshape(1000, 8) * 0.25
 with tables.open_file(sys.argv[1]) as f:
-    for name in ["blosc_lz4", "blosc_snappy", "blosc_zlib", "blosc_zstd", "bzip2", "blosc2_lz4", "blosc2_zlib",
+    for name in ["blosc_blosclz", "blosc_lz4", "blosc_snappy", "blosc_zlib", "blosc_zstd", "bzip2", "blosc2_blosclz", "blosc2_lz4", "blosc2_zlib",
                  "blosc2_zstd"]:
         if name == "blosc_snappy" and "snappy" not in tables.blosc_compressor_list():
             continue

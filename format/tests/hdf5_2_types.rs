@@ -165,7 +165,8 @@ fn hdf5_2_types_read_equal_to_h5py_under_every_libver() {
     common::run_python(MAKE, &[dir.path()]);
     for libver in ["earliest", "v108", "v110", "latest"] {
         let path = dir.path().join(format!("{libver}.h5"));
-        common::assert_equal_to_h5py(&path);
+        // h5py cannot read back some of what it wrote under "earliest" (big-endian complex among them).
+        common::assert_equal_where_h5py_reads(&path);
 
         let f = H5File::open(&path).unwrap();
         let want: serde_json::Value = serde_json::from_slice(

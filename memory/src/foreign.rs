@@ -360,6 +360,7 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
             BLOSC => {
                 let p = &f.params;
                 let codec = match p.get(6) {
+                    Some(0) => BloscCodec::BloscLz,
                     Some(3) => BloscCodec::Snappy,
                     Some(4) => BloscCodec::Zlib,
                     Some(5) => BloscCodec::Zstd,
@@ -374,6 +375,7 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
             BLOSC2 => {
                 let p = &f.params;
                 let codec = match p.get(6) {
+                    Some(0) => Blosc2Codec::BloscLz,
                     Some(4) => Blosc2Codec::Zlib,
                     Some(5) => Blosc2Codec::Zstd,
                     _ => Blosc2Codec::Lz4,

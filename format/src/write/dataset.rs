@@ -71,6 +71,8 @@ pub enum Codec {
 /// The codec of Blosc2's streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Blosc2Codec {
+    /// Blosc's own LZ77 (hdf5plugin's default).
+    BloscLz,
     Lz4,
     Zlib,
     Zstd,
@@ -89,6 +91,8 @@ pub enum Blosc2Shuffle {
 /// The codec of Blosc's streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BloscCodec {
+    /// Blosc's own LZ77 (its default in PyTables and hdf5plugin).
+    BloscLz,
     Lz4,
     Snappy,
     Zlib,
@@ -113,6 +117,7 @@ impl Codec {
             } => {
                 // Blosc's compressor codes.
                 let code = match codec {
+                    BloscCodec::BloscLz => 0,
                     BloscCodec::Lz4 => 1,
                     BloscCodec::Snappy => 3,
                     BloscCodec::Zlib => 4,
@@ -147,6 +152,7 @@ impl Codec {
                 // (0: the encoder's), the element and chunk sizes, level, filter and codec, then the chunk's
                 // rank and shape (for 2 to 8 dimensions: its decoder fails a 1-D chunk that records them).
                 let code = match codec {
+                    Blosc2Codec::BloscLz => 0,
                     Blosc2Codec::Lz4 => 1,
                     Blosc2Codec::Zlib => 4,
                     Blosc2Codec::Zstd => 5,
