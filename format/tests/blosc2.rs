@@ -77,7 +77,7 @@ with tables.open_file(sys.argv[1], "w") as f:
 
 /// Frames made with python-blosc2 and written as raw chunks (what hdf5plugin cannot be asked for): b2nd arrays
 /// of several chunks and blocks, two filters in a row (precision truncation, then a shuffle), delta and bit
-/// shuffle over many blocks, special-value chunks, and each split mode.
+/// shuffle over many blocks, special-value chunks, each split mode, byte delta and integer truncation.
 const RAW: &str = r#"
 import sys, h5py, hdf5plugin, blosc2, numpy as np
 F = blosc2.Filter
@@ -124,6 +124,14 @@ with h5py.File(sys.argv[1], "w") as f:
     put(f, "nd_zeros", np.zeros((30, 30)), (30, 30), lambda b: blosc2.zeros((30, 30), dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
     put(f, "nd_nan", np.full((30, 30), np.nan), (30, 30), lambda b: blosc2.full((30, 30), np.nan, dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
     put(f, "nd_repeat", np.full((30, 30), 2.5), (30, 30), lambda b: blosc2.full((30, 30), 2.5, dtype="f8", chunks=(10, 10), blocks=(5, 5)).to_cframe())
+    # Byte delta after a byte shuffle: its meta naming the element size or 0 (the frame's), byte streams whose
+    # length is not a multiple of 16, in a b2nd array; integer truncation (lossy: h5py's values are the
+    # truncated ones).
+    wave = np.sin(np.arange(20011) / 300.0)
+    put(f, "bytedelta", wave, (20011,), lambda b: plain(b, codec=C.ZSTD, blocksize=4000, filters=[F.SHUFFLE, F.BYTEDELTA], filters_meta=[0, 8]))
+    put(f, "bytedelta_meta0", wave, (20011,), lambda b: plain(b, codec=C.LZ4, blocksize=4000, filters=[F.SHUFFLE, F.BYTEDELTA], filters_meta=[0, 0]))
+    put(f, "bytedelta_nd", wave[:20000].astype("f4").reshape(200, 100), (64, 100), lambda b: nd(b, (64, 100), (16, 50), codec=C.ZSTD, filters=[F.SHUFFLE, F.BYTEDELTA], filters_meta=[0, 4]))
+    put(f, "int_trunc", (np.arange(50000) * 7919).astype("i4"), (50000,), lambda b: plain(b, codec=C.ZSTD, filters=[F.INT_TRUNC], filters_meta=[20]))
     # Never split into streams, and always split (with a short last block kept whole).
     noise = rng.integers(0, 4, size=40000, dtype="u2") + np.arange(40000, dtype="u2") // 3
     put(f, "never_split", noise, (40000,), lambda b: plain(b, codec=C.LZ4, splitmode=blosc2.SplitMode.NEVER_SPLIT, blocksize=6000))
@@ -299,5 +307,49 @@ with h5py.File(sys.argv[1], "r") as f:
     assert np.array_equal(f["e"][:], np.arange(1000.0).reshape(250, 4))
 "#,
         &[&path],
+    );
+}
+
+/// Byte delta as first released (filter 34, "bytedelta_buggy"): python-blosc2's encoder restarts each byte
+/// stream's running sum past its last whole 16 bytes (the SIMD code of that release), and we undo exactly that,
+/// reading back the values written. The same wheel's decoder sums straight through, so h5py (hdf5plugin) reads
+/// the last few elements of every block wrong; this test pins both.
+#[test]
+fn first_release_bytedelta_reads_back_the_values_written() {
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, h5py, hdf5plugin, blosc2, numpy as np
+wave = np.sin(np.arange(20011) / 300.0)
+s = blosc2.SChunk(chunksize=wave.nbytes, data=wave, cparams=dict(typesize=8, codec=blosc2.Codec.ZLIB, blocksize=4000, filters=[blosc2.Filter.SHUFFLE, 34], filters_meta=[0, 8]))
+with h5py.File(sys.argv[1], "w") as f:
+    ds = f.create_dataset("x", shape=wave.shape, dtype="f8", chunks=wave.shape, compression=32026, compression_opts=(1, 0, 8, wave.nbytes, 5, 1, 5))
+    ds.id.write_direct_chunk((0,), s.to_cframe())
+wave.tofile(sys.argv[1] + ".values")
+with h5py.File(sys.argv[1], "r") as f:
+    wrong = np.nonzero(f["x"][:] != wave)[0]
+    # Elements 496-499 of each 500-element block (40 blocks): the bytes past each stream's last 16.
+    assert list(wrong[:8]) == [496, 497, 498, 499, 996, 997, 998, 999], wrong[:8]
+"#,
+        "bytedelta_buggy.h5",
+        &["hdf5plugin", "blosc2"],
+    ) else {
+        return;
+    };
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    let got = f.dataset("/x").unwrap().read().unwrap();
+    let raw = std::fs::read(path.with_extension("h5.values")).unwrap();
+    let want: Vec<f64> = raw
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let got = got.as_f64().unwrap();
+    let off: Vec<usize> = (0..want.len())
+        .filter(|&i| got[i].to_bits() != want[i].to_bits())
+        .collect();
+    assert!(
+        off.is_empty(),
+        "{} values differ, from {:?}",
+        off.len(),
+        &off[..off.len().min(8)]
     );
 }

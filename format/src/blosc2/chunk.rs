@@ -11,7 +11,9 @@
 //! zeros, a negative size `-v` with a token byte (bit 0) a run of the byte `v`, and a size equal to the
 //! stream's decoded size the bytes as they are. The filters are undone in reverse slot order: byte shuffle,
 //! bit shuffle (of the whole multiple of 8 elements; the rest as is), delta (XOR with the previous element in
-//! the first block, with the first block elsewhere) and precision truncation (lossy, nothing to undo).
+//! the first block, with the first block elsewhere), byte delta (a running sum along each byte stream; the
+//! first release's id 34 restarts it past each stream's last whole 16 bytes, as its encoder did) and the
+//! precision and integer truncations (lossy, nothing to undo).
 //! Format versions 1–2 without an extended header are Blosc 1 buffers, read by [`crate::blosc`].
 
 use crate::blosc::Codec;
@@ -31,6 +33,13 @@ pub(super) const BITSHUFFLE: u8 = 2;
 pub(super) const DELTA: u8 = 3;
 /// The precision truncation filter (slot id).
 const TRUNC_PREC: u8 = 4;
+/// Byte delta as first released (slot id): in each byte stream the part past its last whole 16 bytes restarts
+/// its running sum at 0, as that release's SIMD code (every x86-64 and ARM64 build) wrote it.
+const BYTEDELTA_BUGGY: u8 = 34;
+/// Byte delta (slot id): each byte stream a running sum.
+const BYTEDELTA: u8 = 35;
+/// Integer truncation (slot id; lossy, nothing to undo).
+const INT_TRUNC: u8 = 36;
 
 /// `nbytes` bytes of one special value: 1 zeros, 2 NaNs (of `typesize` 4 or 8), 3 `value` repeated,
 /// 4 uninitialised (zeros).
@@ -68,8 +77,6 @@ fn filter_name(id: u8) -> &'static str {
     match id {
         32 => "ndcell",
         33 => "ndmean",
-        34 | 35 => "bytedelta",
-        36 => "int_trunc",
         _ => "unknown",
     }
 }
@@ -90,6 +97,8 @@ struct Header<'a> {
     blocksize: usize,
     /// The filter slots.
     filters: [u8; 6],
+    /// Each filter slot's meta byte (0 without an extended header).
+    metas: [u8; 6],
     /// The extended header's codec id (0 without it).
     codec_id: u8,
     /// The extended header's Blosc2 flags (0 without it).
@@ -110,8 +119,8 @@ enum Body<'a> {
 struct Blocks<'a> {
     /// The codec of every stream.
     codec: Codec,
-    /// The filters to undo, in the order they are undone.
-    undo: Vec<u8>,
+    /// The filters to undo, in the order they are undone, each with its meta byte.
+    undo: Vec<(u8, u8)>,
     /// Each block's start (i32).
     starts: &'a [u8],
 }
@@ -152,10 +161,12 @@ impl<'a> Header<'a> {
         if nbytes > max_out || nbytes > i32::MAX as usize {
             return corrupt("blosc2 chunk decodes to more than the chunk size");
         }
-        let (filters, codec_id, b2flags) = if extended {
+        let (filters, metas, codec_id, b2flags) = if extended {
             let mut f = [0u8; 6];
             f.copy_from_slice(&data[16..22]);
-            (f, data[22], data[31])
+            let mut m = [0u8; 6];
+            m.copy_from_slice(&data[24..30]);
+            (f, m, data[22], data[31])
         } else {
             let mut f = [0u8; 6];
             f[5] = if flags & 0x01 != 0 {
@@ -166,7 +177,7 @@ impl<'a> Header<'a> {
                 0
             };
             f[4] = if flags & 0x08 != 0 { DELTA } else { 0 };
-            (f, 0, 0)
+            (f, [0; 6], 0, 0)
         };
         Ok(Some(Header {
             data,
@@ -176,6 +187,7 @@ impl<'a> Header<'a> {
             nbytes,
             blocksize,
             filters,
+            metas,
             codec_id,
             b2flags,
         }))
@@ -226,13 +238,13 @@ impl<'a> Header<'a> {
             2 => return unsupported("blosc2 codec format 2 (snappy)"),
             c => return unsupported(format!("blosc2 codec format {c}")),
         };
-        // Byte shuffle of 1-byte elements and precision truncation leave nothing to undo.
+        // Byte shuffle of 1-byte elements and the truncations leave nothing to undo.
         let mut undo = Vec::new();
-        for &f in self.filters.iter().rev() {
+        for (&f, &meta) in self.filters.iter().zip(&self.metas).rev() {
             match f {
-                0 | TRUNC_PREC => {}
+                0 | TRUNC_PREC | INT_TRUNC => {}
                 SHUFFLE if self.typesize == 1 => {}
-                SHUFFLE | BITSHUFFLE | DELTA => undo.push(f),
+                SHUFFLE | BITSHUFFLE | DELTA | BYTEDELTA | BYTEDELTA_BUGGY => undo.push((f, meta)),
                 f => return unsupported(format!("blosc2 filter {f} ({})", filter_name(f))),
             }
         }
@@ -357,7 +369,7 @@ pub(super) fn chunk_blocks(
         if j >= b.starts.len() / 4 {
             return corrupt("b2nd block past its chunk's end");
         }
-        if first.is_none() && (j == 0 || b.undo.contains(&DELTA)) {
+        if first.is_none() && (j == 0 || b.undo.iter().any(|&(f, _)| f == DELTA)) {
             let mut b0 = vec![0u8; block_bytes];
             h.block(&b, 0, &mut b0, None, &mut scratch)?;
             first = Some(b0);
@@ -422,10 +434,44 @@ fn read_streams(
     Ok(())
 }
 
-/// Undoes filter `f` on one block, `src` into `dst` (as long); `dref` is the chunk's first block (decoded),
-/// absent for the first block itself.
-fn unfilter(f: u8, src: &[u8], dst: &mut [u8], dref: Option<&[u8]>, typesize: usize) {
+/// Undoes filter `f` (with its meta byte) on one block, `src` into `dst` (as long); `dref` is the chunk's first
+/// block (decoded), absent for the first block itself.
+fn unfilter((f, meta): (u8, u8), src: &[u8], dst: &mut [u8], dref: Option<&[u8]>, typesize: usize) {
     match f {
+        BYTEDELTA | BYTEDELTA_BUGGY => {
+            // One stream per byte of the element (the meta's size, else the chunk's), one after another; the
+            // bytes after the last whole stream stay as they are.
+            let t = if meta == 0 {
+                typesize
+            } else {
+                usize::from(meta)
+            };
+            let len = src.len() / t;
+            for (k, (s, d)) in src
+                .chunks_exact(len.max(1))
+                .zip(dst.chunks_exact_mut(len.max(1)))
+                .enumerate()
+            {
+                if k >= t || len == 0 {
+                    break;
+                }
+                let restart = if f == BYTEDELTA_BUGGY && len >= 16 {
+                    len / 16 * 16
+                } else {
+                    len
+                };
+                let mut sum = 0u8;
+                for (i, (&x, y)) in s.iter().zip(d.iter_mut()).enumerate() {
+                    if i == restart {
+                        sum = 0;
+                    }
+                    sum = sum.wrapping_add(x);
+                    *y = sum;
+                }
+            }
+            let whole = len * t;
+            dst[whole..].copy_from_slice(&src[whole..]);
+        }
         SHUFFLE => crate::transpose::unshuffle_bytes(src, typesize, dst),
         BITSHUFFLE => {
             let n = src.len() / typesize;
@@ -564,8 +610,8 @@ mod tests {
         let zfp = ext_chunk(0xc0, 4, (8, 8), [0; 6], 33, 0, &s);
         let e = decode(&[], &zfp, 8).unwrap_err().to_string();
         assert!(e.contains("blosc2 codec 33 (zfp_acc)"), "{e}");
-        let bytedelta = ext_chunk(0, 4, (8, 8), [SHUFFLE, 35, 0, 0, 0, 0], 0, 0, &s);
-        let e = decode(&[], &bytedelta, 8).unwrap_err().to_string();
-        assert!(e.contains("blosc2 filter 35 (bytedelta)"), "{e}");
+        let ndcell = ext_chunk(0, 4, (8, 8), [SHUFFLE, 32, 0, 0, 0, 0], 0, 0, &s);
+        let e = decode(&[], &ndcell, 8).unwrap_err().to_string();
+        assert!(e.contains("blosc2 filter 32 (ndcell)"), "{e}");
     }
 }

@@ -13,8 +13,9 @@
 //! that is decoded one block at a time, each block moved to its place before the next, its blocks no larger
 //! than the HDF5 chunk or 16 MiB.
 //! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib and zstd (such as
-//! ZFP, NDLZ, OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta and precision truncation (such
-//! as bytedelta), zstd dictionaries, lazy chunks, sparse frames and chunk offsets of other than 64 bits.
+//! ZFP, NDLZ, OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta and the precision
+//! and integer truncations (such as ndcell and ndmean), zstd dictionaries, lazy chunks, sparse frames and chunk
+//! offsets of other than 64 bits.
 
 use crate::error::Result;
 use chunk::chunk;
