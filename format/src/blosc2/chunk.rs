@@ -35,9 +35,9 @@ pub(super) const DELTA: u8 = 3;
 const TRUNC_PREC: u8 = 4;
 /// Byte delta as first released (slot id): in each byte stream the part past its last whole 16 bytes restarts
 /// its running sum at 0, as that release's SIMD code (every x86-64 and ARM64 build) wrote it.
-const BYTEDELTA_BUGGY: u8 = 34;
+pub(super) const BYTEDELTA_BUGGY: u8 = 34;
 /// Byte delta (slot id): each byte stream a running sum.
-const BYTEDELTA: u8 = 35;
+pub(super) const BYTEDELTA: u8 = 35;
 /// Integer truncation (slot id; lossy, nothing to undo).
 const INT_TRUNC: u8 = 36;
 

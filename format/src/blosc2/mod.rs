@@ -41,7 +41,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::chunk::{BITSHUFFLE, DELTA, SHUFFLE};
+    use super::chunk::{BITSHUFFLE, BYTEDELTA, BYTEDELTA_BUGGY, DELTA, SHUFFLE};
     use super::decode;
     use super::test_util::{b2nd_chunk, block, blocked, ext_chunk, frame, stored};
 
@@ -67,6 +67,9 @@ mod tests {
                 0,
                 &block(&s),
             ),
+            // Byte delta (both releases) after a shuffle, over streams longer than 16 bytes.
+            blocked(&[3; 96], 4, 64, [SHUFFLE, BYTEDELTA, 0, 0, 0, 0]),
+            blocked(&[9; 96], 2, 96, [BYTEDELTA_BUGGY, 0, 0, 0, 0, 0]),
             // Read block by block when `max` is under 48.
             frame(
                 &[Some(blocked(&[7; 48], 2, 8, [SHUFFLE, DELTA, 0, 0, 0, 0]))],
@@ -79,7 +82,7 @@ mod tests {
         let mut rng = crate::test_rng::TestRng::new(0x2026_b105_c2f0_0d5e);
         let mut next = || rng.next();
         for _ in 0..30_000 {
-            let mut b = samples[(next() % 4) as usize].clone();
+            let mut b = samples[(next() % samples.len() as u64) as usize].clone();
             for _ in 0..1 + next() % 4 {
                 let at = (next() as usize) % b.len();
                 b[at] = next() as u8;
@@ -87,7 +90,7 @@ mod tests {
             if next() % 4 == 0 {
                 b.truncate((next() as usize) % (b.len() + 1));
             }
-            let max = (next() % 64) as usize;
+            let max = (next() % 128) as usize;
             if let Ok(out) = decode(&[], &b, max) {
                 assert!(out.len() <= max);
             }
