@@ -313,10 +313,12 @@ fn scatter(out: &mut [u8], stride: usize, offset: usize, column: &[u8]) -> Resul
     Ok(())
 }
 
-/// Writes little-endian `le` into `slot` in the slot's byte order (`le` at least as long as `slot`).
+/// Writes little-endian `le` into `slot` in the slot's byte order, zero-extended where the slot is wider
+/// (a bitfield of more than 8 bytes, say) and cut to the slot where it is narrower.
 fn put_bytes(le: &[u8], slot: &mut [u8], be: bool) {
-    let n = slot.len();
-    slot.copy_from_slice(&le[..n]);
+    let n = slot.len().min(le.len());
+    slot[..n].copy_from_slice(&le[..n]);
+    slot[n..].fill(0);
     if be {
         slot.reverse();
     }
@@ -651,6 +653,17 @@ mod tests {
             [1, 2]
         );
         assert!(enc(&bits, &Data::U32(vec![0x10000])).is_err());
+        // Wider than a u64 (a damaged file's, say): the value zero-extended, in either byte order.
+        for be in [false, true] {
+            let wide = Datatype::Bitfield { size: 16, be };
+            let got = enc(&wide, &Data::U64(vec![0x0102])).unwrap();
+            let mut want = [0u8; 16];
+            want[..2].copy_from_slice(&[2, 1]);
+            if be {
+                want.reverse();
+            }
+            assert_eq!(got, want);
+        }
         let seq = Datatype::VarSeq(Box::new(int(2, false, true)));
         let mut bodies = Bodies(Vec::new());
         let raw = encode_as(
