@@ -156,11 +156,7 @@ const ENCODE_BLOCK: usize = 64 * 1024;
 /// that compression would not shrink is stored as its bytes.
 pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let get = |i: usize| params.get(i).copied();
-    let typesize = get(2)
-        .filter(|&t| t > 0)
-        .map_or(elem, |t| t as usize)
-        .clamp(1, 255);
-    let level = get(4).unwrap_or(5).min(9);
+    let (typesize, level) = typesize_and_level(params, elem);
     let shuffle = get(5).unwrap_or(1) != 0 && typesize > 1;
     // The filter names Blosc's compressor (0 BloscLZ, 1 LZ4, 2 LZ4HC, 3 Snappy, 4 zlib, 5 zstd); a buffer's
     // header names its stream format (0 BloscLZ, 1 LZ4 and LZ4HC, 2 Snappy, 3 zlib, 4 zstd).
@@ -219,6 +215,18 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let total = out.len() as u32;
     out[12..16].copy_from_slice(&total.to_le_bytes());
     Ok(out)
+}
+
+/// The element size (`params[2]`, else `elem`; 1 to 255) and level (`params[4]`, 5 when absent; at most 9)
+/// that Blosc's and Blosc2's client data ask for.
+pub(crate) fn typesize_and_level(params: &[u32], elem: usize) -> (usize, u32) {
+    let typesize = params
+        .get(2)
+        .copied()
+        .filter(|&t| t > 0)
+        .map_or(elem, |t| t as usize)
+        .clamp(1, 255);
+    (typesize, params.get(4).copied().unwrap_or(5).min(9))
 }
 
 /// A buffer's 16-byte header.

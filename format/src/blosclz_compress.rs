@@ -7,62 +7,32 @@
 //! `((c & 31) << 8) + next + 1` within 8,191 bytes, or, with `c & 31` of 31 and a next byte of 255,
 //! `8192 + ` the two bytes after (big-endian) for matches up to 73,727 bytes back.
 //!
-//! A greedy parse over a hash table of 4-byte sequences; where matches are scarce the scan skips ahead
-//! faster, so noise costs little time (the caller stores a block that does not shrink as it is). The stream
-//! always ends with a literal run: c-blosc's decoders stop at the end of the input before copying a match.
+//! A greedy LZ77 parse ([`crate::lz_parse`]); the caller stores a block that does not shrink as it is. The
+//! stream always ends with a literal run: c-blosc's decoders stop at the end of the input before copying a
+//! match.
 
 /// The farthest a near match reaches (its distance minus one fits 13 bits, all ones being the far marker).
 const NEAR: usize = 8191;
 /// The farthest a far match reaches.
 const FAR: usize = NEAR + 1 + 0xffff;
-/// Bits of the hash table's index.
-const HASH_BITS: u32 = 14;
 /// Literals one control byte carries.
 const MAX_LITERALS: usize = 32;
 
 /// The BloscLZ stream of `data` (not empty).
 pub fn compress(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + data.len() / 32 + 2);
-    let mut table = vec![0u32; 1 << HASH_BITS];
-    let (mut i, mut lit_start, mut misses) = (0usize, 0usize, 0usize);
-    // Matches stop a byte short of the end, which is left to the last literal run.
-    while i + 4 < data.len() {
-        let seq = read_u32(data, i);
-        let h = hash(seq);
-        let cand = table[h] as usize;
-        table[h] = i as u32;
-        // The first instruction must be a literal run: no match at 0.
-        if i == 0 || cand >= i || i - cand > FAR || read_u32(data, cand) != seq {
-            misses += 1;
-            i += 1 + (misses >> 5);
-            continue;
-        }
-        misses = 0;
-        let mut len = 4;
-        while i + len + 1 < data.len() && data[cand + len] == data[i + len] {
-            len += 1;
-        }
-        literals(&mut out, &data[lit_start..i]);
-        matched(&mut out, i - cand, len);
-        let end = i + len;
-        if end + 2 <= data.len() {
-            table[hash(read_u32(data, end - 2))] = (end - 2) as u32;
-        }
-        i = end;
-        lit_start = end;
-    }
-    literals(&mut out, &data[lit_start..]);
+    // The first instruction must be a literal run, and so must the last: matches stop a byte short of the end.
+    let limits = crate::lz_parse::Limits {
+        max_distance: FAR,
+        keep_tail: 1,
+        match_at_start: false,
+    };
+    let rest = crate::lz_parse::greedy(data, &limits, |run, dist, len| {
+        literals(&mut out, run);
+        matched(&mut out, dist, len);
+    });
+    literals(&mut out, rest);
     out
-}
-
-/// A little-endian u32 at `i` (4 bytes must be there).
-fn read_u32(data: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
-}
-
-/// The hash table's slot for a 4-byte sequence.
-fn hash(seq: u32) -> usize {
-    (seq.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
 /// Literal runs of up to 32 bytes each.

@@ -32,6 +32,7 @@ pub(crate) mod hugepages;
 pub mod inspect;
 
 pub mod io;
+mod lz_parse;
 pub mod lzf;
 pub mod lzo;
 pub mod lzo_compress;

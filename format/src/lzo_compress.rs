@@ -1,16 +1,14 @@
 //! LZO1X compression: streams that liblzo's `lzo1x_decompress_safe` (and [`crate::lzo::decompress`]) decode,
 //! for rows appended to PyTables' `lzo` datasets (filter 305).
 //!
-//! A greedy LZ77 parse over a hash table of 4-byte sequences, matches reaching up to 49,151 bytes back, each
-//! written in the shortest form that holds it (the instruction set is described in [`crate::lzo`]): 3 to 8
+//! A greedy LZ77 parse ([`crate::lz_parse`]), matches reaching up to 49,151 bytes back, each written in the
+//! shortest form that holds it (the instruction set is described in [`crate::lzo`]): 3 to 8
 //! bytes within 2,048 as M2, within 16,384 as M3, farther as M4. Up to three literals after a match ride in
 //! its low two bits; longer runs get an instruction of their own. The 2-byte and far 3-byte M1 forms are
-//! never written. Where matches are scarce the scan skips ahead faster, so noise costs little time.
+//! never written.
 
 /// The farthest a match may reach back (M4's limit).
 const MAX_DISTANCE: usize = 49_151;
-/// Bits of the hash table's index.
-const HASH_BITS: u32 = 14;
 /// The instruction that ends a stream.
 const END: [u8; 3] = [0x11, 0, 0];
 
@@ -20,50 +18,18 @@ pub fn compress(data: &[u8]) -> Vec<u8> {
         out: Vec::with_capacity(data.len() / 2 + 16),
         patch: None,
     };
-    let mut table = vec![0u32; 1 << HASH_BITS];
-    let mut lit_start = 0;
-    let mut i = 0;
-    let mut misses = 0usize;
-    // A match needs 4 bytes to hash; the last few bytes are literals.
-    while i + 4 <= data.len() {
-        let seq = read_u32(data, i);
-        let h = hash(seq);
-        let cand = table[h] as usize;
-        table[h] = i as u32;
-        let found = cand < i && i - cand <= MAX_DISTANCE && read_u32(data, cand) == seq;
-        if !found {
-            misses += 1;
-            i += 1 + (misses >> 5);
-            continue;
-        }
-        misses = 0;
-        let mut len = 4;
-        while i + len < data.len() && data[cand + len] == data[i + len] {
-            len += 1;
-        }
-        w.literals(&data[lit_start..i]);
-        w.matched(i - cand, len);
-        // Later matches may start inside this one.
-        let end = i + len;
-        if end + 2 <= data.len() {
-            table[hash(read_u32(data, end - 2))] = (end - 2) as u32;
-        }
-        i = end;
-        lit_start = end;
-    }
-    w.literals(&data[lit_start..]);
+    let limits = crate::lz_parse::Limits {
+        max_distance: MAX_DISTANCE,
+        keep_tail: 0,
+        match_at_start: true,
+    };
+    let rest = crate::lz_parse::greedy(data, &limits, |literals, dist, len| {
+        w.literals(literals);
+        w.matched(dist, len);
+    });
+    w.literals(rest);
     w.out.extend_from_slice(&END);
     w.out
-}
-
-/// A little-endian u32 at `i` (4 bytes must be there).
-fn read_u32(data: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]])
-}
-
-/// The hash table's slot for a 4-byte sequence.
-fn hash(seq: u32) -> usize {
-    (seq.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
 /// The stream written so far.

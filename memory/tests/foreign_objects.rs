@@ -58,6 +58,29 @@ fn save(s: &mut Store, n: std::ops::Range<usize>) {
     }
 }
 
+/// A new store of 20 memories in `dir`, closed; its path.
+fn small_store(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    save(&mut s, 0..20);
+    s.close().unwrap();
+    p
+}
+
+/// Opens the store signing with key `[key; 32]` (a new key: the next checkpoint rewrites the file whole), saves
+/// memory number `n` and checkpoints; returns the store, still open.
+fn rewrite_whole(p: &std::path::Path, key: u8, n: usize) -> Store {
+    let opts = StoreOptions {
+        signing_key: Some(ed25519_dalek::SigningKey::from_bytes(&[key; 32])),
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(p, opts).unwrap();
+    save(&mut s, n..n + 1);
+    s.checkpoint().unwrap();
+    assert_eq!(s.stats().full_checkpoints, 1, "{:?}", s.stats());
+    s
+}
+
 #[test]
 fn annotations_survive_incremental_and_full_checkpoints() {
     if !python_has_h5py() {
@@ -145,10 +168,7 @@ fn what_cannot_be_carried_is_kept_in_a_copy() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("m.h5");
-    let mut s = Store::open(&p).unwrap();
-    save(&mut s, 0..20);
-    s.close().unwrap();
+    let p = small_store(dir.path());
     python(
         r#"
 import h5py, numpy as np, sys
@@ -160,15 +180,8 @@ with h5py.File(sys.argv[1], "a") as f:
 "#,
         &p,
     );
-    let opts = StoreOptions {
-        signing_key: Some(ed25519_dalek::SigningKey::from_bytes(&[9u8; 32])),
-        ..StoreOptions::default()
-    };
-    let mut s = Store::open_with(&p, opts).unwrap();
-    save(&mut s, 20..21);
-    s.checkpoint().unwrap();
+    let s = rewrite_whole(&p, 9, 20);
     let st = s.stats();
-    assert_eq!(st.full_checkpoints, 1, "{st:?}");
     assert_eq!((st.foreign.objects, st.foreign.attrs), (1, 1), "{st:?}");
     assert_eq!(st.foreign.left.len(), 2, "{st:?}");
     assert!(st.foreign.left[0].contains("my_type"), "{st:?}");
@@ -344,10 +357,7 @@ fn plugin_compressed_annotations_keep_their_filters_across_a_rewrite() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("m.h5");
-    let mut s = Store::open(&p).unwrap();
-    save(&mut s, 0..20);
-    s.close().unwrap();
+    let p = small_store(dir.path());
     python(
         r#"
 import h5py, hdf5plugin, numpy as np, sys
@@ -363,15 +373,8 @@ with h5py.File(sys.argv[1], "a") as f:
 "#,
         &p,
     );
-    let opts = StoreOptions {
-        signing_key: Some(ed25519_dalek::SigningKey::from_bytes(&[5u8; 32])),
-        ..StoreOptions::default()
-    };
-    let mut s = Store::open_with(&p, opts).unwrap();
-    save(&mut s, 20..21);
-    s.checkpoint().unwrap();
+    let s = rewrite_whole(&p, 5, 20);
     let st = s.stats();
-    assert_eq!(st.full_checkpoints, 1, "{st:?}");
     assert!(st.foreign.left.is_empty(), "{st:?}");
     s.close().unwrap();
     assert_eq!(

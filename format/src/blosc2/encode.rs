@@ -49,11 +49,7 @@ impl Params {
     /// The parameters client data `cd` asks for, for `len` bytes of `elem`-byte elements.
     fn new(cd: &[u32], len: usize, elem: usize) -> Self {
         let get = |i: usize| cd.get(i).copied();
-        let typesize = get(2)
-            .filter(|&t| t > 0)
-            .map_or(elem, |t| t as usize)
-            .clamp(1, 255);
-        let level = get(4).unwrap_or(5).min(9);
+        let (typesize, level) = crate::blosc::typesize_and_level(cd, elem);
         let filter = match get(5).unwrap_or(1) {
             0 => 0,
             2 if typesize > 1 || len >= 8 => BITSHUFFLE,

@@ -356,3 +356,28 @@ pub fn small_file() -> clawhdf5_format::FileWriter {
     }
     w
 }
+
+/// Rewrites every dataset at the root of `path` whole through `FileAppender::write_rows`, so through our
+/// encoders, after copying the file to `*.original.h5` beside it; returns each dataset's name and its values
+/// as they read before.
+pub fn rewrite_root_datasets(path: &Path) -> Vec<(String, clawhdf5_format::Array)> {
+    std::fs::copy(path, path.with_extension("original.h5")).unwrap();
+    let f = clawhdf5_format::H5File::open(path).unwrap();
+    let before: Vec<_> = f
+        .list("/")
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let values = f.dataset(&format!("/{}", e.name)).unwrap().read().unwrap();
+            (e.name, values)
+        })
+        .collect();
+    drop(f);
+    let mut a = clawhdf5_format::FileAppender::open(path).unwrap();
+    for (n, values) in &before {
+        a.write_rows(&format!("/{n}"), 0, values.clone())
+            .unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    a.commit().unwrap();
+    before
+}
