@@ -59,5 +59,6 @@ pub use error::{FormatError, Result};
 pub use half::f16;
 pub use read::dataset::Dataset;
 pub use read::file::{Entry, EntryKind, H5File};
+pub use read::VdsView;
 pub use write::dataset::{Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, DatasetOptions};
 pub use write::writer::FileWriter;

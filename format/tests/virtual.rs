@@ -7,7 +7,7 @@
 
 mod common;
 
-use clawhdf5_format::{Data, H5File};
+use clawhdf5_format::{Data, H5File, VdsView};
 
 const MAKE: &str = r#"
 import os, sys, h5py, numpy as np
@@ -209,6 +209,24 @@ if sys.argv[2] == "make":
         f.create_dataset("s0", data=np.arange(4))
         f.create_dataset("s1", data=np.arange(4) + 50)
     vds("pd.h5", (0,), (U,), [(((0,), (U,), (4,), (4,)), ".", "s%b", (4,), None, None)])
+    # Where the two views differ: a whole last block (the first-missing view ends at the next block's start),
+    # a mapping whose source file is missing, and two sources side by side in a 2-D dataset.
+    with h5py.File("src3.h5", "w") as f:
+        f.create_dataset("c", data=np.arange(8) + 300, maxshape=(None,), chunks=(4,))
+        f.create_dataset("d", data=np.arange(9) + 400, maxshape=(None,), chunks=(4,))
+        f.create_dataset("e", data=np.arange(4) + 500, maxshape=(None,), chunks=(4,))
+    vds("trail.h5", (0,), (U,), [
+        (((0,), (U,), (4,), (2,)), "src3.h5", "c", (8,), (U,), ((0,), (1,), (1,), (U,))),
+        (((2,), (U,), (4,), (2,)), "src3.h5", "d", (9,), (U,), ((0,), (1,), (1,), (U,))),
+    ])
+    vds("missing.h5", (0,), (U,), [
+        (((0,), (1,), (1,), (U,)), "src3.h5", "c", (8,), (U,), ((0,), (1,), (1,), (U,))),
+        (((3,), (1,), (1,), (U,)), "nowhere.h5", "x", (0,), (U,), ((0,), (1,), (1,), (U,))),
+    ])
+    vds("cols.h5", (0, 2), (U, 2), [
+        (((0, 0), (1, 1), (1, 1), (U, 1)), "src3.h5", "d", (9,), (U,), ((0,), (1,), (1,), (U,))),
+        (((0, 1), (1, 1), (1, 1), (U, 1)), "src3.h5", "e", (4,), (U,), ((0,), (1,), (1,), (U,))),
+    ])
 else:
     with h5py.File("src.h5", "a") as f:
         f["a"].resize((11,))
@@ -222,6 +240,26 @@ else:
         f.create_dataset("data", data=np.arange(3) + 20)
     with h5py.File("pd.h5", "a") as f:
         f.create_dataset("s2", data=np.arange(4) + 90)
+    with h5py.File("src3.h5", "a") as f:
+        f["e"].resize((6,))
+        f["e"][4:] = [504, 505]
+"#;
+
+/// Each growing virtual dataset in libhdf5's first-missing view (each file opened afresh: libhdf5 shares an
+/// open dataset's view between opens): its shape and values, as JSON.
+const FIRST_MISSING: &str = r#"
+import json, sys, h5py, numpy as np
+from h5py import h5p, h5d, h5f
+out = {}
+for path in sys.argv[2:]:
+    fid = h5f.open(path.encode(), h5f.ACC_RDONLY)
+    dapl = h5p.create(h5p.DATASET_ACCESS)
+    dapl.set_virtual_view(h5d.VDS_FIRST_MISSING)
+    d = h5d.open(fid, b"v", dapl=dapl)
+    a = np.empty(d.shape, "<i8")
+    d.read(h5py.h5s.ALL, h5py.h5s.ALL, a)
+    out[path] = [list(d.shape), a.ravel().tolist()]
+json.dump(out, open(sys.argv[1], "w"))
 "#;
 
 #[test]
@@ -230,20 +268,66 @@ fn growing_virtual_datasets_read_equal_to_h5py() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let names = ["block", "inter", "big", "two", "printf", "pd"];
-    let made: [&[u64]; 6] = [&[7], &[13], &[7], &[6, 3], &[6], &[8]];
-    let grown: [&[u64]; 6] = [&[11], &[21], &[11], &[9, 3], &[12], &[12]];
-    for (step, shapes) in [("make", made), ("grow", grown)] {
+    let names = [
+        "block", "inter", "big", "two", "printf", "pd", "trail", "missing", "cols",
+    ];
+    let made: [&[u64]; 9] = [&[7], &[13], &[7], &[6, 3], &[6], &[8], &[19], &[8], &[9, 2]];
+    let grown: [&[u64]; 9] = [
+        &[11],
+        &[21],
+        &[11],
+        &[9, 3],
+        &[12],
+        &[12],
+        &[19],
+        &[8],
+        &[9, 2],
+    ];
+    // The first-missing view's shapes: the smallest reach of the growing mappings (a whole last block
+    // reaching to the next block's start, a missing source nowhere), never less than the fixed ones'.
+    let first: [&[u64]; 9] = [&[7], &[11], &[7], &[6, 3], &[6], &[8], &[16], &[0], &[4, 2]];
+    let first_grown: [&[u64]; 9] = [
+        &[11],
+        &[19],
+        &[11],
+        &[9, 3],
+        &[12],
+        &[12],
+        &[16],
+        &[0],
+        &[6, 2],
+    ];
+    for (step, shapes, first) in [("make", made, first), ("grow", grown, first_grown)] {
         common::run_python(GROWING, &[dir.path(), std::path::Path::new(step)]);
-        for (name, shape) in names.iter().zip(shapes) {
-            let path = dir.path().join(format!("{name}.h5"));
+        let paths: Vec<_> = names
+            .iter()
+            .map(|n| dir.path().join(format!("{n}.h5")))
+            .collect();
+        let json = dir.path().join("first.json");
+        let mut args: Vec<&std::path::Path> = vec![&json];
+        args.extend(paths.iter().map(|p| p.as_path()));
+        common::run_python(FIRST_MISSING, &args);
+        let theirs = common::read_json(&json);
+        for ((name, path), (shape, first)) in names.iter().zip(&paths).zip(shapes.iter().zip(first))
+        {
             // Shape and every value as h5py reads them.
-            common::assert_equal_to_h5py(&path);
-            let f = H5File::open(&path).unwrap();
+            common::assert_equal_to_h5py(path);
+            let f = H5File::open(path).unwrap();
             assert_eq!(
                 f.dataset("/v").unwrap().shape(),
-                shape,
+                *shape,
                 "{name} after {step}"
+            );
+            // The first-missing view: shape and values as libhdf5 gives them in it.
+            let d = f.dataset_with_view("/v", VdsView::FirstMissing).unwrap();
+            assert_eq!(d.shape(), first, "{name} after {step}, first missing");
+            let want = &theirs[path.to_str().unwrap()];
+            assert_eq!(want[0], serde_json::json!(first), "{name}: libhdf5's shape");
+            let got = d.read().unwrap();
+            assert_eq!(
+                serde_json::json!(got.as_i64().unwrap()),
+                want[1],
+                "{name} after {step}, first missing"
             );
         }
     }

@@ -88,7 +88,12 @@ pub struct Dataset<'a> {
 }
 
 impl<'a> Dataset<'a> {
-    pub(crate) fn open(file: &'a H5File, addr: u64, path: &str) -> Result<Self> {
+    pub(crate) fn open(
+        file: &'a H5File,
+        addr: u64,
+        path: &str,
+        view: crate::VdsView,
+    ) -> Result<Self> {
         let ctx = file.ctx();
         let oh = file.header_at(addr)?;
         let not_ds = || FormatError::TypeMismatch(format!("{path} is not a dataset"));
@@ -103,7 +108,9 @@ impl<'a> Dataset<'a> {
         if let Layout::Virtual { heap, index } = layout {
             // Mappings that grow with their sources set the extent (libhdf5 recomputes it at open too); a
             // mapping list that cannot be read leaves the stored extent, and the first read says why.
-            if let Ok(Some(dims)) = crate::read::vds::current_dims(file, heap, index, &space.dims) {
+            if let Ok(Some(dims)) =
+                crate::read::vds::current_dims(file, heap, index, &space.dims, view)
+            {
                 space.dims = dims;
             }
         }

@@ -393,8 +393,14 @@ impl H5File {
 
     /// Opens a dataset.
     pub fn dataset(&self, path: &str) -> Result<Dataset<'_>> {
+        self.dataset_with_view(path, crate::VdsView::LastAvailable)
+    }
+
+    /// Opens a dataset; a virtual dataset that grows with its sources takes its extent in `view` (the same as
+    /// [`H5File::dataset`] for every other dataset).
+    pub fn dataset_with_view(&self, path: &str, view: crate::VdsView) -> Result<Dataset<'_>> {
         let addr = self.resolve(path)?;
-        Dataset::open(self, addr, path)
+        Dataset::open(self, addr, path, view)
     }
 
     /// One line per header message of the object at `addr` (type, flags, size, first bytes).
@@ -419,7 +425,12 @@ impl H5File {
 
     /// Opens the dataset whose object header is at `addr`.
     pub fn dataset_at(&self, addr: u64) -> Result<Dataset<'_>> {
-        Dataset::open(self, addr, &format!("object at {addr:#x}"))
+        Dataset::open(
+            self,
+            addr,
+            &format!("object at {addr:#x}"),
+            crate::VdsView::LastAvailable,
+        )
     }
 
     /// Resolves a (possibly shared) datatype message body.

@@ -8,4 +8,5 @@ pub mod file;
 pub mod groups;
 pub(crate) mod shared;
 pub(crate) mod vds;
+pub use vds::VdsView;
 pub(crate) mod vds_growth;

@@ -13,7 +13,11 @@
 //!   (unlimited count) to source k, for k = 0, 1, ... up to the first source missing.
 //!
 //! The dataset's extent in a dimension such mappings grow along is then the largest any mapping reaches
-//! (the fixed ones included), whatever its dataspace message says.
+//! (the fixed ones included), whatever its dataspace message says. libhdf5's other view, "first missing"
+//! ([`VdsView::FirstMissing`], asked for with [`crate::H5File::dataset_with_view`]), takes the smallest reach
+//! of the growing mappings instead — a missing source reaching nowhere, an empty one to its first position, a
+//! whole last block to the next block's start — never less than the fixed mappings reach; mappings are then
+//! cut to that extent.
 
 use crate::convert::VlenSource;
 use crate::datatype::Datatype;
@@ -25,6 +29,16 @@ use crate::read::vds_growth as growth;
 use crate::region::Selection;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+/// How the extent of a virtual dataset that grows with its sources is set (libhdf5's `H5Pset_virtual_view`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VdsView {
+    /// As far as any growing mapping reaches, gaps taking the fill value (libhdf5's default).
+    #[default]
+    LastAvailable,
+    /// Up to the first position some growing mapping has no data for.
+    FirstMissing,
+}
 
 /// One mapping of the list: which elements of which source dataset fill which elements of the virtual one.
 #[derive(Clone, Debug)]
@@ -156,11 +170,12 @@ pub(crate) fn current_dims(
     heap: u64,
     index: u32,
     dims: &[u64],
+    view: VdsView,
 ) -> Result<Option<Vec<u64>>> {
     nested(|| {
         let list = file.vlen_object(heap, index)?.to_vec();
         let mappings = parse_mappings(&list, file.superblock().sl, dims.len())?;
-        growth::extent(file, mappings, dims)
+        growth::extent(file, mappings, dims, view)
     })
 }
 
@@ -171,7 +186,7 @@ fn assemble_at(ds: &Dataset<'_>, heap: u64, index: u32) -> Result<Vec<u8>> {
     let list = file.vlen_object(heap, index)?.to_vec();
     let mappings = parse_mappings(&list, file.superblock().sl, dims.len())?;
     let mut opened: HashMap<String, Option<H5File>> = HashMap::new();
-    let mappings = growth::resolve(file, mappings, &mut opened)?;
+    let mappings = growth::resolve(file, mappings, &mut opened, Some(&dims))?;
     // The same bound as other decoded data: proportional to the bytes the sources hold.
     let stored: u64 = file.bytes().len() as u64
         + opened

@@ -1,19 +1,20 @@
-//! Virtual datasets that grow with their sources (libhdf5's default "last available" view): unlimited
-//! mappings and printf-style source names resolved against the sources as they are now, and the extent the
-//! dataset takes from them (see [`super::vds`]'s notes).
+//! Virtual datasets that grow with their sources: unlimited mappings and printf-style source names resolved
+//! against the sources as they are now, and the extent the dataset takes from them in either of libhdf5's
+//! views (see [`super::vds`]'s notes).
 
 use crate::error::{corrupt, unsupported, FormatError, Result};
 use crate::read::file::H5File;
-use crate::read::vds::{named_file, Mapping};
+use crate::read::vds::{named_file, Mapping, VdsView};
 use crate::region::{Selection, UNLIMITED};
 use std::collections::HashMap;
 
 /// The extent of a virtual dataset of `mappings` whose stored extent is `dims`, where mappings grow with their
-/// sources; `None` when none does (the stored extent stands).
+/// sources, in `view`; `None` when none does (the stored extent stands).
 pub(super) fn extent(
     file: &H5File,
     mappings: Vec<Mapping>,
     dims: &[u64],
+    view: VdsView,
 ) -> Result<Option<Vec<u64>>> {
     let grows: Vec<usize> = mappings
         .iter()
@@ -22,26 +23,43 @@ pub(super) fn extent(
     if grows.is_empty() {
         return Ok(None);
     }
-    let mut out = dims.to_vec();
-    for &d in &grows {
-        out[d] = 0;
-    }
+    // Per dimension: how far the growing mappings reach (the largest, or in the first-missing view the
+    // smallest), and how far the fixed ones do (a floor in either view).
+    let mut growing: Vec<Option<u64>> = vec![None; dims.len()];
+    let mut fixed = vec![0u64; dims.len()];
     let mut opened = HashMap::new();
     // The whole space any selection could reach: bounds are taken within it.
     let huge = vec![u64::MAX; dims.len()];
     for m in mappings {
         match (unlimited_dim(&m.virtual_sel), &m.virtual_sel) {
             (Some(v_dim), Selection::Regular(v)) => {
-                let positions = if is_printf(&m.file) || is_printf(&m.dataset) {
-                    // One block of the virtual pattern a source found.
-                    let found = resolve(file, vec![m.clone()], &mut opened)?.len() as u64;
-                    found.saturating_mul(v[v_dim][3])
+                let pattern = v[v_dim];
+                let reach = if is_printf(&m.file) || is_printf(&m.dataset) {
+                    // Block k of the virtual pattern from source k, as many as are found.
+                    let found = resolve(file, vec![m.clone()], &mut opened, None)?.len() as u64;
+                    match (view, found) {
+                        (_, 0) => 0,
+                        // The first missing source's block starts where the extent ends.
+                        (VdsView::FirstMissing, _) => {
+                            found.saturating_mul(pattern[1]).saturating_add(pattern[0])
+                        }
+                        (VdsView::LastAvailable, _) => {
+                            end_of(pattern, found.saturating_mul(pattern[3]))
+                        }
+                    }
                 } else {
-                    unlimited_positions(file, &m, v, v_dim, &mut opened)?
+                    match (view, unlimited_positions(file, &m, v, v_dim, &mut opened)?) {
+                        (_, None) => 0,
+                        (VdsView::FirstMissing, Some(n)) => first_missing_end(pattern, n),
+                        (VdsView::LastAvailable, Some(n)) => end_of(pattern, n),
+                    }
                 };
-                if let Some(last) = last_position(v[v_dim], positions) {
-                    out[v_dim] = out[v_dim].max(last.saturating_add(1));
-                }
+                let slot = &mut growing[v_dim];
+                *slot = Some(match (*slot, view) {
+                    (None, _) => reach,
+                    (Some(r), VdsView::FirstMissing) => r.min(reach),
+                    (Some(r), VdsView::LastAvailable) => r.max(reach),
+                });
             }
             // An "all" selection covers whatever the extent is: it reaches no further.
             (_, Selection::All) => {}
@@ -49,16 +67,19 @@ pub(super) fn extent(
             _ => {
                 if let Some((origin, extent)) = m.virtual_sel.bounds(&huge) {
                     for &d in &grows {
-                        out[d] = out[d].max(origin[d].saturating_add(extent[d]));
+                        fixed[d] = fixed[d].max(origin[d].saturating_add(extent[d]));
                     }
                 }
             }
         }
     }
+    let mut out = dims.to_vec();
+    for &d in &grows {
+        out[d] = growing[d].unwrap_or(0).max(fixed[d]);
+    }
     Ok(Some(out))
 }
 
-/// The unlimited dimension of a regular selection (its count or its block unlimited), if any.
 fn unlimited_dim(sel: &Selection) -> Option<usize> {
     match sel {
         Selection::Regular(d) => d
@@ -222,11 +243,13 @@ const MAX_PRINTF_SOURCES: u64 = 1 << 16;
 const MAX_BLOCKS: u64 = 1 << 22;
 
 /// The mappings with unlimited and printf-style ones resolved against the sources as they are now: every
-/// selection in the result is finite. Source files are opened into `opened` (by name; `None` when missing).
+/// selection in the result is finite, and with `extent` none reaches past it (the first-missing view's extent
+/// can end before some mapping does). Source files are opened into `opened` (by name; `None` when missing).
 pub(super) fn resolve(
     file: &H5File,
     mappings: Vec<Mapping>,
     opened: &mut HashMap<String, Option<H5File>>,
+    extent: Option<&[u64]>,
 ) -> Result<Vec<Mapping>> {
     let open = |name: &str, opened: &mut HashMap<String, Option<H5File>>| {
         if name != "." && !opened.contains_key(name) {
@@ -269,6 +292,15 @@ pub(super) fn resolve(
                     .ok_or_else(|| {
                         FormatError::Corrupt("virtual dataset selection beyond 2^64".into())
                     })?;
+                let end = extent.and_then(|e| e.get(v_dim)).copied();
+                if end.is_some_and(|end| at >= end) {
+                    break;
+                }
+                if end.is_some_and(|end| at.saturating_add(block) > end) {
+                    return unsupported(
+                        "printf-style virtual dataset mapping cut short by the first-missing view",
+                    );
+                }
                 let mut d = v.clone();
                 d[v_dim] = [at, 1, 1, block];
                 out.push(Mapping {
@@ -282,7 +314,10 @@ pub(super) fn resolve(
         }
         // Unlimited: as many positions as the source selection has inside the source's extent (a missing
         // source maps none: its elements keep the fill value).
-        let n_virtual = unlimited_positions(file, &m, v, v_dim, opened)?;
+        let mut n_virtual = unlimited_positions(file, &m, v, v_dim, opened)?.unwrap_or(0);
+        if let Some(end) = extent.and_then(|e| e.get(v_dim)) {
+            n_virtual = n_virtual.min(positions_below(v[v_dim], *end));
+        }
         let (Some(s_dim), Selection::Regular(s)) = (unlimited_dim(&m.source), &m.source) else {
             return unsupported("virtual dataset mapping unlimited on its virtual side only");
         };
@@ -300,14 +335,15 @@ pub(super) fn resolve(
 }
 
 /// How many positions along `v_dim` an unlimited mapping maps now: as many elements as its source selection
-/// has inside the source's current extent, over the virtual side's elements a position (0 for a missing source).
+/// has inside the source's current extent, over the virtual side's elements a position (`None` for a
+/// missing source).
 fn unlimited_positions(
     file: &H5File,
     m: &Mapping,
     v: &[[u64; 4]],
     v_dim: usize,
     opened: &mut HashMap<String, Option<H5File>>,
-) -> Result<u64> {
+) -> Result<Option<u64>> {
     let (Some(s_dim), Selection::Regular(s)) = (unlimited_dim(&m.source), &m.source) else {
         return unsupported("virtual dataset mapping unlimited on its virtual side only");
     };
@@ -324,14 +360,35 @@ fn unlimited_positions(
         .and_then(|f| f.dataset(&m.dataset).ok())
         .and_then(|d| d.shape().get(s_dim).copied())
     else {
-        return Ok(0);
+        return Ok(None);
     };
     let elements = positions_below(s[s_dim], extent).saturating_mul(per_position(s, s_dim));
     let per_v = per_position(v, v_dim);
     if per_v == 0 || !elements.is_multiple_of(per_v) {
         return unsupported("unlimited virtual dataset mapping whose sides' slices differ in size");
     }
-    Ok(elements / per_v)
+    Ok(Some(elements / per_v))
+}
+
+/// Where the first `n` coordinates of a pattern end: one past the last (0 for none).
+fn end_of(pattern: [u64; 4], n: u64) -> u64 {
+    last_position(pattern, n).map_or(0, |p| p.saturating_add(1))
+}
+
+/// Where the first-missing view ends a pattern that has `n` coordinates of data: past the last, or — when the
+/// last block is whole — at the next block's start (the pattern's start when `n` is 0), as libhdf5 takes it.
+fn first_missing_end(pattern: [u64; 4], n: u64) -> u64 {
+    let [start, stride, _, block] = pattern;
+    if block == UNLIMITED || block == stride || block == 0 {
+        return start.saturating_add(n);
+    }
+    let (whole, rest) = (n / block, n % block);
+    let at = whole.saturating_mul(stride).saturating_add(start);
+    if rest > 0 {
+        at.saturating_add(rest)
+    } else {
+        at
+    }
 }
 
 /// The last of the first `n` coordinates of a pattern (start, stride, count, block; the count or the block
