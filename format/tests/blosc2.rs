@@ -77,7 +77,8 @@ with tables.open_file(sys.argv[1], "w") as f:
 
 /// Frames made with python-blosc2 and written as raw chunks (what hdf5plugin cannot be asked for): b2nd arrays
 /// of several chunks and blocks, two filters in a row (precision truncation, then a shuffle), delta and bit
-/// shuffle over many blocks, special-value chunks, each split mode, byte delta and integer truncation.
+/// shuffle over many blocks, special-value chunks, each split mode, byte delta, integer truncation and the
+/// n-dimensional cell filters.
 const RAW: &str = r#"
 import sys, h5py, hdf5plugin, blosc2, numpy as np
 F = blosc2.Filter
@@ -132,6 +133,15 @@ with h5py.File(sys.argv[1], "w") as f:
     put(f, "bytedelta_meta0", wave, (20011,), lambda b: plain(b, codec=C.LZ4, blocksize=4000, filters=[F.SHUFFLE, F.BYTEDELTA], filters_meta=[0, 0]))
     put(f, "bytedelta_nd", wave[:20000].astype("f4").reshape(200, 100), (64, 100), lambda b: nd(b, (64, 100), (16, 50), codec=C.ZSTD, filters=[F.SHUFFLE, F.BYTEDELTA], filters_meta=[0, 4]))
     put(f, "int_trunc", (np.arange(50000) * 7919).astype("i4"), (50000,), lambda b: plain(b, codec=C.ZSTD, filters=[F.INT_TRUNC], filters_meta=[20]))
+    # N-dimensional cells in b2nd arrays: blocks the cells do not divide (short cells at the far edges), after and
+    # before a shuffle, in 3-D; cell means (lossy: h5py's values are the means), a cell side beyond a block's.
+    field = np.arange(60 * 50, dtype="f8").reshape(60, 50) * 0.5
+    put(f, "ndcell", field, (60, 50), lambda b: nd(b, (30, 25), (12, 10), codec=C.ZSTD, filters=[F.NDCELL], filters_meta=[4]))
+    put(f, "ndcell_shuffle", field, (60, 50), lambda b: nd(b, (30, 25), (5, 7), codec=C.LZ4, filters=[F.NDCELL, F.SHUFFLE], filters_meta=[3, 0]))
+    put(f, "ndcell_3d", (np.arange(20 * 18 * 16) % 251).astype("i2").reshape(20, 18, 16), (20, 18, 16),
+        lambda b: nd(b, (10, 9, 16), (5, 6, 7), codec=C.ZSTD, filters=[F.SHUFFLE, F.NDCELL], filters_meta=[0, 3]))
+    put(f, "ndmean", field, (60, 50), lambda b: nd(b, (30, 25), (12, 10), codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4]))
+    put(f, "ndmean_narrow", field, (60, 50), lambda b: nd(b, (30, 25), (12, 3), codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4]))
     # Never split into streams, and always split (with a short last block kept whole).
     noise = rng.integers(0, 4, size=40000, dtype="u2") + np.arange(40000, dtype="u2") // 3
     put(f, "never_split", noise, (40000,), lambda b: plain(b, codec=C.LZ4, splitmode=blosc2.SplitMode.NEVER_SPLIT, blocksize=6000))

@@ -104,7 +104,7 @@ pub(super) fn b2nd<'a>(
     }
     let whole = |i: usize| -> Result<Vec<u8>> {
         let c = match locate(i)? {
-            Piece::Chunk(c) => chunk(c, chunk_bytes)?,
+            Piece::Chunk(c) => chunk(c, chunk_bytes, Some(&nd.blocks))?,
             Piece::Special(kind) => special(kind, typesize, chunk_bytes, &[])?,
         };
         if c.len() != chunk_bytes {
@@ -155,7 +155,8 @@ fn blockwise<'a>(
         let mut sink = |j: usize, b: &[u8]| layout.scatter(&cidx, j, b, &mut out);
         match locate(i)? {
             Piece::Chunk(c) => {
-                chunk_blocks(c, chunk_bytes, block_bytes, layout.wanted(&cidx), &mut sink)?
+                let blocks = (block_bytes, Some(&layout.nd.blocks[..]));
+                chunk_blocks(c, chunk_bytes, blocks, layout.wanted(&cidx), &mut sink)?
             }
             Piece::Special(kind) => {
                 let one = special(kind, typesize, block_bytes, &[])?;
@@ -355,16 +356,22 @@ mod tests {
         body.extend_from_slice(&0i32.to_le_bytes());
         let c = ext_chunk(0x10, 1, (nbytes, bs), [0; 6], 0, 0, &body);
         let mut seen = Vec::new();
-        chunk_blocks(&c, nbytes, bs, [0, 7, nblocks - 1].into_iter(), |j, b| {
-            seen.push((j, b.len(), b.iter().all(|&v| v == 0)));
-        })
+        chunk_blocks(
+            &c,
+            nbytes,
+            (bs, None),
+            [0, 7, nblocks - 1].into_iter(),
+            |j, b| {
+                seen.push((j, b.len(), b.iter().all(|&v| v == 0)));
+            },
+        )
         .unwrap();
         assert_eq!(
             seen,
             [(0, bs, true), (7, bs, true), (nblocks - 1, bs, true)]
         );
-        assert!(chunk_blocks(&c, nbytes, bs, [nblocks].into_iter(), |_, _| {}).is_err());
-        let e = chunk_blocks(&c, nbytes, 2 * bs, [0].into_iter(), |_, _| {}).unwrap_err();
+        assert!(chunk_blocks(&c, nbytes, (bs, None), [nblocks].into_iter(), |_, _| {}).is_err());
+        let e = chunk_blocks(&c, nbytes, (2 * bs, None), [0].into_iter(), |_, _| {}).unwrap_err();
         assert!(e.to_string().contains("blocks of 4096 bytes"), "{e}");
         let nd = Some((&[3i64][..], &[1i32 << 24][..], &[4096i32][..]));
         let f = frame(&[Some(c)], nbytes, nbytes, 1, nd);
@@ -381,7 +388,7 @@ mod tests {
         let mut rng = crate::test_rng::TestRng::new(0xde17a);
         let raw: Vec<u8> = (0..48).map(|_| rng.next() as u8).collect();
         let c = blocked(&raw, 2, 8, [SHUFFLE, DELTA, 0, 0, 0, 0]);
-        let decoded = chunk(&c, 48).unwrap();
+        let decoded = chunk(&c, 48, None).unwrap();
         let nd = Some((&[3i64, 5][..], &[3i32, 5][..], &[2i32, 2][..]));
         let f = frame(&[Some(c)], 48, 48, 2, nd);
         let whole = decode(&[], &f, 48).unwrap();

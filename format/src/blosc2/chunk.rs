@@ -12,7 +12,8 @@
 //! stream's decoded size the bytes as they are. The filters are undone in reverse slot order: byte shuffle,
 //! bit shuffle (of the whole multiple of 8 elements; the rest as is), delta (XOR with the previous element in
 //! the first block, with the first block elsewhere), byte delta (a running sum along each byte stream; the
-//! first release's id 34 restarts it past each stream's last whole 16 bytes, as its encoder did) and the
+//! first release's id 34 restarts it past each stream's last whole 16 bytes, as its encoder did), ndcell and
+//! ndmean (a b2nd block's cells back in the block's order; they need the array's block shape) and the
 //! precision and integer truncations (lossy, nothing to undo).
 //! Format versions 1–2 without an extended header are Blosc 1 buffers, read by [`crate::blosc`].
 
@@ -40,6 +41,10 @@ pub(super) const BYTEDELTA_BUGGY: u8 = 34;
 pub(super) const BYTEDELTA: u8 = 35;
 /// Integer truncation (slot id; lossy, nothing to undo).
 const INT_TRUNC: u8 = 36;
+/// N-dimensional cells (slot id): a b2nd block's elements grouped cell by cell.
+pub(super) const NDCELL: u8 = 32;
+/// N-dimensional cell means (slot id): cells grouped as ndcell groups them, each value its cell's mean (lossy).
+pub(super) const NDMEAN: u8 = 33;
 
 /// `nbytes` bytes of one special value: 1 zeros, 2 NaNs (of `typesize` 4 or 8), 3 `value` repeated,
 /// 4 uninitialised (zeros).
@@ -68,15 +73,6 @@ fn codec_name(id: u8) -> &'static str {
         35 => "zfp_rate",
         36 => "openhtj2k",
         37 => "grok",
-        _ => "unknown",
-    }
-}
-
-/// Name of a Blosc2 filter id (for messages).
-fn filter_name(id: u8) -> &'static str {
-    match id {
-        32 => "ndcell",
-        33 => "ndmean",
         _ => "unknown",
     }
 }
@@ -123,6 +119,8 @@ struct Blocks<'a> {
     undo: Vec<(u8, u8)>,
     /// Each block's start (i32).
     starts: &'a [u8],
+    /// The b2nd array's block shape, for the cell filters (absent outside a b2nd array).
+    block_shape: Option<&'a [u64]>,
 }
 
 /// Buffers reused from block to block while filters are undone.
@@ -195,7 +193,7 @@ impl<'a> Header<'a> {
 
     /// What the chunk holds: one special value, its bytes as they are, or compressed blocks (codec and
     /// filters checked).
-    fn body(&self) -> Result<Body<'a>> {
+    fn body(&self, block_shape: Option<&'a [u64]>) -> Result<Body<'a>> {
         let (data, flags, b2flags) = (self.data, self.flags, self.b2flags);
         let kind = (b2flags >> 4) & 0x07;
         if kind != 0 {
@@ -245,7 +243,14 @@ impl<'a> Header<'a> {
                 0 | TRUNC_PREC | INT_TRUNC => {}
                 SHUFFLE if self.typesize == 1 => {}
                 SHUFFLE | BITSHUFFLE | DELTA | BYTEDELTA | BYTEDELTA_BUGGY => undo.push((f, meta)),
-                f => return unsupported(format!("blosc2 filter {f} ({})", filter_name(f))),
+                NDCELL | NDMEAN if block_shape.is_some() => undo.push((f, meta)),
+                NDCELL | NDMEAN => {
+                    return unsupported(format!(
+                        "blosc2 filter {f} ({}) outside a b2nd array",
+                        if f == NDCELL { "ndcell" } else { "ndmean" }
+                    ))
+                }
+                f => return unsupported(format!("blosc2 filter {f} (unknown)")),
             }
         }
         let nblocks = self.nbytes.div_ceil(self.blocksize);
@@ -256,6 +261,7 @@ impl<'a> Header<'a> {
             codec,
             undo,
             starts,
+            block_shape,
         }))
     }
 
@@ -288,23 +294,29 @@ impl<'a> Header<'a> {
         a.clear();
         a.resize(bsize, 0);
         read_streams(self.data, le32(start), streams, b.codec, a)?;
+        let undo = |f, src: &[u8], dst: &mut [u8]| match f {
+            (NDCELL | NDMEAN, meta) => uncell(f.0, meta, src, dst, self.typesize, b.block_shape),
+            _ => {
+                unfilter(f, src, dst, dref, self.typesize);
+                Ok(())
+            }
+        };
         for &f in rest {
             a2.clear();
             a2.resize(bsize, 0);
-            unfilter(f, a, a2, dref, self.typesize);
+            undo(f, a, a2)?;
             std::mem::swap(a, a2);
         }
-        unfilter(last, a, dest, dref, self.typesize);
-        Ok(())
+        undo(last, a, dest)
     }
 }
 
-/// Decodes one Blosc2 chunk into at most `max_out` bytes.
-pub(super) fn chunk(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+/// Decodes one Blosc2 chunk into at most `max_out` bytes; `block_shape` is its b2nd array's, when it is one's.
+pub(super) fn chunk(data: &[u8], max_out: usize, block_shape: Option<&[u64]>) -> Result<Vec<u8>> {
     let Some(h) = Header::parse(data, max_out)? else {
         return crate::blosc::decode(data, max_out);
     };
-    let b = match h.body()? {
+    let b = match h.body(block_shape)? {
         Body::Special(kind, value) => return special(kind, h.typesize, h.nbytes, value),
         Body::Stored(bytes) => return Ok(bytes.to_vec()),
         Body::Blocks(b) => b,
@@ -326,7 +338,7 @@ pub(super) fn chunk(data: &[u8], max_out: usize) -> Result<Vec<u8>> {
 pub(super) fn chunk_blocks(
     data: &[u8],
     nbytes: usize,
-    block_bytes: usize,
+    (block_bytes, block_shape): (usize, Option<&[u64]>),
     which: impl Iterator<Item = usize>,
     mut sink: impl FnMut(usize, &[u8]),
 ) -> Result<()> {
@@ -336,7 +348,7 @@ pub(super) fn chunk_blocks(
     if h.nbytes != nbytes || block_bytes == 0 {
         return corrupt("b2nd chunk of the wrong size");
     }
-    let b = match h.body()? {
+    let b = match h.body(block_shape)? {
         Body::Special(kind, value) => {
             let one = special(kind, h.typesize, block_bytes, value)?;
             which.for_each(|j| sink(j, &one));
@@ -432,6 +444,102 @@ fn read_streams(
         pos += size;
     }
     Ok(())
+}
+
+/// Undoes ndcell or ndmean (`f`, cells of `meta` elements a side) on one block of a b2nd array of block shape
+/// `shape`: the filtered block holds each cell's elements in turn (cells in C order, each cell's rows in C order;
+/// the cells at the block's far edges cut short), put back in the block's C order. ndmean's cells are no larger
+/// than the block in any dimension, and — as c-blosc2 lays them out — each cell starts at its index times the
+/// first dimension's cell side.
+fn uncell(
+    f: u8,
+    meta: u8,
+    src: &[u8],
+    dst: &mut [u8],
+    typesize: usize,
+    shape: Option<&[u64]>,
+) -> Result<()> {
+    let bad = |what: &str| corrupt(format!("blosc2 cell filter: {what}"));
+    let Some(shape) = shape.filter(|s| !s.is_empty() && s.iter().all(|&d| d > 0)) else {
+        return bad("no block shape");
+    };
+    let side = u64::from(meta);
+    if side == 0 {
+        return bad("cells of no elements");
+    }
+    let n = shape.len();
+    let cell: Vec<u64> = shape
+        .iter()
+        .map(|&b| if f == NDMEAN { side.min(b) } else { side })
+        .collect();
+    let elems = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    if elems.and_then(|e| e.checked_mul(typesize as u64)) != Some(src.len() as u64)
+        || dst.len() != src.len()
+    {
+        return bad("a block not of its shape");
+    }
+    let grid: Vec<u64> = shape
+        .iter()
+        .zip(&cell)
+        .map(|(&b, &c)| b.div_ceil(c))
+        .collect();
+    // Elements from one index of each dimension to the next, in the block.
+    let mut strides = vec![1u64; n];
+    for d in (0..n - 1).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let mut at = 0usize;
+    let mut ii = vec![0u64; n];
+    loop {
+        let orig: u64 = (0..n)
+            .map(|d| ii[d] * cell[if f == NDMEAN { 0 } else { d }] * strides[d])
+            .sum();
+        let pad: Vec<u64> = (0..n)
+            .map(|d| {
+                if shape[d] % cell[d] != 0 && ii[d] == grid[d] - 1 {
+                    shape[d] % cell[d]
+                } else {
+                    cell[d]
+                }
+            })
+            .collect();
+        let row = (pad[n - 1] as usize) * typesize;
+        let mut kk = vec![0u64; n - 1];
+        loop {
+            let ind = orig + (0..n - 1).map(|d| kk[d] * strides[d]).sum::<u64>();
+            let to = (ind as usize).checked_mul(typesize);
+            let (Some(from), Some(to)) = (
+                src.get(at..at + row),
+                to.and_then(|t| dst.get_mut(t..t + row)),
+            ) else {
+                return bad("a cell outside its block");
+            };
+            to.copy_from_slice(from);
+            at += row;
+            if !next(&mut kk, &pad[..n - 1]) {
+                break;
+            }
+        }
+        if !next(&mut ii, &grid) {
+            break;
+        }
+    }
+    if at != src.len() {
+        return bad("cells that do not fill their block");
+    }
+    Ok(())
+}
+
+/// The next index of a C-order walk over `dims`; false once the walk is done.
+fn next(idx: &mut [u64], dims: &[u64]) -> bool {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < dims[d] {
+            return true;
+        }
+        idx[d] = 0;
+    }
+    false
 }
 
 /// Undoes filter `f` (with its meta byte) on one block, `src` into `dst` (as long); `dref` is the chunk's first
@@ -613,5 +721,54 @@ mod tests {
         let ndcell = ext_chunk(0, 4, (8, 8), [SHUFFLE, 32, 0, 0, 0, 0], 0, 0, &s);
         let e = decode(&[], &ndcell, 8).unwrap_err().to_string();
         assert!(e.contains("blosc2 filter 32 (ndcell)"), "{e}");
+    }
+
+    #[test]
+    fn cells_go_back_to_their_block_in_c_order() {
+        // A 3x5 block of 1-byte elements in cells of 2x2: cells (0,0) (0,1) (0,2: 2x1) (1,0: 1x2) (1,1: 1x2)
+        // (1,2: 1x1), each cell's rows in turn.
+        let block: Vec<u8> = (0..15).collect();
+        let cells = [0, 1, 5, 6, 2, 3, 7, 8, 4, 9, 10, 11, 12, 13, 14];
+        let filtered: Vec<u8> = cells.iter().map(|&i| block[i]).collect();
+        let mut out = vec![0u8; 15];
+        uncell(NDCELL, 2, &filtered, &mut out, 1, Some(&[3, 5])).unwrap();
+        assert_eq!(out, block);
+        // ndmean lays out cells of a side within the block the same way.
+        uncell(NDMEAN, 2, &filtered, &mut out, 1, Some(&[3, 5])).unwrap();
+        assert_eq!(out, block);
+        // Damage: no shape, a side of 0, a block not of its shape, a wrong element size — errors, no panic.
+        assert!(uncell(NDCELL, 2, &filtered, &mut out, 1, None).is_err());
+        assert!(uncell(NDCELL, 0, &filtered, &mut out, 1, Some(&[3, 5])).is_err());
+        assert!(uncell(NDCELL, 2, &filtered, &mut out, 1, Some(&[4, 5])).is_err());
+        assert!(uncell(NDCELL, 2, &filtered, &mut out, 3, Some(&[2, 5])).is_err());
+        let mut rng = crate::test_rng::TestRng::new(0xce11);
+        for _ in 0..2_000 {
+            let shape: Vec<u64> = (0..1 + rng.next() % 3)
+                .map(|_| 1 + rng.next() % 6)
+                .collect();
+            let n: u64 = shape.iter().product();
+            let t = 1 + (rng.next() % 3) as usize;
+            let src: Vec<u8> = (0..n as usize * t).map(|_| rng.next() as u8).collect();
+            let mut dst = vec![0u8; src.len()];
+            let side = (rng.next() % 8) as u8;
+            let f = if rng.next().is_multiple_of(2) {
+                NDCELL
+            } else {
+                NDMEAN
+            };
+            if side > 0 && f == NDMEAN {
+                // Cells clipped to different sides overlap in c-blosc2's layout: no permutation, no panic.
+                uncell(f, side, &src, &mut dst, t, Some(&shape)).unwrap();
+            } else if side > 0 {
+                // A permutation: every byte lands somewhere, once.
+                uncell(f, side, &src, &mut dst, t, Some(&shape)).unwrap();
+                let (mut a, mut b) = (src.clone(), dst.clone());
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "{shape:?} side {side} t {t}");
+            } else {
+                assert!(uncell(f, side, &src, &mut dst, t, Some(&shape)).is_err());
+            }
+        }
     }
 }

@@ -243,7 +243,7 @@ pub(super) fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> 
         Vec::new()
     } else {
         // Every chunk holds at least one of the output's bytes (a b2nd chunk at least one element).
-        chunk(index, nchunks.min(max_out.max(1)).saturating_mul(8))?
+        chunk(index, nchunks.min(max_out.max(1)).saturating_mul(8), None)?
     };
     if offsets.len() % 8 != 0 || (chunk_size > 0 && offsets.len() / 8 != nchunks) {
         return corrupt("blosc2 frame: chunk index of the wrong size");
@@ -264,7 +264,7 @@ pub(super) fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> 
     // Chunk `i` decoded to `nbytes` bytes.
     let get = |i: usize, nbytes: usize| -> Result<Vec<u8>> {
         match locate(i)? {
-            Piece::Chunk(c) => chunk(c, nbytes),
+            Piece::Chunk(c) => chunk(c, nbytes, None),
             Piece::Special(kind) => special(kind, typesize, nbytes, &[]),
         }
     };

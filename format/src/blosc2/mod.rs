@@ -13,9 +13,9 @@
 //! that is decoded one block at a time, each block moved to its place before the next, its blocks no larger
 //! than the HDF5 chunk or 16 MiB.
 //! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib and zstd (such as
-//! ZFP, NDLZ, OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta and the precision
-//! and integer truncations (such as ndcell and ndmean), zstd dictionaries, lazy chunks, sparse frames and chunk
-//! offsets of other than 64 bits.
+//! ZFP, NDLZ, OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta, the precision and
+//! integer truncations and (in b2nd arrays) ndcell and ndmean, zstd dictionaries, lazy chunks, sparse frames and
+//! chunk offsets of other than 64 bits.
 
 use crate::error::Result;
 use chunk::chunk;
@@ -35,7 +35,7 @@ pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     {
         frame(cd, data, max_out)
     } else {
-        chunk(data, max_out)
+        chunk(data, max_out, None)
     }
 }
 
