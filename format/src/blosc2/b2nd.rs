@@ -282,7 +282,7 @@ impl<'n> Layout<'n> {
 }
 
 /// Steps a C-order multi-index within `dims`; false (and the index back at zero) after the last one.
-fn next_index(idx: &mut [u64], dims: &[u64]) -> bool {
+pub(super) fn next_index(idx: &mut [u64], dims: &[u64]) -> bool {
     for d in (0..idx.len()).rev() {
         idx[d] += 1;
         if idx[d] < dims[d] {

@@ -17,6 +17,7 @@
 //! precision and integer truncations (lossy, nothing to undo).
 //! Format versions 1–2 without an extended header are Blosc 1 buffers, read by [`crate::blosc`].
 
+use super::b2nd::next_index;
 use crate::blosc::Codec;
 use crate::error::{corrupt, unsupported, Result};
 
@@ -516,11 +517,11 @@ fn uncell(
             };
             to.copy_from_slice(from);
             at += row;
-            if !next(&mut kk, &pad[..n - 1]) {
+            if !next_index(&mut kk, &pad[..n - 1]) {
                 break;
             }
         }
-        if !next(&mut ii, &grid) {
+        if !next_index(&mut ii, &grid) {
             break;
         }
     }
@@ -528,18 +529,6 @@ fn uncell(
         return bad("cells that do not fill their block");
     }
     Ok(())
-}
-
-/// The next index of a C-order walk over `dims`; false once the walk is done.
-fn next(idx: &mut [u64], dims: &[u64]) -> bool {
-    for d in (0..idx.len()).rev() {
-        idx[d] += 1;
-        if idx[d] < dims[d] {
-            return true;
-        }
-        idx[d] = 0;
-    }
-    false
 }
 
 /// Undoes filter `f` (with its meta byte) on one block, `src` into `dst` (as long); `dref` is the chunk's first
