@@ -70,6 +70,7 @@ fn matched(out: &mut Vec<u8>, dist: usize, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::compress;
+    use crate::lz_parse::samples;
 
     fn round_trip(data: &[u8]) -> Vec<u8> {
         let s = compress(data);
@@ -112,33 +113,24 @@ mod tests {
             round_trip(data);
         }
         // Near and far matches of every length class, and the boundaries between them.
-        let noise: Vec<u8> = (0..90_000).map(|_| rng.next() as u8).collect();
-        let mut far = noise.clone();
-        for (back, len) in [
+        let copies = [
             (100, 3),
             (8_191, 8),
             (8_192, 9),
             (8_193, 263),
             (73_727, 300),
             (50_000, 5_000),
-        ] {
-            let at = far.len() - back;
-            let copy = far[at..at + len].to_vec();
-            far.extend_from_slice(&copy);
-            far.extend((0..(rng.next() % 40) as usize).map(|_| rng.next() as u8));
-        }
+        ];
+        let far = samples::with_copies(&mut rng, 90_000, &copies, 40);
         round_trip(&far);
-        let text: Vec<u8> = (0..3000)
-            .flat_map(|i| format!("the quick brown fox {i} jumps ").into_bytes())
-            .collect();
+        let text = samples::text();
         assert!(round_trip(&text).len() < text.len() / 3);
         assert!(round_trip(&vec![7u8; 100_000]).len() < 1_000);
-        for alphabet in 1..9u64 {
-            for len in [1usize, 2, 3, 4, 5, 31, 32, 33, 64, 300, 5_000] {
-                let v: Vec<u8> = (0..len).map(|_| (rng.next() % alphabet) as u8).collect();
-                round_trip(&v);
-            }
+        let lens = [1, 2, 3, 4, 5, 31, 32, 33, 64, 300, 5_000];
+        for v in samples::small_alphabets(&mut rng, &lens) {
+            round_trip(&v);
         }
-        assert!(round_trip(&noise).len() <= noise.len() + noise.len() / 32 + 1);
+        let noise = &far[..90_000];
+        assert!(round_trip(noise).len() <= noise.len() + noise.len() / 32 + 1);
     }
 }

@@ -66,6 +66,47 @@ fn hash(seq: u32) -> usize {
     (seq.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
+/// Inputs the compressors' tests share.
+#[cfg(test)]
+pub(crate) mod samples {
+    use crate::test_rng::TestRng;
+
+    /// `base` random bytes, then for each `(back, len)` a copy of the `len` bytes that start `back` bytes
+    /// before the end so far, each followed by up to `gap` random bytes.
+    pub(crate) fn with_copies(
+        rng: &mut TestRng,
+        base: usize,
+        copies: &[(usize, usize)],
+        gap: u64,
+    ) -> Vec<u8> {
+        let mut out: Vec<u8> = (0..base).map(|_| rng.next() as u8).collect();
+        for &(back, len) in copies {
+            let at = out.len() - back;
+            out.extend_from_within(at..at + len);
+            out.extend((0..(rng.next() % gap) as usize).map(|_| rng.next() as u8));
+        }
+        out
+    }
+
+    /// English-like text that repeats with small changes.
+    pub(crate) fn text() -> Vec<u8> {
+        (0..3000)
+            .flat_map(|i| format!("the quick brown fox {i} jumps ").into_bytes())
+            .collect()
+    }
+
+    /// Bytes of each length in `lens` over alphabets of 1 to 8 symbols.
+    pub(crate) fn small_alphabets(rng: &mut TestRng, lens: &[usize]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for alphabet in 1..9u64 {
+            for &len in lens {
+                out.push((0..len).map(|_| (rng.next() % alphabet) as u8).collect());
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{greedy, Limits};

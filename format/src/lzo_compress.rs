@@ -104,6 +104,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::compress;
+    use crate::lz_parse::samples;
     use crate::lzo::decompress;
 
     fn round_trip(data: &[u8]) -> Vec<u8> {
@@ -121,36 +122,26 @@ mod tests {
         round_trip(b"a");
         round_trip(b"abc");
         // A long first literal run (over 238 bytes), then far matches of every length.
-        let noise: Vec<u8> = (0..60_000).map(|_| rng.next() as u8).collect();
-        let mut far = noise.clone();
-        for (back, len) in [
+        let copies = [
             (2_000, 5),
             (20_000, 3),
             (40_000, 40),
             (16_384, 9),
             (16_385, 300),
             (49_151, 4),
-        ] {
-            let at = far.len() - back;
-            let copy = far[at..at + len].to_vec();
-            far.extend_from_slice(&copy);
-            far.extend((0..(rng.next() % 30) as usize).map(|_| rng.next() as u8));
-        }
+        ];
+        let far = samples::with_copies(&mut rng, 60_000, &copies, 30);
         round_trip(&far);
         // Runs, text, zeros and small alphabets: short and long matches with 0 to 3 and more literals between.
-        let text: Vec<u8> = (0..3000)
-            .flat_map(|i| format!("the quick brown fox {i} jumps ").into_bytes())
-            .collect();
+        let text = samples::text();
         assert!(round_trip(&text).len() < text.len() / 3);
-        let zeros = vec![0u8; 200_000];
-        assert!(round_trip(&zeros).len() < 1_000);
-        for alphabet in 1..9u64 {
-            for len in [1usize, 2, 3, 4, 5, 17, 18, 19, 300, 5_000] {
-                let v: Vec<u8> = (0..len).map(|_| (rng.next() % alphabet) as u8).collect();
-                round_trip(&v);
-            }
+        assert!(round_trip(&vec![0u8; 200_000]).len() < 1_000);
+        let lens = [1, 2, 3, 4, 5, 17, 18, 19, 300, 5_000];
+        for v in samples::small_alphabets(&mut rng, &lens) {
+            round_trip(&v);
         }
+        let noise = &far[..60_000];
         // Incompressible: grows by little.
-        assert!(round_trip(&noise).len() < noise.len() + noise.len() / 64 + 20);
+        assert!(round_trip(noise).len() < noise.len() + noise.len() / 64 + 20);
     }
 }
