@@ -78,7 +78,7 @@ pub enum Datatype {
 }
 
 /// Elements of an array datatype with these dimensions, saturating at `usize::MAX`.
-fn array_elements(dims: &[u64]) -> usize {
+pub(crate) fn array_elements(dims: &[u64]) -> usize {
     usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d))).unwrap_or(usize::MAX)
 }
 

@@ -198,6 +198,8 @@ pub struct AttrMsg<'a> {
     pub dtype: Datatype,
     pub space: Dataspace,
     pub data: &'a [u8],
+    /// Where `data` starts in the message body.
+    pub data_at: usize,
 }
 
 fn pad8(n: usize) -> usize {
@@ -286,12 +288,14 @@ pub fn parse_attribute<'a>(
     if need > c.remaining() as u64 {
         return corrupt(format!("attribute {name}: data shorter than its shape"));
     }
+    let data_at = data.len() - c.remaining();
     let data = c.bytes(need as usize)?;
     Ok(AttrMsg {
         name,
         dtype,
         space,
         data,
+        data_at,
     })
 }
 

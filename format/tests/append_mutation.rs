@@ -1,9 +1,9 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF, PyTables' LZO and hdf5plugin's
 //! Blosc, Blosc2, LZ4, zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and
-//! 128-bit integers). On
+//! 128-bit integers; object and region references). On
 //! every variant `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and
-//! deletes attributes, creates groups and unlinks objects, and commits — without panicking, within a second —
+//! deletes attributes, creates groups, writes references and unlinks objects, and commits — without panicking, within a second —
 //! and whatever it committed opens and walks again without panicking.
 //!
 //! `CLAWHDF5_APPEND_MUTATION_SEED=N` (default 1) and `CLAWHDF5_APPEND_MUTATION_VARIANTS=N` (default 3,000
@@ -33,6 +33,10 @@ fn ours() -> Vec<u8> {
         },
     )
     .unwrap();
+    // References, which a commit rewrites when it moves their targets.
+    w.write_object_refs("/r", &["/d/sg", "/"]).unwrap();
+    w.set_attr_object_refs("/d", "to", &["/d/sg", "/r"])
+        .unwrap();
     w.to_bytes().unwrap()
 }
 
@@ -88,6 +92,13 @@ with h5py.File(sys.argv[1], "w") as f:
         f.create_dataset("p/blosc2", data=data, **grow, **hdf5plugin.Blosc2(cname="zstd", filters=hdf5plugin.Blosc2.BITSHUFFLE))
     except ImportError:
         pass
+    # References of every kind h5py writes, which a commit rewrites when it moves their targets.
+    f.create_dataset("r/objs", data=[f["d/f"].ref, f["g"].ref, f.ref] * 3, dtype=h5py.ref_dtype, chunks=(4,),
+                     compression="gzip", maxshape=(None,))
+    f.create_dataset("r/regions", data=[f["d/c"].regionref[0:2], f["d/f"].regionref[1:3, ::2]],
+                     dtype=h5py.regionref_dtype)
+    f["g"].attrs["to_f"] = f["d/f"].ref
+    f["g/x0"].attrs.create("regions", data=[f["d/c"].regionref[1:]], dtype=h5py.regionref_dtype)
 "#,
         "default.h5",
         &["h5py"],
@@ -140,6 +151,9 @@ fn exercise(path: &Path) {
         }
     }
     let _ = a.create_group("/new/group");
+    let targets: Vec<&str> = found.iter().take(3).map(|(p, _)| p.as_str()).collect();
+    let _ = a.set_attr_object_refs("/", "refs", &[targets.len() as u64], &targets);
+    let _ = a.write_object_refs("/new/refs", &targets);
     if let Some((p, _)) = found.get(1) {
         let _ = a.unlink(p);
     }

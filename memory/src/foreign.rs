@@ -14,8 +14,9 @@
 //! region references, data the reader or writer refuses) is listed in [`Carried::left`], and the caller keeps a
 //! copy of the old file for it.
 //!
-//! References *into* the store's groups do not stay valid: checkpoints rewrite the store's objects
-//! (copy-on-write), so a reference to one of them points at its old header after the next checkpoint.
+//! References to the store's own objects (and to the root) are remapped like the others, to the objects the
+//! snapshot writes at the same paths; incremental checkpoints keep every reference valid themselves (the
+//! appender rewrites references to the objects it moves). Hard links into the store's groups still go stale.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -76,6 +77,8 @@ pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
         refs: Vec::new(),
         attr_refs: Vec::new(),
     };
+    // References to the root follow it into the new file, like those to any object the snapshot writes.
+    c.carried.insert(old.root_addr(), "/".to_string());
     c.seed("/");
     c.attrs("/");
     c.children("/", false, 0);

@@ -31,6 +31,9 @@ with h5py.File(sys.argv[1], "a") as f:
     g.attrs.create("siblings", [g["names"].ref, g["pairs"].ref], dtype=h5py.ref_dtype)
     f["records/text"].attrs["comment"] = "texts"
     f["records"].attrs["note"] = np.arange(3)
+    # References into the store's own objects and to the root, which checkpoints move.
+    f["records"].attrs.create("store_refs", [f["records"].ref, f.ref, f["records/text"].ref], dtype=h5py.ref_dtype)
+    f.create_dataset("user/store_refs", data=[f["records/id"].ref, f.ref], dtype=h5py.ref_dtype)
 "#;
 
 /// Every annotation, as one line of text.
@@ -43,10 +46,11 @@ with h5py.File(sys.argv[1], "r") as f:
           f["records/text"].attrs["comment"], f["records"].attrs["note"].tolist(), f["user/alias"][-1],
           f[f["user/refs"][0]][-1], f[f["user/refs"][1]].name, f["user/refs"].attrs["about"],
           g["lzf"].compression, float(g["lzf"][-1]), int(g["scaled"][:].sum()), f[f.attrs["pointer"]][-1],
-          [f[r].name for r in g.attrs["siblings"]])
+          [f[r].name for r in g.attrs["siblings"]], [f[r].name for r in f["records"].attrs["store_refs"]],
+          [f[r].name for r in f["user/store_refs"]])
 "#;
 
-const EXPECTED: &str = "alice 11 my own notes [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] gzip (None,) ['a', 'bb', 'ccc'] 4.5 [0, 1, 2] texts [0, 1, 2] 9 9 /user/notes/names two references lzf 49.0 780 9 ['/user/notes/names', '/user/notes/pairs']";
+const EXPECTED: &str = "alice 11 my own notes [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] gzip (None,) ['a', 'bb', 'ccc'] 4.5 [0, 1, 2] texts [0, 1, 2] 9 9 /user/notes/names two references lzf 49.0 780 9 ['/user/notes/names', '/user/notes/pairs'] ['/records', '/', '/records/text'] ['/records/id', '/']";
 
 fn save(s: &mut Store, n: std::ops::Range<usize>) {
     for i in n {
@@ -125,11 +129,11 @@ fn annotations_survive_incremental_and_full_checkpoints() {
     s.checkpoint().unwrap();
     let st = s.stats();
     assert_eq!(st.full_checkpoints, 1, "{st:?}");
-    // user, user/notes, x, names, pairs, latest, lzf, scaled, refs, and as soft links now: alias, up (the
-    // root: a link cycle) and rec (the store's /records).
-    assert_eq!(st.foreign.objects, 12, "{st:?}");
-    // owner, extra0-11, purpose, comment, note, about, and the references pointer and siblings.
-    assert_eq!(st.foreign.attrs, 19, "{st:?}");
+    // user, user/notes, x, names, pairs, latest, lzf, scaled, refs, store_refs, and as soft links now: alias,
+    // up (the root: a link cycle) and rec (the store's /records).
+    assert_eq!(st.foreign.objects, 13, "{st:?}");
+    // owner, extra0-11, purpose, comment, note, about, and the references pointer, siblings and store_refs.
+    assert_eq!(st.foreign.attrs, 20, "{st:?}");
     assert!(
         st.foreign.left.is_empty() && st.foreign.kept.is_none(),
         "{st:?}"

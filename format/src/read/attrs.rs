@@ -41,7 +41,8 @@ pub fn for_each_raw(
     Ok(())
 }
 
-fn parse<'a>(file: &'a H5File, raw: &'a [u8]) -> Result<AttrMsg<'a>> {
+/// Parses a raw attribute message body, resolving shared datatypes and dataspaces.
+pub(crate) fn parse<'a>(file: &'a H5File, raw: &'a [u8]) -> Result<AttrMsg<'a>> {
     let ctx = file.ctx();
     messages::parse_attribute(raw, &ctx, &|message, b| file.message_body(message, 0x02, b))
 }

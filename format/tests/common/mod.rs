@@ -381,3 +381,41 @@ pub fn rewrite_root_datasets(path: &Path) -> Vec<(String, clawhdf5_format::Array
     a.commit().unwrap();
     before
 }
+
+/// HDF5 1.12's references (`H5T_STD_REF`, written through h5py's libhdf5 by ctypes: h5py cannot): objects
+/// inline, a region and an attribute in the global heap, a null one; in a dataset and in an attribute.
+pub const MAKE_STD_REF: &str = r#"
+import ctypes, glob, os, sys, h5py, numpy as np
+libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
+lib = ctypes.CDLL(libs[0] if libs else h5py.h5.__file__)
+lib.H5open()
+hid = ctypes.c_int64
+lib.H5Dcreate2.restype = hid
+lib.H5Acreate2.restype = hid
+REF = ctypes.c_uint8 * 64
+path = sys.argv[1]
+with h5py.File(path, "w", libver="latest") as f:
+    f["d"] = np.arange(60).reshape(6, 10)
+    f["d"].attrs["note"] = "an attribute"
+    f.create_group("g")
+fid = h5py.h5f.open(path.encode(), h5py.h5f.ACC_RDWR)
+refs = (REF * 5)()
+assert lib.H5Rcreate_object(hid(fid.id), b"/d", hid(0), ctypes.byref(refs[0])) >= 0
+assert lib.H5Rcreate_object(hid(fid.id), b"/g", hid(0), ctypes.byref(refs[1])) >= 0
+space = h5py.h5s.create_simple((6, 10))
+space.select_hyperslab((1, 2), (2, 3))
+assert lib.H5Rcreate_region(hid(fid.id), b"/d", hid(space.id), hid(0), ctypes.byref(refs[2])) >= 0
+assert lib.H5Rcreate_attr(hid(fid.id), b"/d", b"note", hid(0), ctypes.byref(refs[3])) >= 0
+std_ref = hid.in_dll(lib, "H5T_STD_REF_g").value
+five = h5py.h5s.create_simple((5,))
+two = h5py.h5s.create_simple((2,))
+did = lib.H5Dcreate2(hid(fid.id), b"refs", hid(std_ref), hid(five.id), hid(0), hid(0), hid(0))
+assert did >= 0 and lib.H5Dwrite(hid(did), hid(std_ref), hid(0), hid(0), hid(0), refs) >= 0
+lib.H5Dclose(hid(did))
+aid = lib.H5Acreate2(hid(fid.id), b"refs", hid(std_ref), hid(two.id), hid(0), hid(0))
+assert aid >= 0 and lib.H5Awrite(hid(aid), hid(std_ref), ctypes.byref(refs[2])) >= 0
+lib.H5Aclose(hid(aid))
+for i in range(4):
+    lib.H5Rdestroy(ctypes.byref(refs[i]))
+fid.close()
+"#;

@@ -1,6 +1,7 @@
 """One h5py turn of memory/tests/store_ping_pong.rs: check that the annotations of earlier turns are all still in
 the store file, then change some (attributes on the store's stable objects and on the root, groups and datasets
-of our own outside the store's groups, attributes of references to those), now and then repack the whole file with h5repack.
+of our own outside the store's groups, attributes of references to those and to the store's objects), now and then repack
+the whole file with h5repack.
 
     python3 store_annotate.py STATE.json STORE.h5 SEED
 
@@ -143,11 +144,12 @@ def main():
                         del f[obj].attrs[name]
                         del refs[name]
             elif op == "ref_attr":
-                # Object references to our own datasets and groups (references into the store's groups go stale
-                # at its checkpoints, as memory/SCHEMA.md says), as one reference or a list of them.
-                targets = sorted(state["datasets"]) + sorted(state["groups"])
+                # Object references to our own datasets and groups and to the store's stable objects (which its
+                # checkpoints move or rewrite: the references must follow), as one reference or a list of them,
+                # on the root, our groups or the store's objects.
+                targets = sorted(state["datasets"]) + sorted(state["groups"]) + STABLE
                 if targets:
-                    obj = rng.choice(["/"] + state["groups"])
+                    obj = rng.choice(STABLE + state["groups"])
                     chosen = rng.sample(targets, rng.randint(1, min(3, len(targets))))
                     if len(chosen) == 1 and rng.random() < 0.5:
                         f[obj].attrs[f"ref{n}"] = f[chosen[0]].ref

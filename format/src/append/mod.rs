@@ -9,26 +9,33 @@
 //! that state uses is ever overwritten before the switch. Space held by superseded versions is
 //! not reclaimed (rewrite the file with [`FileWriter`](crate::FileWriter) to compact it);
 //! [`FileAppender::superseded_bytes`] says how much raw data a session left behind.
+//!
+//! Because objects move, a commit also rewrites every reference to a moved object ([`refs`]): the objects
+//! holding such references are rewritten too (datasets of references with their chunks stored unfiltered),
+//! which may move further objects, until nothing more moves.
+
+mod commit;
+mod refs;
 
 use crate::array::Array;
-use crate::btree::v1::{write_chunk_tree, ChunkEntry};
+use crate::btree::v1::ChunkEntry;
 use crate::convert;
 use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
 use crate::encode_as::encode_as;
 use crate::error::{invalid, unsupported, FormatError, Result};
 use crate::io::Cursor;
-use crate::messages::{self, ChunkIndex, Layout, LinkTarget};
+use crate::messages::{ChunkIndex, Layout, LinkTarget};
 use crate::object_header::mtype;
 use crate::read::attrs::raw_attrs;
 use crate::read::file::H5File;
 use crate::read::groups::{self, ObjectKind};
 use crate::superblock;
-use crate::write::dataset::{write_chunks, write_dataset, DatasetOptions};
-use crate::write::object::{attribute_message, write_object};
+use crate::write::dataset::{write_chunks, DatasetOptions};
+use crate::write::object::attribute_message;
 use crate::write::sink::{HeapSink, Sink};
 use crate::write::writer::components;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -49,6 +56,8 @@ fn regenerated(t: u16) -> bool {
 type Msgs = Vec<(u16, u8, Vec<u8>)>;
 
 struct GroupState {
+    /// Committed object header address (`None` for a group created in this session).
+    addr: Option<u64>,
     links: BTreeMap<String, LinkTarget>,
     attrs: Vec<(String, Vec<u8>)>,
     extra: Msgs,
@@ -63,6 +72,8 @@ struct DatasetState {
     attrs: Vec<(String, Vec<u8>)>,
     /// Set once the data changed: current shape and the full chunk list (chunked) or new layout.
     change: Option<DataChange>,
+    /// The data holds references to moved objects: rewritten at commit.
+    remap_data: bool,
 }
 
 enum DataChange {
@@ -83,8 +94,21 @@ enum Node {
     New {
         array: Array,
         opts: DatasetOptions,
-        attrs: Vec<(String, Array)>,
+        attrs: Vec<(String, NewAttr)>,
+        /// The committed dataset it replaces, whose references now point at it (or, when another object
+        /// refers to it, a stand-in address that the commit's references use for it).
+        replaces: Option<u64>,
+        /// `array` holds the addresses (committed or stand-in) of object references' targets.
+        refs: bool,
     },
+}
+
+/// An attribute of a dataset created in this session.
+enum NewAttr {
+    /// A value, encoded at commit.
+    Value(Array),
+    /// An encoded attribute message (references, rewritten at commit).
+    Message(Vec<u8>),
 }
 
 /// Opens an existing file (ours) and changes it without rewriting it.
@@ -97,7 +121,15 @@ pub struct FileAppender {
     dirty: bool,
     /// Bytes of raw data (chunks, contiguous data) this session replaced.
     superseded: u64,
+    /// Stand-in addresses given to objects created in this session that references point at; the commit
+    /// replaces each with the object's address.
+    stand_ins: HashSet<u64>,
+    /// This session set attributes of references.
+    new_refs: bool,
 }
+
+/// The first stand-in address (counting down); above any address a file can hold.
+const STAND_IN_TOP: u64 = u64::MAX - 1;
 
 fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
     match v.iter_mut().find(|(n, _)| n == name) {
@@ -141,6 +173,8 @@ impl FileAppender {
             sink: Sink::new(start),
             dirty: false,
             superseded: 0,
+            stand_ins: HashSet::new(),
+            new_refs: false,
         })
     }
 
@@ -186,6 +220,7 @@ fn group_in<'g>(
                         g.children.insert(
                             p.to_string(),
                             Node::Group(GroupState {
+                                addr: None,
                                 links: BTreeMap::new(),
                                 attrs: vec![],
                                 extra: vec![],
@@ -300,6 +335,14 @@ impl FileAppender {
                 return Err(FormatError::TypeMismatch(format!("{path} is a group")));
             }
         }
+        // The committed dataset this one replaces: references to it follow to the new one.
+        let replaces = match (g.children.get(*name), g.links.get(*name)) {
+            _ if !replace => None,
+            (Some(Node::Dataset(d)), _) => Some(d.addr),
+            (Some(Node::New { replaces, .. }), _) => *replaces,
+            (None, Some(LinkTarget::Hard(a))) => Some(*a),
+            _ => None,
+        };
         if replace && exists {
             self.superseded += self.committed_data_bytes(parents, name)?;
         }
@@ -311,6 +354,8 @@ impl FileAppender {
                 array,
                 opts,
                 attrs: vec![],
+                replaces,
+                refs: false,
             },
         );
         self.dirty = true;
@@ -363,7 +408,7 @@ impl FileAppender {
         let is_new = matches!(self.child(object_path)?, Node::New { .. });
         if is_new {
             if let Node::New { attrs, .. } = self.child(object_path)? {
-                set_named(attrs, name, value);
+                set_named(attrs, name, NewAttr::Value(value));
             }
         } else {
             let msg = attribute_message(&mut self.sink, name, &value)?;
@@ -375,6 +420,91 @@ impl FileAppender {
         }
         self.dirty = true;
         Ok(())
+    }
+
+    /// Sets (or replaces) attribute `name` of "/" or any group or dataset to object references to the groups
+    /// and datasets at the absolute paths `targets` (row-major, `shape` `[]` for one reference, as h5py's
+    /// `attrs["r"] = obj.ref`). Targets are taken as this session leaves them: objects created in it too.
+    /// h5py reads them as `Reference`s, we as `Data::ObjectRef` addresses.
+    pub fn set_attr_object_refs(
+        &mut self,
+        object_path: &str,
+        name: &str,
+        shape: &[u64],
+        targets: &[&str],
+    ) -> Result<()> {
+        if name.is_empty() {
+            return invalid("attribute name is empty");
+        }
+        if crate::array::shape_elements(shape) != Some(targets.len() as u64) {
+            return invalid(format!(
+                "attribute shape {shape:?} does not hold {} references",
+                targets.len()
+            ));
+        }
+        components(object_path)?;
+        let mut raw = Vec::with_capacity(8 * targets.len());
+        for t in targets {
+            raw.extend_from_slice(&self.ref_key(t)?.to_le_bytes());
+        }
+        let dt = Datatype::Reference { size: 8, kind: 0 };
+        let msg = crate::write::object::attribute_message_raw(name, &dt, shape, &raw)?;
+        if components(object_path)?.is_empty() {
+            set_named(&mut self.root.attrs, name, msg);
+        } else {
+            match self.child(object_path)? {
+                Node::Group(g) => set_named(&mut g.attrs, name, msg),
+                Node::Dataset(d) => set_named(&mut d.attrs, name, msg),
+                Node::New { attrs, .. } => set_named(attrs, name, NewAttr::Message(msg)),
+            }
+        }
+        self.new_refs = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Adds a 1-D dataset (contiguous) of object references to the groups and datasets at the absolute paths
+    /// `targets`, taken as this session leaves them (objects created in it too); fails if `path` exists.
+    pub fn write_object_refs(&mut self, path: &str, targets: &[&str]) -> Result<()> {
+        let keys = targets
+            .iter()
+            .map(|t| self.ref_key(t))
+            .collect::<Result<Vec<u64>>>()?;
+        let n = keys.len() as u64;
+        let array = Array {
+            shape: vec![n],
+            data: crate::Data::U64(keys),
+        };
+        self.put_dataset(path, array, DatasetOptions::default(), false)?;
+        if let Node::New { refs, .. } = self.child(path)? {
+            *refs = true;
+        }
+        self.new_refs = true;
+        Ok(())
+    }
+
+    /// The address by which this commit's references name the object at `target` (loaded into the tree, so
+    /// that the commit writes it and learns its new address): its committed address, or a stand-in for an
+    /// object created in this session.
+    fn ref_key(&mut self, target: &str) -> Result<u64> {
+        if !target.starts_with('/') {
+            return invalid(format!(
+                "object reference target {target:?} is not an absolute path"
+            ));
+        }
+        if components(target)?.is_empty() {
+            return Ok(self.sb.root);
+        }
+        let stand_in = STAND_IN_TOP - self.stand_ins.len() as u64;
+        let key = match self.child(target)? {
+            Node::Group(g) => *g.addr.get_or_insert(stand_in),
+            Node::Dataset(d) => d.addr,
+            Node::New { replaces, .. } => *replaces.get_or_insert(stand_in),
+        };
+        if key == stand_in {
+            self.stand_ins.insert(stand_in);
+        }
+        Ok(key)
     }
 
     /// Removes the link `path` (a dataset, a group with everything under it, or a soft or external link), as
@@ -558,7 +688,10 @@ impl FileAppender {
             return invalid("rows shape does not match its data");
         }
         // Datasets created in this session are still in memory: edit them there.
-        if let Node::New { array, .. } = self.child(path)? {
+        if let Node::New { array, refs, .. } = self.child(path)? {
+            if *refs {
+                return unsupported(format!("writing rows of {path}, a dataset of references"));
+            }
             return edit_in_memory(array, start, rows, append);
         }
         let addr = match self.child(path)? {
@@ -754,7 +887,7 @@ impl FileAppender {
         if !self.dirty {
             return Ok(());
         }
-        let root = write_group(&mut self.sink, &mut self.root)?;
+        let root = self.write_all()?;
         // Stored as libhdf5 stores it: past the user block too.
         let new_eof = self.sink.pos() + self.sb.base;
         let f = OpenOptions::new().write(true).open(&self.path)?;
@@ -815,6 +948,7 @@ fn load_group(h5: &H5File, addr: u64) -> Result<GroupState> {
         .map(|m| (m.mtype, m.flags, m.data.to_vec()))
         .collect();
     Ok(GroupState {
+        addr: Some(addr),
         links,
         attrs,
         extra,
@@ -839,6 +973,7 @@ fn load_node(h5: &H5File, addr: u64) -> Result<Node> {
                 msgs,
                 attrs,
                 change: None,
+                remap_data: false,
             }))
         }
         ObjectKind::Datatype | ObjectKind::Other => unsupported(format!(
@@ -938,83 +1073,4 @@ fn append_data(a: &mut crate::Data, b: crate::Data) -> Result<()> {
         _ => return invalid("rows do not match the dataset's type"),
     }
     Ok(())
-}
-
-fn write_group(sink: &mut Sink, g: &mut GroupState) -> Result<u64> {
-    let children = std::mem::take(&mut g.children);
-    for (name, node) in children {
-        let addr = match node {
-            Node::Group(mut s) => write_group(sink, &mut s)?,
-            Node::Dataset(mut d) => write_changed_dataset(sink, &mut d)?,
-            Node::New { array, opts, attrs } => {
-                let mut enc = Vec::with_capacity(attrs.len());
-                for (n, a) in &attrs {
-                    enc.push((n.clone(), attribute_message(sink, n, a)?));
-                }
-                write_dataset(sink, &array, &opts, &enc)?
-            }
-        };
-        g.links.insert(name, LinkTarget::Hard(addr));
-    }
-    let links: Vec<(&str, LinkTarget)> = g
-        .links
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
-    write_object(sink, g.extra.clone(), Some(&links), &g.attrs)
-}
-
-fn write_changed_dataset(sink: &mut Sink, d: &mut DatasetState) -> Result<u64> {
-    let mut msgs = d.msgs.clone();
-    match d.change.take() {
-        None => {}
-        Some(DataChange::Layout(layout)) => {
-            let elem = elem_size(&msgs)?;
-            let body = messages::encode_layout(&layout, elem)?;
-            replace_msg(&mut msgs, mtype::LAYOUT, body);
-        }
-        Some(DataChange::Chunked {
-            dims,
-            chunk,
-            entries,
-            old_leaves,
-        }) => {
-            let elem = elem_size(&msgs)?;
-            let mut space = dataspace_of(&msgs)?;
-            space.dims = dims;
-            let mut sb = Vec::new();
-            space.encode(&mut sb);
-            replace_msg(&mut msgs, mtype::DATASPACE, sb);
-            let base = sink.base;
-            let root = write_chunk_tree(&entries, &chunk, base, &mut sink.buf, &old_leaves);
-            let layout = Layout::Chunked {
-                chunk,
-                index: ChunkIndex::BTreeV1 { addr: root },
-            };
-            replace_msg(
-                &mut msgs,
-                mtype::LAYOUT,
-                messages::encode_layout(&layout, elem)?,
-            );
-        }
-    }
-    write_object(sink, msgs, None, &d.attrs)
-}
-
-fn elem_size(msgs: &Msgs) -> Result<usize> {
-    let m = msgs
-        .iter()
-        .find(|m| m.0 == mtype::DATATYPE)
-        .ok_or_else(|| FormatError::Corrupt("dataset without datatype".into()))?;
-    if m.1 & 0x02 != 0 {
-        return unsupported("appending to a dataset with a committed (shared) datatype");
-    }
-    Ok(Datatype::parse(&mut Cursor::new(&m.2, "datatype"))?.size())
-}
-
-fn replace_msg(msgs: &mut Msgs, t: u16, body: Vec<u8>) {
-    match msgs.iter_mut().find(|m| m.0 == t) {
-        Some(m) => m.2 = body,
-        None => msgs.push((t, 0, body)),
-    }
 }

@@ -1,0 +1,394 @@
+//! A commit's writes: the session's tree of changed objects goes into the sink, each object written anew
+//! (copy-on-write), parents after children, up to the root. When references point at objects the commit
+//! moves, it writes twice: the first pass finds every object's new address, the second writes the
+//! references with them.
+
+use super::refs;
+use super::{
+    dataspace_of, DataChange, DatasetState, FileAppender, GroupState, Msgs, NewAttr, Node,
+};
+use crate::array::Array;
+use crate::btree::v1::write_chunk_tree;
+use crate::dataspace::Dataspace;
+use crate::datatype::Datatype;
+use crate::error::{invalid, unsupported, FormatError, Result};
+use crate::io::Cursor;
+use crate::messages::{self, ChunkIndex, Layout, LinkTarget};
+use crate::object_header::mtype;
+use crate::read::file::H5File;
+use crate::write::dataset::{write_chunks, write_dataset};
+use crate::write::object::{attribute_message, write_object};
+use crate::write::sink::{HeapSink, Sink};
+use std::collections::{HashMap, HashSet};
+
+impl FileAppender {
+    /// Writes the tree into the sink; returns the root's address. References to moved objects are kept
+    /// valid: a first pass finds every object's new address, a second writes the references with them.
+    /// References have fixed sizes and their datasets' chunks are stored unfiltered, so both passes place
+    /// every object alike.
+    pub(super) fn write_all(&mut self) -> Result<u64> {
+        let holders = self.load_reference_holders();
+        if !holders && !self.new_refs {
+            let mut pass = Pass {
+                h5: &self.h5,
+                map: None,
+                stand_ins: &self.stand_ins,
+                moved: Vec::new(),
+            };
+            return write_group(&mut self.sink, &self.root, &mut pass);
+        }
+        let start = self.sink.buf.len();
+        let mut stay = HashMap::new();
+        tree_addrs(&self.root, &mut |a| {
+            stay.insert(a, a);
+        });
+        let mut pass = Pass {
+            h5: &self.h5,
+            map: Some(&stay),
+            stand_ins: &self.stand_ins,
+            moved: Vec::new(),
+        };
+        let first = write_group(&mut self.sink, &self.root, &mut pass)?;
+        let found = pass.moved;
+        let mut map = HashMap::new();
+        for (old, new) in &found {
+            // An object loaded twice (two hard links) is written twice; references take the first copy.
+            map.entry(*old).or_insert(*new);
+        }
+        self.sink.buf.truncate(start);
+        let mut pass = Pass {
+            h5: &self.h5,
+            map: Some(&map),
+            stand_ins: &self.stand_ins,
+            moved: Vec::new(),
+        };
+        let root = write_group(&mut self.sink, &self.root, &mut pass)?;
+        if root != first || pass.moved != found {
+            return invalid("object addresses moved between the passes that rewrite references");
+        }
+        Ok(root)
+    }
+
+    /// Loads into the tree (so that commit rewrites them) the objects whose references point at objects the
+    /// commit moves, until no more move; true when any was loaded.
+    fn load_reference_holders(&mut self) -> bool {
+        let holders = refs::holders(&self.h5);
+        let mut done = vec![false; holders.len()];
+        let mut any = false;
+        loop {
+            let mut moved = HashSet::new();
+            tree_addrs(&self.root, &mut |a| {
+                moved.insert(a);
+            });
+            let mut grew = false;
+            for (h, done) in holders.iter().zip(done.iter_mut()) {
+                if *done || h.targets.is_disjoint(&moved) {
+                    continue;
+                }
+                *done = true;
+                any = true;
+                grew = true;
+                if h.path.is_empty() {
+                    continue;
+                }
+                // A holder unlinked or replaced in this session, or reached through a link the session
+                // changed, is not this commit's to keep.
+                let path = h.path.join("/");
+                if let Ok(Node::Dataset(d)) = self.child(&path) {
+                    d.remap_data |= h.in_data;
+                }
+            }
+            if !grew {
+                return any;
+            }
+        }
+    }
+}
+
+/// Calls `f` with the committed address of every object in the tree (the root included).
+fn tree_addrs(g: &GroupState, f: &mut dyn FnMut(u64)) {
+    if let Some(a) = g.addr {
+        f(a);
+    }
+    for node in g.children.values() {
+        match node {
+            Node::Group(s) => tree_addrs(s, f),
+            Node::Dataset(d) => f(d.addr),
+            Node::New { replaces, .. } => {
+                if let Some(a) = replaces {
+                    f(*a)
+                }
+            }
+        }
+    }
+}
+
+/// An attribute's name and encoded message.
+type EncodedAttr = (String, Vec<u8>);
+
+/// One pass of a commit's writes.
+struct Pass<'a> {
+    h5: &'a H5File,
+    /// Old address → new one of every object the commit moves, when references to them are rewritten.
+    map: Option<&'a HashMap<u64, u64>>,
+    /// Stand-in addresses of objects created in this session: each must be in `map`.
+    stand_ins: &'a HashSet<u64>,
+    /// (committed address, new address) of every object written, in order.
+    moved: Vec<(u64, u64)>,
+}
+
+impl Pass<'_> {
+    /// Attribute messages with their references rewritten (as they are when no map is set).
+    fn attrs<'m>(
+        &self,
+        sink: &mut Sink,
+        attrs: &'m [(String, Vec<u8>)],
+    ) -> Result<std::borrow::Cow<'m, [EncodedAttr]>> {
+        let Some(map) = self.map else {
+            return Ok(attrs.into());
+        };
+        let mut out = attrs.to_vec();
+        for (_, raw) in &mut out {
+            let Ok(a) = crate::read::attrs::parse(self.h5, raw) else {
+                continue;
+            };
+            let slots = refs::slots(&a.dtype);
+            if slots.is_empty() {
+                continue;
+            }
+            let (at, len, elem) = (a.data_at, a.data.len(), a.dtype.size());
+            let mut data = a.data.to_vec();
+            let mut hs = HeapSink::new(sink);
+            refs::remap(
+                self.h5,
+                &slots,
+                elem,
+                &mut data,
+                map,
+                self.stand_ins,
+                &mut hs,
+            )?;
+            hs.finish();
+            raw[at..at + len].copy_from_slice(&data);
+        }
+        Ok(out.into())
+    }
+
+    /// The data of the committed dataset at `addr` with its references rewritten, as a change of layout.
+    fn remapped_data(&self, sink: &mut Sink, addr: u64) -> Result<DataChange> {
+        let map = match self.map {
+            Some(m) => m,
+            None => return invalid("rewriting references without their new addresses"),
+        };
+        let d = self.h5.dataset_at(addr)?;
+        let dims = d.shape().to_vec();
+        let elem = d.dtype().size();
+        let slots = refs::slots(d.dtype());
+        let mut raw = d.read_box_raw(&vec![0; dims.len()], &dims)?;
+        let mut hs = HeapSink::new(sink);
+        refs::remap(
+            self.h5,
+            &slots,
+            elem,
+            &mut raw,
+            map,
+            self.stand_ins,
+            &mut hs,
+        )?;
+        hs.finish();
+        Ok(match d.layout() {
+            Layout::Compact(_) => DataChange::Layout(Layout::Compact(raw)),
+            Layout::Contiguous { .. } => {
+                let size = raw.len() as u64;
+                DataChange::Layout(Layout::Contiguous {
+                    addr: if raw.is_empty() {
+                        crate::io::UNDEF
+                    } else {
+                        sink.append(&raw)
+                    },
+                    size,
+                })
+            }
+            Layout::Chunked { chunk, .. } => {
+                // Stored unfiltered (every filter marked skipped), so that the chunks take the same bytes
+                // whatever addresses they hold.
+                let n = d.filters().len();
+                if n > 32 {
+                    return unsupported("rewriting references in chunks of more than 32 filters");
+                }
+                let skip_all = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+                let origin = vec![0; dims.len()];
+                let mut entries = write_chunks(sink, &raw, &dims, &origin, chunk, elem, &[])?;
+                for e in &mut entries {
+                    e.filter_mask = skip_all;
+                }
+                DataChange::Chunked {
+                    dims,
+                    chunk: chunk.clone(),
+                    entries,
+                    old_leaves: vec![],
+                }
+            }
+            Layout::Virtual { .. } => {
+                return unsupported("rewriting references in a virtual dataset")
+            }
+        })
+    }
+}
+
+fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> {
+    let mut links = g.links.clone();
+    for (name, node) in &g.children {
+        let addr = match node {
+            Node::Group(s) => write_group(sink, s, pass)?,
+            Node::Dataset(d) => write_changed_dataset(sink, d, pass)?,
+            Node::New {
+                array,
+                opts,
+                attrs,
+                replaces,
+                refs,
+            } => {
+                let mut enc = Vec::with_capacity(attrs.len());
+                for (n, a) in attrs {
+                    enc.push(match a {
+                        NewAttr::Value(v) => (n.clone(), attribute_message(sink, n, v)?),
+                        NewAttr::Message(m) => (n.clone(), m.clone()),
+                    });
+                }
+                let enc = pass.attrs(sink, &enc)?;
+                let addr = if *refs {
+                    write_ref_dataset(sink, array, &enc, pass)?
+                } else {
+                    write_dataset(sink, array, opts, &enc)?
+                };
+                if let Some(old) = replaces {
+                    pass.moved.push((*old, addr));
+                }
+                addr
+            }
+        };
+        links.insert(name.clone(), LinkTarget::Hard(addr));
+    }
+    let links: Vec<(&str, LinkTarget)> =
+        links.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let attrs = pass.attrs(sink, &g.attrs)?;
+    let addr = write_object(sink, g.extra.clone(), Some(&links), &attrs)?;
+    if let Some(old) = g.addr {
+        pass.moved.push((old, addr));
+    }
+    Ok(addr)
+}
+
+/// Writes a dataset of object references created in this session (contiguous), its targets' addresses
+/// rewritten as the pass maps them.
+fn write_ref_dataset(
+    sink: &mut Sink,
+    array: &Array,
+    attrs: &[(String, Vec<u8>)],
+    pass: &Pass,
+) -> Result<u64> {
+    let crate::Data::U64(keys) = &array.data else {
+        return invalid("a dataset of references holds addresses");
+    };
+    let mut raw: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    if let Some(map) = pass.map {
+        let mut hs = HeapSink::new(sink);
+        let slots = [refs::Slot::Object(0)];
+        refs::remap(pass.h5, &slots, 8, &mut raw, map, pass.stand_ins, &mut hs)?;
+        hs.finish();
+    }
+    let layout = Layout::Contiguous {
+        size: raw.len() as u64,
+        addr: if raw.is_empty() {
+            crate::io::UNDEF
+        } else {
+            sink.append(&raw)
+        },
+    };
+    let plan = crate::write::dataset::Plan {
+        space: Dataspace {
+            dims: array.shape.clone(),
+            max: None,
+            null: false,
+        },
+        dtype: Datatype::Reference { size: 8, kind: 0 },
+        chunk: None,
+        filters: vec![],
+        compact: false,
+    };
+    write_object(
+        sink,
+        crate::write::dataset::dataset_messages(&plan, &layout)?,
+        None,
+        attrs,
+    )
+}
+
+fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> Result<u64> {
+    let mut msgs = d.msgs.clone();
+    let remapped;
+    let change = if d.remap_data {
+        if d.change.is_some() {
+            return unsupported("rewriting references in a dataset changed in the same session");
+        }
+        remapped = pass.remapped_data(sink, d.addr)?;
+        Some(&remapped)
+    } else {
+        d.change.as_ref()
+    };
+    match change {
+        None => {}
+        Some(DataChange::Layout(layout)) => {
+            let elem = elem_size(&msgs)?;
+            let body = messages::encode_layout(layout, elem)?;
+            replace_msg(&mut msgs, mtype::LAYOUT, body);
+        }
+        Some(DataChange::Chunked {
+            dims,
+            chunk,
+            entries,
+            old_leaves,
+        }) => {
+            let elem = elem_size(&msgs)?;
+            let mut space = dataspace_of(&msgs)?;
+            space.dims = dims.clone();
+            let mut sb = Vec::new();
+            space.encode(&mut sb);
+            replace_msg(&mut msgs, mtype::DATASPACE, sb);
+            let base = sink.base;
+            let root = write_chunk_tree(entries, chunk, base, &mut sink.buf, old_leaves);
+            let layout = Layout::Chunked {
+                chunk: chunk.clone(),
+                index: ChunkIndex::BTreeV1 { addr: root },
+            };
+            replace_msg(
+                &mut msgs,
+                mtype::LAYOUT,
+                messages::encode_layout(&layout, elem)?,
+            );
+        }
+    }
+    let attrs = pass.attrs(sink, &d.attrs)?;
+    let addr = write_object(sink, msgs, None, &attrs)?;
+    pass.moved.push((d.addr, addr));
+    Ok(addr)
+}
+
+fn elem_size(msgs: &Msgs) -> Result<usize> {
+    let m = msgs
+        .iter()
+        .find(|m| m.0 == mtype::DATATYPE)
+        .ok_or_else(|| FormatError::Corrupt("dataset without datatype".into()))?;
+    if m.1 & 0x02 != 0 {
+        return unsupported("appending to a dataset with a committed (shared) datatype");
+    }
+    Ok(Datatype::parse(&mut Cursor::new(&m.2, "datatype"))?.size())
+}
+
+fn replace_msg(msgs: &mut Msgs, t: u16, body: Vec<u8>) {
+    match msgs.iter_mut().find(|m| m.0 == t) {
+        Some(m) => m.2 = body,
+        None => msgs.push((t, 0, body)),
+    }
+}

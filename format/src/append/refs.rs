@@ -1,0 +1,422 @@
+//! References kept valid across copy-on-write. A reference names an object by its header's address, and a
+//! commit writes every changed object anew, so each reference to a moved object is rewritten to point at the
+//! new header: object references (8-byte addresses), dataset region references (a global heap object that
+//! starts with the address) and HDF5 1.12 references (an inline token, or a heap blob that starts with one),
+//! in attributes and in datasets, alone or as compound members and array elements. References inside
+//! variable-length sequences, references into other files, and objects the reader cannot read are left as
+//! they are.
+
+use crate::convert::{VlenSink, VlenSource};
+use crate::datatype::Datatype;
+use crate::error::{unsupported, Result};
+use crate::messages::LinkTarget;
+use crate::object_header::mtype;
+use crate::read::attrs;
+use crate::read::file::H5File;
+use crate::read::groups::{self, ObjectKind};
+use std::collections::{HashMap, HashSet};
+
+/// Where one element of a datatype holds a reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Slot {
+    /// An 8-byte object address (reference kind 0) at this offset.
+    Object(usize),
+    /// The 12-byte global heap ID of a region reference (kind 1) at this offset.
+    Region(usize),
+    /// An HDF5 1.12 reference at this offset.
+    Revised(usize),
+}
+
+/// Slots per element beyond which a type's references are not followed (an array type of millions of them).
+const MAX_SLOTS: usize = 1 << 16;
+
+/// The reference slots of one element of `dt`, in order; empty when it holds none.
+pub(super) fn slots(dt: &Datatype) -> Vec<Slot> {
+    let mut out = Vec::new();
+    push_slots(dt, 0, &mut out);
+    if out.len() > MAX_SLOTS {
+        out.clear();
+    }
+    out
+}
+
+fn push_slots(dt: &Datatype, base: usize, out: &mut Vec<Slot>) {
+    if out.len() > MAX_SLOTS {
+        return;
+    }
+    match dt {
+        Datatype::Reference { size: 8, kind: 0 } => out.push(Slot::Object(base)),
+        Datatype::Reference { size: 12, kind: 1 } => out.push(Slot::Region(base)),
+        Datatype::Reference { size, kind } if *kind >= 2 && *size >= 18 => {
+            out.push(Slot::Revised(base))
+        }
+        Datatype::Compound { members, .. } => {
+            for m in members {
+                push_slots(&m.dtype, base.saturating_add(m.offset), out);
+            }
+        }
+        Datatype::Array { dims, base: inner } => {
+            let before = out.len();
+            push_slots(inner, 0, out);
+            let one: Vec<Slot> = out.drain(before..).collect();
+            if one.is_empty() {
+                return;
+            }
+            let n = crate::datatype::array_elements(dims);
+            for i in 0..n {
+                if out.len() > MAX_SLOTS {
+                    return;
+                }
+                let at = base.saturating_add(i.saturating_mul(inner.size()));
+                out.extend(one.iter().map(|s| s.shifted(at)));
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Slot {
+    fn offset(self) -> usize {
+        match self {
+            Slot::Object(o) | Slot::Region(o) | Slot::Revised(o) => o,
+        }
+    }
+
+    fn shifted(self, by: usize) -> Slot {
+        match self {
+            Slot::Object(o) => Slot::Object(o.saturating_add(by)),
+            Slot::Region(o) => Slot::Region(o.saturating_add(by)),
+            Slot::Revised(o) => Slot::Revised(o.saturating_add(by)),
+        }
+    }
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// A token of `n` bytes (little-endian) at `at`.
+fn token_at(b: &[u8], at: usize, n: usize) -> Option<u64> {
+    if n == 0 || n > 8 {
+        return None;
+    }
+    Some(crate::io::le_uint(b.get(at..at + n)?))
+}
+
+/// Where a reference's target address lies: in the element itself, or in a global heap object.
+enum Found<'h> {
+    /// The element's own bytes, from this offset, `n` bytes long.
+    Inline { at: usize, n: usize, target: u64 },
+    /// A heap object (the element's heap ID at `id_at`) whose bytes from `at`, `n` long, hold the target.
+    Heap {
+        id_at: usize,
+        body: &'h [u8],
+        at: usize,
+        n: usize,
+        target: u64,
+    },
+}
+
+impl Found<'_> {
+    fn target(&self) -> u64 {
+        match self {
+            Found::Inline { target, .. } | Found::Heap { target, .. } => *target,
+        }
+    }
+}
+
+/// The reference in `elem` at `slot`; `None` for a null reference, one into another file, or one whose heap
+/// object cannot be read.
+fn find<'h>(h5: &'h H5File, elem: &[u8], slot: Slot) -> Option<Found<'h>> {
+    // Offsets past the element (a damaged compound's member) hold nothing; below it, the arithmetic
+    // below cannot overflow.
+    if slot.offset() >= elem.len() {
+        return None;
+    }
+    match slot {
+        Slot::Object(o) => {
+            let target = u64_at(elem, o)?;
+            (target != 0 && target != crate::io::UNDEF).then_some(Found::Inline {
+                at: o,
+                n: 8,
+                target,
+            })
+        }
+        Slot::Region(o) => {
+            let coll = u64_at(elem, o)?;
+            if coll == 0 {
+                return None;
+            }
+            let body = h5.vlen_object(coll, u32_at(elem, o + 8)?).ok()?;
+            let target = u64_at(body, 0)?;
+            (target != 0).then_some(Found::Heap {
+                id_at: o,
+                body,
+                at: 0,
+                n: 8,
+                target,
+            })
+        }
+        Slot::Revised(o) => {
+            let kind = *elem.get(o)?;
+            let flags = *elem.get(o + 1)?;
+            if kind == 0 || flags & 0x01 != 0 {
+                return None;
+            }
+            if kind == 2 {
+                let n = *elem.get(o + 2)? as usize;
+                let target = token_at(elem, o + 3, n)?;
+                return Some(Found::Inline {
+                    at: o + 3,
+                    n,
+                    target,
+                });
+            }
+            let coll = u64_at(elem, o + 6)?;
+            let body = h5.vlen_object(coll, u32_at(elem, o + 14)?).ok()?;
+            let n = *body.first()? as usize;
+            let target = token_at(body, 1, n)?;
+            Some(Found::Heap {
+                id_at: o + 6,
+                body,
+                at: 1,
+                n,
+                target,
+            })
+        }
+    }
+}
+
+/// Every object the references in `raw` (elements of `elem` bytes with these slots) point at.
+pub(super) fn collect_targets(
+    h5: &H5File,
+    slots: &[Slot],
+    elem: usize,
+    raw: &[u8],
+    out: &mut HashSet<u64>,
+) {
+    if elem == 0 {
+        return;
+    }
+    for e in raw.chunks_exact(elem) {
+        for s in slots {
+            if let Some(f) = find(h5, e, *s) {
+                out.insert(f.target());
+            }
+        }
+    }
+}
+
+/// Rewrites every reference in `raw` whose target `map` holds to point at the target's new address; region
+/// and 1.12 blobs are copied to new heap objects in `heap`. A reference that `map` names gets a new value
+/// (or heap object) even when its address stays the same, so that every pass of a commit writes as many bytes.
+/// A reference to one of this session's `stand_ins` that `map` lacks (its object was unlinked) is an error.
+pub(super) fn remap(
+    h5: &H5File,
+    slots: &[Slot],
+    elem: usize,
+    raw: &mut [u8],
+    map: &HashMap<u64, u64>,
+    stand_ins: &HashSet<u64>,
+    heap: &mut dyn VlenSink,
+) -> Result<()> {
+    if elem == 0 {
+        return Ok(());
+    }
+    for e in raw.chunks_exact_mut(elem) {
+        for s in slots {
+            let Some(found) = find(h5, e, *s) else {
+                continue;
+            };
+            let Some(&new) = map.get(&found.target()) else {
+                if stand_ins.contains(&found.target()) {
+                    return Err(crate::error::FormatError::NotFound(
+                        "an object reference's target, created and then unlinked in this session"
+                            .into(),
+                    ));
+                }
+                continue;
+            };
+            match found {
+                Found::Inline { at, n, .. } => put_token(e, at, n, new)?,
+                Found::Heap {
+                    id_at, body, at, n, ..
+                } => {
+                    let mut copy = body.to_vec();
+                    put_token(&mut copy, at, n, new)?;
+                    let (coll, index) = heap.put(&copy)?;
+                    e[id_at..id_at + 8].copy_from_slice(&coll.to_le_bytes());
+                    e[id_at + 8..id_at + 12].copy_from_slice(&index.to_le_bytes());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `addr` as a little-endian token of `n` bytes at `at`.
+fn put_token(b: &mut [u8], at: usize, n: usize, addr: u64) -> Result<()> {
+    if n < 8 && addr >> (8 * n) != 0 {
+        return unsupported(format!(
+            "a reference token of {n} bytes cannot hold the address {addr:#x}"
+        ));
+    }
+    b[at..at + n].copy_from_slice(&addr.to_le_bytes()[..n]);
+    Ok(())
+}
+
+/// An object of the committed file holding references: in one of its attributes, or in its data.
+pub(super) struct Holder {
+    /// The object's path (components), as first reached from the root along hard links.
+    pub path: Vec<String>,
+    /// True when the references are in the dataset's data (not only in attributes).
+    pub in_data: bool,
+    /// The objects its references point at.
+    pub targets: HashSet<u64>,
+}
+
+/// Objects at most this deep are walked (a link cycle ends at the visited check long before).
+const MAX_DEPTH: usize = 512;
+
+/// Every object reachable from the root along hard links that holds references, with what they point at.
+/// Objects the reader cannot read are skipped.
+pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![(h5.root_addr(), Vec::<String>::new())];
+    let ctx = h5.ctx();
+    while let Some((addr, path)) = stack.pop() {
+        if !seen.insert(addr) {
+            continue;
+        }
+        let Ok(oh) = h5.header_at(addr) else {
+            continue;
+        };
+        let mut targets = HashSet::new();
+        let _ = attrs::for_each_raw(h5, &oh, &mut |raw| {
+            if let Ok(a) = attrs::parse(h5, raw) {
+                let s = slots(&a.dtype);
+                if !s.is_empty() {
+                    collect_targets(h5, &s, a.dtype.size(), a.data, &mut targets);
+                }
+            }
+            Ok(())
+        });
+        let mut in_data = false;
+        match groups::kind(&oh) {
+            ObjectKind::Group if path.len() < MAX_DEPTH => {
+                if let Ok(links) = groups::links(&ctx, &oh) {
+                    for l in links {
+                        if let LinkTarget::Hard(a) = l.target {
+                            let mut p = path.clone();
+                            p.push(l.name);
+                            stack.push((a, p));
+                        }
+                    }
+                }
+            }
+            ObjectKind::Dataset => {
+                let dt = oh
+                    .find(mtype::DATATYPE)
+                    .and_then(|m| h5.datatype_msg(m.flags, m.data).ok());
+                if let Some(dt) = dt {
+                    let s = slots(&dt);
+                    let raw = if s.is_empty() {
+                        None
+                    } else {
+                        data_of(h5, addr)
+                    };
+                    if let Some(raw) = raw {
+                        let mut held = HashSet::new();
+                        collect_targets(h5, &s, dt.size(), &raw, &mut held);
+                        in_data = !held.is_empty();
+                        targets.extend(held);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if !targets.is_empty() {
+            out.push(Holder {
+                path,
+                in_data,
+                targets,
+            });
+        }
+    }
+    out
+}
+
+/// The raw elements of the dataset at `addr`, whole; `None` when they cannot be read.
+pub(super) fn data_of(h5: &H5File, addr: u64) -> Option<Vec<u8>> {
+    let d = h5.dataset_at(addr).ok()?;
+    let shape = d.shape().to_vec();
+    d.read_box_raw(&vec![0; shape.len()], &shape).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::Member;
+
+    #[test]
+    fn slots_follow_compound_members_and_array_elements() {
+        let obj = Datatype::Reference { size: 8, kind: 0 };
+        let reg = Datatype::Reference { size: 12, kind: 1 };
+        assert_eq!(slots(&obj), vec![Slot::Object(0)]);
+        let arr = Datatype::Array {
+            dims: vec![3],
+            base: Box::new(obj.clone()),
+        };
+        let int = Datatype::Int {
+            size: 4,
+            signed: true,
+            be: false,
+            offset: 0,
+            precision: 32,
+        };
+        let c = Datatype::Compound {
+            size: 48,
+            members: vec![
+                Member {
+                    name: "i".into(),
+                    offset: 0,
+                    dtype: int.clone(),
+                },
+                Member {
+                    name: "a".into(),
+                    offset: 4,
+                    dtype: arr,
+                },
+                Member {
+                    name: "r".into(),
+                    offset: 28,
+                    dtype: reg,
+                },
+            ],
+        };
+        assert_eq!(
+            slots(&c),
+            vec![
+                Slot::Object(4),
+                Slot::Object(12),
+                Slot::Object(20),
+                Slot::Region(28)
+            ]
+        );
+        assert!(slots(&int).is_empty());
+        assert!(slots(&Datatype::VarSeq(Box::new(obj))).is_empty());
+    }
+
+    #[test]
+    fn tokens_too_wide_for_their_field_are_refused() {
+        let mut b = [0u8; 8];
+        put_token(&mut b, 0, 4, 0x1234_5678).unwrap();
+        assert_eq!(&b[..4], &[0x78, 0x56, 0x34, 0x12]);
+        assert!(put_token(&mut b, 0, 4, 1 << 32).is_err());
+    }
+}
