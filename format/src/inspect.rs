@@ -54,17 +54,28 @@ fn elem_json(data: &Data, i: usize) -> Value {
         Data::Bitfield { values, .. } => json!(values[i]),
         Data::ObjectRef(v) => json!({ "ref": v[i] }),
         Data::RegionRef(v) => json!({ "ref": region_json(&v[i]) }),
-        Data::Ref(v) => json!({ "ref": match &v[i] {
-            crate::region::Reference::Null => Value::Null,
-            crate::region::Reference::Object(a) => json!({ "object": a }),
-            crate::region::Reference::Region(r) => region_json(r),
-            crate::region::Reference::Attribute { object, name } => {
-                json!({ "object": object, "attribute": name })
-            }
-        } }),
+        Data::Ref(v) => json!({ "ref": reference_json(&v[i]) }),
         Data::VarLen(v) => {
             let d = &v[i];
             nested(d, &[d.len() as u64])
+        }
+    }
+}
+
+/// An HDF5 1.12 reference as JSON: null, or its object with the region, attribute or other file it names.
+fn reference_json(r: &crate::region::Reference) -> Value {
+    use crate::region::Reference;
+    match r {
+        Reference::Null => Value::Null,
+        Reference::Object(a) => json!({ "object": a }),
+        Reference::Region(r) => region_json(r),
+        Reference::Attribute { object, name } => json!({ "object": object, "attribute": name }),
+        Reference::External { file, target } => {
+            let mut v = reference_json(target);
+            if let Value::Object(m) = &mut v {
+                m.insert("file".into(), json!(file));
+            }
+            v
         }
     }
 }

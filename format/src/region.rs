@@ -35,11 +35,19 @@ pub enum Reference {
     Region(RegionRef),
     /// An attribute: its object's header address and its name.
     Attribute { object: u64, name: String },
+    /// A reference into another file: that file's name as stored, and the reference there (an object, a
+    /// region or an attribute, its addresses those of that file).
+    External {
+        file: String,
+        target: Box<Reference>,
+    },
 }
 
 impl Reference {
-    /// Decodes one stored element: kind, flags, then the encoded reference inline (objects) or the length
-    /// and global heap ID of its blob (the rest); `heap` fetches a heap object by (collection, index).
+    /// Decodes one stored element: kind, flags, then the encoded reference inline (objects in this file) or the
+    /// length and global heap ID of its blob (the rest: regions, attributes, and any reference into another
+    /// file, whose blob names that file after the object's token); `heap` fetches a heap object by (collection,
+    /// index).
     pub(crate) fn parse<'h>(
         elem: &[u8],
         offset_size: usize,
@@ -51,11 +59,9 @@ impl Reference {
             return Ok(Reference::Null);
         }
         let flags = c.u8()?;
-        if flags & 0x01 != 0 {
-            return unsupported("reference into another file");
-        }
+        let external = flags & 0x01 != 0;
         let blob;
-        let mut b = if kind == 2 {
+        let mut b = if kind == 2 && !external {
             c
         } else {
             let _len = c.u32()?;
@@ -69,7 +75,13 @@ impl Reference {
             return corrupt(format!("reference token of {token} bytes"));
         }
         let object = crate::io::le_uint(b.bytes(token)?);
-        Ok(match kind {
+        let file = if external {
+            let n = b.u16()? as usize;
+            Some(String::from_utf8_lossy(b.bytes(n)?).into_owned())
+        } else {
+            None
+        };
+        let target = match kind {
             2 => Reference::Object(object),
             3 => {
                 // The selection's length, the dataspace's rank, then the selection.
@@ -84,6 +96,13 @@ impl Reference {
                 Reference::Attribute { object, name }
             }
             k => return corrupt(format!("reference of kind {k}")),
+        };
+        Ok(match file {
+            Some(file) => Reference::External {
+                file,
+                target: Box::new(target),
+            },
+            None => target,
         })
     }
 }

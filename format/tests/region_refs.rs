@@ -112,3 +112,83 @@ fn hdf5_1_12_references_read_as_written() {
     };
     assert_eq!(&attr[..], &refs[2..4]);
 }
+
+/// HDF5 1.12 references into another file (libhdf5 through ctypes, as above): an object, a region and an
+/// attribute of `a.h5`, stored in `b.h5` beside a reference to one of `b.h5`'s own objects.
+const MAKE_EXTERNAL_REF: &str = r#"
+import ctypes, glob, os, sys, h5py, numpy as np
+libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
+lib = ctypes.CDLL(libs[0] if libs else h5py.h5.__file__)
+lib.H5open()
+hid = ctypes.c_int64
+lib.H5Dcreate2.restype = hid
+REF = ctypes.c_uint8 * 64
+os.chdir(sys.argv[1])
+with h5py.File("a.h5", "w", libver="latest") as f:
+    f["d"] = np.arange(60).reshape(6, 10)
+    f["d"].attrs["note"] = "x"
+with h5py.File("b.h5", "w", libver="latest") as f:
+    f["local"] = np.arange(3)
+fa = h5py.h5f.open(b"a.h5", h5py.h5f.ACC_RDONLY)
+fb = h5py.h5f.open(b"b.h5", h5py.h5f.ACC_RDWR)
+refs = (REF * 4)()
+assert lib.H5Rcreate_object(hid(fa.id), b"/d", hid(0), ctypes.byref(refs[0])) >= 0
+space = h5py.h5s.create_simple((6, 10))
+space.select_hyperslab((1, 2), (2, 3))
+assert lib.H5Rcreate_region(hid(fa.id), b"/d", hid(space.id), hid(0), ctypes.byref(refs[1])) >= 0
+assert lib.H5Rcreate_attr(hid(fa.id), b"/d", b"note", hid(0), ctypes.byref(refs[2])) >= 0
+assert lib.H5Rcreate_object(hid(fb.id), b"/local", hid(0), ctypes.byref(refs[3])) >= 0
+std_ref = hid.in_dll(lib, "H5T_STD_REF_g").value
+four = h5py.h5s.create_simple((4,))
+did = lib.H5Dcreate2(hid(fb.id), b"refs", hid(std_ref), hid(four.id), hid(0), hid(0), hid(0))
+assert did >= 0 and lib.H5Dwrite(hid(did), hid(std_ref), hid(0), hid(0), hid(0), refs) >= 0
+lib.H5Dclose(hid(did))
+for i in range(4):
+    lib.H5Rdestroy(ctypes.byref(refs[i]))
+fa.close()
+fb.close()
+"#;
+
+#[test]
+fn hdf5_1_12_references_into_other_files_name_the_file() {
+    use clawhdf5_format::region::Reference;
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    common::run_python(MAKE_EXTERNAL_REF, &[dir.path()]);
+    let a = H5File::open(&dir.path().join("a.h5")).unwrap();
+    let d = a.resolve("/d").unwrap();
+    let b = H5File::open(&dir.path().join("b.h5")).unwrap();
+    let Data::Ref(refs) = b.dataset("/refs").unwrap().read().unwrap().data else {
+        panic!("references");
+    };
+    let external = |target: Reference| Reference::External {
+        file: "a.h5".into(),
+        target: Box::new(target),
+    };
+    assert_eq!(refs[0], external(Reference::Object(d)));
+    let Reference::External { file, target } = &refs[1] else {
+        panic!("a region in a.h5: {:?}", refs[1]);
+    };
+    let Reference::Region(r) = &**target else {
+        panic!("a region: {target:?}");
+    };
+    assert_eq!((file.as_str(), r.object), ("a.h5", d));
+    let mut idx = r.selection.linear_indices(&[6, 10], 100).unwrap();
+    idx.sort_unstable();
+    assert_eq!(idx, [12, 13, 14, 22, 23, 24]);
+    assert_eq!(
+        refs[2],
+        external(Reference::Attribute {
+            object: d,
+            name: "note".into()
+        })
+    );
+    assert_eq!(refs[3], Reference::Object(b.resolve("/local").unwrap()));
+    // The inspection tool names the file.
+    let json =
+        clawhdf5_format::inspect::array_to_json(&b.dataset("/refs").unwrap().read().unwrap());
+    assert_eq!(json[0]["ref"]["file"], "a.h5", "{json}");
+    assert_eq!(json[2]["ref"]["attribute"], "note", "{json}");
+}
