@@ -23,6 +23,7 @@ with h5py.File(sys.argv[1], "w", libver=(libver, "latest")) as f:
     small = h5py.h5d.create(f.id, b"smallrefs", h5py.h5t.STD_REF_OBJ, h5py.h5s.create_simple((2,)), dcpl=dcpl)
     small.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([sub.ref, h.ref], dtype=h5py.ref_dtype))
     f.create_dataset("gzrefs", data=[data.ref, sub.ref, g.ref] * 7, dtype=h5py.ref_dtype, chunks=(4,), compression="gzip", maxshape=(None,))
+    f.create_dataset("mixed", data=[sub.ref] * 4 + [data.ref] * 8, dtype=h5py.ref_dtype, chunks=(4,), compression="gzip")
     f.create_dataset("regrefs", data=[data.regionref[1:3, :], sub.regionref[::2], h5py.RegionReference()], dtype=h5py.regionref_dtype)
     ct = np.dtype([("n", "i4"), ("r", h5py.ref_dtype), ("pair", h5py.ref_dtype, (2,))])
     rows = np.zeros(3, dtype=ct)
@@ -48,6 +49,7 @@ with h5py.File(sys.argv[1], "r") as f:
     out["objrefs"] = [name(r) for r in f["objrefs"][...]]
     out["gzrefs"] = [name(r) for r in f["gzrefs"][...]]
     out["smallrefs"] = [name(r) for r in f["smallrefs"][...]]
+    out["mixed"] = [name(r) for r in f["mixed"][...]]
     out["regrefs"] = [f[r][r].tolist() if r else None for r in f["regrefs"][...]]
     t = f["table"][...]
     out["table"] = [[int(x["n"]), name(x["r"]), [name(p) for p in x["pair"]]] for x in t]
@@ -77,6 +79,13 @@ fn h5py_view(path: &Path) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The addresses of a dataset's chunks, in order.
+fn chunk_addrs(path: &Path, dataset: &str) -> Vec<u64> {
+    let f = H5File::open(path).unwrap();
+    let d = f.dataset(dataset).unwrap();
+    d.chunk_entries().unwrap().iter().map(|e| e.addr).collect()
 }
 
 fn object_refs(f: &H5File, path: &str) -> Vec<u64> {
@@ -167,6 +176,7 @@ fn references_follow_objects_the_appender_moves() {
             "objrefs",
             "gzrefs",
             "smallrefs",
+            "mixed",
             "regrefs",
             "table",
             "to_data",
@@ -217,6 +227,7 @@ fn references_follow_objects_the_appender_moves() {
         assert_eq!(h5py_view(&path), after, "{libver}");
 
         // A replaced dataset takes its references with it.
+        let chunks_before = chunk_addrs(&path, "/mixed");
         let mut a = FileAppender::open(&path).unwrap();
         a.replace_dataset(
             "/g/sub",
@@ -231,9 +242,13 @@ fn references_follow_objects_the_appender_moves() {
             replaced["sub_mark"], "",
             "{libver}: the new dataset has no mark"
         );
-        for key in ["objrefs", "gzrefs", "smallrefs", "table", "peers"] {
+        for key in ["objrefs", "gzrefs", "smallrefs", "mixed", "table", "peers"] {
             assert_eq!(replaced[key], before[key], "{libver}: {key}");
         }
+        // Only the chunk that names the replaced dataset was stored anew; the others stay where they were.
+        let chunks_after = chunk_addrs(&path, "/mixed");
+        assert_ne!(chunks_after[0], chunks_before[0], "{libver}");
+        assert_eq!(chunks_after[1..], chunks_before[1..], "{libver}");
         assert_eq!(
             replaced["regrefs"][1],
             serde_json::json!([0.5, 0.5, 0.5]),

@@ -16,7 +16,7 @@ use crate::io::Cursor;
 use crate::messages::{self, ChunkIndex, Layout, LinkTarget};
 use crate::object_header::mtype;
 use crate::read::file::H5File;
-use crate::write::dataset::{write_chunks, write_dataset};
+use crate::write::dataset::write_dataset;
 use crate::write::object::{attribute_message, write_object};
 use crate::write::sink::{HeapSink, Sink};
 use std::collections::{HashMap, HashSet};
@@ -174,7 +174,10 @@ impl Pass<'_> {
         Ok(out.into())
     }
 
-    /// The data of the committed dataset at `addr` with its references rewritten, as a change of layout.
+    /// The data of the committed dataset at `addr` with its references rewritten, as a change of layout: a
+    /// chunked dataset's chunks that hold references to moved objects are stored anew, unfiltered (every
+    /// filter marked skipped, so that they take the same bytes whatever addresses they hold); its other chunks
+    /// stay where they are.
     fn remapped_data(&self, sink: &mut Sink, addr: u64) -> Result<DataChange> {
         let map = match self.map {
             Some(m) => m,
@@ -184,42 +187,28 @@ impl Pass<'_> {
         let dims = d.shape().to_vec();
         let elem = d.dtype().size();
         let slots = refs::slots(d.dtype());
-        let mut raw = d.read_box_raw(&vec![0; dims.len()], &dims)?;
-        let mut hs = HeapSink::new(sink);
-        refs::remap(
-            self.h5,
-            &slots,
-            elem,
-            &mut raw,
-            map,
-            self.stand_ins,
-            &mut hs,
-        )?;
-        hs.finish();
+        let remap = |sink: &mut Sink, raw: &mut [u8]| -> Result<()> {
+            let mut hs = HeapSink::new(sink);
+            refs::remap(self.h5, &slots, elem, raw, map, self.stand_ins, &mut hs)?;
+            hs.finish();
+            Ok(())
+        };
         Ok(match d.layout() {
-            Layout::Compact(_) => DataChange::Layout(Layout::Compact(raw)),
-            Layout::Contiguous { .. } => {
-                let size = raw.len() as u64;
-                DataChange::Layout(Layout::Contiguous {
-                    addr: if raw.is_empty() {
-                        crate::io::UNDEF
-                    } else {
-                        sink.append(&raw)
-                    },
-                    size,
-                })
-            }
             Layout::Chunked { chunk, .. } => {
-                // Stored unfiltered (every filter marked skipped), so that the chunks take the same bytes
-                // whatever addresses they hold.
                 let n = d.filters().len();
                 if n > 32 {
                     return unsupported("rewriting references in chunks of more than 32 filters");
                 }
                 let skip_all = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
-                let origin = vec![0; dims.len()];
-                let mut entries = write_chunks(sink, &raw, &dims, &origin, chunk, elem, &[])?;
+                let mut entries = d.chunk_entries()?;
                 for e in &mut entries {
+                    let mut raw = d.decoded_chunk(e)?;
+                    if !refs::points_into(self.h5, &slots, elem, &raw, map) {
+                        continue;
+                    }
+                    remap(sink, &mut raw)?;
+                    e.addr = sink.append(&raw);
+                    e.size = raw.len() as u64;
                     e.filter_mask = skip_all;
                 }
                 DataChange::Chunked {
@@ -231,6 +220,21 @@ impl Pass<'_> {
             }
             Layout::Virtual { .. } => {
                 return unsupported("rewriting references in a virtual dataset")
+            }
+            layout => {
+                let mut raw = d.read_box_raw(&vec![0; dims.len()], &dims)?;
+                remap(sink, &mut raw)?;
+                match layout {
+                    Layout::Compact(_) => DataChange::Layout(Layout::Compact(raw)),
+                    _ => DataChange::Layout(Layout::Contiguous {
+                        size: raw.len() as u64,
+                        addr: if raw.is_empty() {
+                            crate::io::UNDEF
+                        } else {
+                            sink.append(&raw)
+                        },
+                    }),
+                }
             }
         })
     }

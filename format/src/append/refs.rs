@@ -9,7 +9,7 @@
 use crate::convert::{VlenSink, VlenSource};
 use crate::datatype::Datatype;
 use crate::error::{unsupported, Result};
-use crate::messages::LinkTarget;
+use crate::messages::{Layout, LinkTarget};
 use crate::object_header::mtype;
 use crate::read::attrs;
 use crate::read::file::H5File;
@@ -325,14 +325,9 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
                     .and_then(|m| h5.datatype_msg(m.flags, m.data).ok());
                 if let Some(dt) = dt {
                     let s = slots(&dt);
-                    let raw = if s.is_empty() {
-                        None
-                    } else {
-                        data_of(h5, addr)
-                    };
-                    if let Some(raw) = raw {
+                    if !s.is_empty() {
                         let mut held = HashSet::new();
-                        collect_targets(h5, &s, dt.size(), &raw, &mut held);
+                        data_targets(h5, addr, &s, dt.size(), &mut held);
                         in_data = !held.is_empty();
                         targets.extend(held);
                     }
@@ -351,11 +346,45 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
     out
 }
 
-/// The raw elements of the dataset at `addr`, whole; `None` when they cannot be read.
-pub(super) fn data_of(h5: &H5File, addr: u64) -> Option<Vec<u8>> {
-    let d = h5.dataset_at(addr).ok()?;
-    let shape = d.shape().to_vec();
-    d.read_box_raw(&vec![0; shape.len()], &shape).ok()
+/// The objects the references in the data of the dataset at `addr` point at: chunk by chunk (the chunks it
+/// has), or its contiguous or compact data whole; nothing for a virtual dataset (its sources are datasets of
+/// their own) or data that cannot be read.
+fn data_targets(h5: &H5File, addr: u64, slots: &[Slot], elem: usize, out: &mut HashSet<u64>) {
+    let Ok(d) = h5.dataset_at(addr) else {
+        return;
+    };
+    match d.layout() {
+        Layout::Chunked { .. } => {
+            for e in d.chunk_entries().unwrap_or_default() {
+                if let Ok(raw) = d.decoded_chunk(&e) {
+                    collect_targets(h5, slots, elem, &raw, out);
+                }
+            }
+        }
+        Layout::Virtual { .. } => {}
+        _ => {
+            let shape = d.shape().to_vec();
+            if let Ok(raw) = d.read_box_raw(&vec![0; shape.len()], &shape) {
+                collect_targets(h5, slots, elem, &raw, out);
+            }
+        }
+    }
+}
+
+/// Whether any reference in `raw` points at an object `map` holds (one that this commit moves).
+pub(super) fn points_into(
+    h5: &H5File,
+    slots: &[Slot],
+    elem: usize,
+    raw: &[u8],
+    map: &HashMap<u64, u64>,
+) -> bool {
+    elem != 0
+        && raw.chunks_exact(elem).any(|e| {
+            slots
+                .iter()
+                .any(|s| find(h5, e, *s).is_some_and(|f| map.contains_key(&f.target())))
+        })
 }
 
 #[cfg(test)]

@@ -328,6 +328,22 @@ impl<'a> Dataset<'a> {
         }
     }
 
+    /// The decoded bytes of one of the dataset's chunks (its whole nominal shape), read from the file without
+    /// the chunk cache.
+    pub(crate) fn decoded_chunk(&self, e: &ChunkEntry) -> Result<Vec<u8>> {
+        let Some(chunk) = self.chunk() else {
+            return corrupt("a chunk of a dataset that is not chunked");
+        };
+        let chunk_bytes = nominal_chunk_bytes(chunk, self.dtype.size())?;
+        let ctx = self.file.ctx();
+        let fetch =
+            |a: u64, n: u64| -> Result<std::borrow::Cow<'_, [u8]>> { Ok(ctx.slice(a, n)?.into()) };
+        match self.load_chunk(e, chunk_bytes, &fetch, false, false)? {
+            ChunkBytes::Decoded(d) => Ok(d[..chunk_bytes].to_vec()),
+            ChunkBytes::Mapped(m) => Ok(m[..chunk_bytes].to_vec()),
+        }
+    }
+
     /// Reads everything.
     pub fn read(&self) -> Result<Array> {
         let zero = vec![0; self.space.dims.len()];
