@@ -77,8 +77,8 @@ with tables.open_file(sys.argv[1], "w") as f:
 
 /// Frames made with python-blosc2 and written as raw chunks (what hdf5plugin cannot be asked for): b2nd arrays
 /// of several chunks and blocks, two filters in a row (precision truncation, then a shuffle), delta and bit
-/// shuffle over many blocks, special-value chunks, each split mode, byte delta, integer truncation and the
-/// n-dimensional cell filters.
+/// shuffle over many blocks, special-value chunks, each split mode, byte delta, integer truncation, the
+/// n-dimensional cell filters and the NDLZ codec.
 const RAW: &str = r#"
 import sys, h5py, hdf5plugin, blosc2, numpy as np
 F = blosc2.Filter
@@ -142,6 +142,16 @@ with h5py.File(sys.argv[1], "w") as f:
         lambda b: nd(b, (10, 9, 16), (5, 6, 7), codec=C.ZSTD, filters=[F.SHUFFLE, F.NDCELL], filters_meta=[0, 3]))
     put(f, "ndmean", field, (60, 50), lambda b: nd(b, (30, 25), (12, 10), codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4]))
     put(f, "ndmean_narrow", field, (60, 50), lambda b: nd(b, (30, 25), (12, 3), codec=C.ZSTD, filters=[F.NDMEAN], filters_meta=[4]))
+    # NDLZ (2-D bytes in cells of 4x4 or 8x8): blocks the cells do not divide; plain areas (one-byte cells), whole
+    # cells repeated, rows repeated with a period the cells do not share (row pair and triple matches).
+    img = ((np.arange(100)[:, None] // 7 + np.arange(90)[None, :] // 5) % 13).astype("u1")
+    img[40:60, 30:50] = 200
+    put(f, "ndlz4", img, (50, 45), lambda b: nd(b, (50, 45), (18, 22), codec=C.NDLZ, codec_meta=4))
+    put(f, "ndlz8", img, (100, 90), lambda b: nd(b, (100, 90), (33, 41), codec=C.NDLZ, codec_meta=8))
+    rows = (((np.arange(120) % 6)[:, None] * 31 + np.arange(64)[None, :]) % 251).astype("u1")
+    rows[::5] = np.arange(64, dtype="u1")
+    put(f, "ndlz4_rows", rows, (120, 64), lambda b: nd(b, (120, 64), (60, 64), codec=C.NDLZ, codec_meta=4))
+    put(f, "ndlz8_rows", rows, (120, 64), lambda b: nd(b, (120, 64), (120, 64), codec=C.NDLZ, codec_meta=8))
     # Never split into streams, and always split (with a short last block kept whole).
     noise = rng.integers(0, 4, size=40000, dtype="u2") + np.arange(40000, dtype="u2") // 3
     put(f, "never_split", noise, (40000,), lambda b: plain(b, codec=C.LZ4, splitmode=blosc2.SplitMode.NEVER_SPLIT, blocksize=6000))

@@ -96,8 +96,9 @@ struct Header<'a> {
     filters: [u8; 6],
     /// Each filter slot's meta byte (0 without an extended header).
     metas: [u8; 6],
-    /// The extended header's codec id (0 without it).
+    /// The extended header's codec id and codec meta (0 without it).
     codec_id: u8,
+    codec_meta: u8,
     /// The extended header's Blosc2 flags (0 without it).
     b2flags: u8,
 }
@@ -112,10 +113,22 @@ enum Body<'a> {
     Blocks(Blocks<'a>),
 }
 
+/// The codec of a chunk's streams.
+#[derive(Clone, Copy)]
+enum Stream {
+    /// One that Blosc 1 has too.
+    Blosc(Codec),
+    /// NDLZ, with its codec meta (the cells' side).
+    Ndlz(u8),
+}
+
+/// The NDLZ codec's id.
+const NDLZ: u8 = 32;
+
 /// How a chunk's compressed blocks are read.
 struct Blocks<'a> {
     /// The codec of every stream.
-    codec: Codec,
+    codec: Stream,
     /// The filters to undo, in the order they are undone, each with its meta byte.
     undo: Vec<(u8, u8)>,
     /// Each block's start (i32).
@@ -160,12 +173,12 @@ impl<'a> Header<'a> {
         if nbytes > max_out || nbytes > i32::MAX as usize {
             return corrupt("blosc2 chunk decodes to more than the chunk size");
         }
-        let (filters, metas, codec_id, b2flags) = if extended {
+        let (filters, metas, (codec_id, codec_meta), b2flags) = if extended {
             let mut f = [0u8; 6];
             f.copy_from_slice(&data[16..22]);
             let mut m = [0u8; 6];
             m.copy_from_slice(&data[24..30]);
-            (f, m, data[22], data[31])
+            (f, m, (data[22], data[23]), data[31])
         } else {
             let mut f = [0u8; 6];
             f[5] = if flags & 0x01 != 0 {
@@ -176,7 +189,7 @@ impl<'a> Header<'a> {
                 0
             };
             f[4] = if flags & 0x08 != 0 { DELTA } else { 0 };
-            (f, [0; 6], 0, 0)
+            (f, [0; 6], (0, 0), 0)
         };
         Ok(Some(Header {
             data,
@@ -188,6 +201,7 @@ impl<'a> Header<'a> {
             filters,
             metas,
             codec_id,
+            codec_meta,
             b2flags,
         }))
     }
@@ -223,15 +237,16 @@ impl<'a> Header<'a> {
             return corrupt("blosc2 chunk with a block size of 0");
         }
         let codec = match flags >> 5 {
-            0 => Codec::BloscLz,
-            1 => Codec::Lz4,
-            3 => Codec::Zlib,
-            4 => Codec::Zstd,
+            0 => Stream::Blosc(Codec::BloscLz),
+            1 => Stream::Blosc(Codec::Lz4),
+            3 => Stream::Blosc(Codec::Zlib),
+            4 => Stream::Blosc(Codec::Zstd),
             6 => match self.codec_id {
-                0 => Codec::BloscLz,
-                1 | 2 => Codec::Lz4,
-                4 => Codec::Zlib,
-                5 => Codec::Zstd,
+                0 => Stream::Blosc(Codec::BloscLz),
+                1 | 2 => Stream::Blosc(Codec::Lz4),
+                4 => Stream::Blosc(Codec::Zlib),
+                5 => Stream::Blosc(Codec::Zstd),
+                NDLZ => Stream::Ndlz(self.codec_meta),
                 c => return unsupported(format!("blosc2 codec {c} ({})", codec_name(c))),
             },
             2 => return unsupported("blosc2 codec format 2 (snappy)"),
@@ -405,7 +420,7 @@ fn read_streams(
     data: &[u8],
     mut pos: usize,
     streams: usize,
-    codec: Codec,
+    codec: Stream,
     dest: &mut [u8],
 ) -> Result<()> {
     let each = dest.len() / streams;
@@ -440,7 +455,10 @@ fn read_streams(
         if size == target.len() {
             target.copy_from_slice(body);
         } else {
-            crate::blosc::decompress(codec, body, target)?;
+            match codec {
+                Stream::Blosc(c) => crate::blosc::decompress(c, body, target)?,
+                Stream::Ndlz(meta) => super::ndlz::decompress(meta, body, target)?,
+            }
         }
         pos += size;
     }

@@ -12,8 +12,8 @@
 //! chunk's size: a b2nd chunk padded to whole blocks (or with a chunk shape beyond the array's) to more than
 //! that is decoded one block at a time, each block moved to its place before the next, its blocks no larger
 //! than the HDF5 chunk or 16 MiB.
-//! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib and zstd (such as
-//! ZFP, NDLZ, OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta, the precision and
+//! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib, zstd and NDLZ (such as
+//! ZFP and OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta, the precision and
 //! integer truncations and (in b2nd arrays) ndcell and ndmean, zstd dictionaries, lazy chunks, sparse frames and
 //! chunk offsets of other than 64 bits.
 
@@ -26,6 +26,7 @@ mod b2nd;
 mod chunk;
 mod encode;
 mod frame;
+mod ndlz;
 #[cfg(test)]
 mod test_util;
 
