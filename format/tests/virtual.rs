@@ -223,6 +223,21 @@ if sys.argv[2] == "make":
         (((0,), (1,), (1,), (U,)), "src3.h5", "c", (8,), (U,), ((0,), (1,), (1,), (U,))),
         (((3,), (1,), (1,), (U,)), "nowhere.h5", "x", (0,), (U,), ((0,), (1,), (1,), (U,))),
     ])
+    # A printf-style column of 3-row blocks (q0-q2: 9 rows) beside a growing one (4 rows, then 6): the
+    # first-missing view cuts the second block after its first row, then takes the first two blocks whole;
+    # and 2x2 blocks (r0-r2, 6 rows) beside a column of 5 rows, then 7: the third block cut after one row.
+    for k in range(3):
+        with h5py.File("q%d.h5" % k, "w") as f:
+            f.create_dataset("data", data=np.arange(3) + 600 + 10 * k)
+            f.create_dataset("sq", data=(np.arange(4) + 700 + 10 * k).reshape(2, 2))
+    vds("cut.h5", (0, 2), (U, 2), [
+        (((0, 0), (U, 1), (3, 1), (3, 1)), "q%b.h5", "data", (3,), None, None),
+        (((0, 1), (1, 1), (1, 1), (U, 1)), "src3.h5", "e", (4,), (U,), ((0,), (1,), (1,), (U,))),
+    ])
+    vds("cut2.h5", (0, 3), (U, 3), [
+        (((0, 0), (U, 1), (2, 1), (2, 2)), "q%b.h5", "sq", (2, 2), None, None),
+        (((0, 2), (1, 1), (1, 1), (U, 1)), "src.h5", "b", (5,), (U,), ((0,), (1,), (1,), (U,))),
+    ])
     vds("cols.h5", (0, 2), (U, 2), [
         (((0, 0), (1, 1), (1, 1), (U, 1)), "src3.h5", "d", (9,), (U,), ((0,), (1,), (1,), (U,))),
         (((0, 1), (1, 1), (1, 1), (U, 1)), "src3.h5", "e", (4,), (U,), ((0,), (1,), (1,), (U,))),
@@ -269,10 +284,22 @@ fn growing_virtual_datasets_read_equal_to_h5py() {
     }
     let dir = tempfile::tempdir().unwrap();
     let names = [
-        "block", "inter", "big", "two", "printf", "pd", "trail", "missing", "cols",
+        "block", "inter", "big", "two", "printf", "pd", "trail", "missing", "cols", "cut", "cut2",
     ];
-    let made: [&[u64]; 9] = [&[7], &[13], &[7], &[6, 3], &[6], &[8], &[19], &[8], &[9, 2]];
-    let grown: [&[u64]; 9] = [
+    let made: [&[u64]; 11] = [
+        &[7],
+        &[13],
+        &[7],
+        &[6, 3],
+        &[6],
+        &[8],
+        &[19],
+        &[8],
+        &[9, 2],
+        &[9, 2],
+        &[6, 3],
+    ];
+    let grown: [&[u64]; 11] = [
         &[11],
         &[21],
         &[11],
@@ -282,11 +309,25 @@ fn growing_virtual_datasets_read_equal_to_h5py() {
         &[19],
         &[8],
         &[9, 2],
+        &[9, 2],
+        &[9, 3],
     ];
     // The first-missing view's shapes: the smallest reach of the growing mappings (a whole last block
     // reaching to the next block's start, a missing source nowhere), never less than the fixed ones'.
-    let first: [&[u64]; 9] = [&[7], &[11], &[7], &[6, 3], &[6], &[8], &[16], &[0], &[4, 2]];
-    let first_grown: [&[u64]; 9] = [
+    let first: [&[u64]; 11] = [
+        &[7],
+        &[11],
+        &[7],
+        &[6, 3],
+        &[6],
+        &[8],
+        &[16],
+        &[0],
+        &[4, 2],
+        &[4, 2],
+        &[5, 3],
+    ];
+    let first_grown: [&[u64]; 11] = [
         &[11],
         &[19],
         &[11],
@@ -296,6 +337,8 @@ fn growing_virtual_datasets_read_equal_to_h5py() {
         &[16],
         &[0],
         &[6, 2],
+        &[6, 2],
+        &[6, 3],
     ];
     for (step, shapes, first) in [("make", made, first), ("grow", grown, first_grown)] {
         common::run_python(GROWING, &[dir.path(), std::path::Path::new(step)]);
@@ -353,7 +396,7 @@ fn damaged_growing_virtual_datasets_never_panic() {
     let variant = dir.path().join("variant.h5");
     let mut read = 0;
     for name in [
-        "inter", "two", "printf", "pd", "big", "trail", "missing", "cols",
+        "inter", "two", "printf", "pd", "big", "trail", "missing", "cols", "cut", "cut2",
     ] {
         let good = std::fs::read(dir.path().join(format!("{name}.h5"))).unwrap();
         for v in 0..1000 {

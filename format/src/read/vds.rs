@@ -17,7 +17,8 @@
 //! ([`VdsView::FirstMissing`], asked for with [`crate::H5File::dataset_with_view`]), takes the smallest reach
 //! of the growing mappings instead — a missing source reaching nowhere, an empty one to its first position, a
 //! whole last block to the next block's start — never less than the fixed mappings reach; mappings are then
-//! cut to that extent.
+//! cut to that extent (a printf-style block cut in two keeps the source's first elements, where both sides are
+//! boxes).
 
 use crate::convert::VlenSource;
 use crate::datatype::Datatype;

@@ -80,6 +80,46 @@ pub(super) fn extent(
     Ok(Some(out))
 }
 
+/// The source selection of a printf-style block (`v`'s box along every dimension, a block of it along `v_dim`)
+/// whose first `keep` positions along `v_dim` remain: the first elements of `source` (in row-major order, as
+/// libhdf5 pairs a mapping's elements), as many as those positions hold. `None` unless both the kept virtual
+/// elements and the source's first elements are boxes: the block's dimensions before `v_dim` are 1, and the
+/// source (all of a dataset of shape `src_shape`, or one box) is cut along its first dimension longer than 1
+/// into whole rows.
+fn cut_source(
+    source: &Selection,
+    src_shape: &[u64],
+    v: &[[u64; 4]],
+    v_dim: usize,
+    keep: u64,
+) -> Option<Selection> {
+    if v.iter().enumerate().any(|(i, x)| i != v_dim && x[2] != 1)
+        || v[..v_dim].iter().any(|x| x[3] != 1)
+    {
+        return None;
+    }
+    let n = v[v_dim + 1..]
+        .iter()
+        .try_fold(keep, |a, x| a.checked_mul(x[3]))?;
+    let mut boxes: Vec<[u64; 4]> = match source {
+        Selection::All => src_shape.iter().map(|&len| [0, 1, 1, len]).collect(),
+        Selection::Regular(s) if s.iter().all(|x| x[2] == 1) => s.clone(),
+        _ => return None,
+    };
+    if boxes.is_empty() {
+        return None;
+    }
+    let j = boxes.iter().position(|x| x[3] > 1).unwrap_or(0);
+    let row = boxes[j + 1..]
+        .iter()
+        .try_fold(1u64, |a, x| a.checked_mul(x[3]))?;
+    if row == 0 || n % row != 0 || n / row > boxes.get(j)?[3] {
+        return None;
+    }
+    boxes[j][3] = n / row;
+    Some(Selection::Regular(boxes))
+}
+
 fn unlimited_dim(sel: &Selection) -> Option<usize> {
     match sel {
         Selection::Regular(d) => d
@@ -283,9 +323,12 @@ pub(super) fn resolve(
                 } else {
                     opened.get(&fname).and_then(Option::as_ref)
                 };
-                if src.is_none_or(|f| f.dataset(&dname).is_err()) {
+                let Some(src_shape) = src
+                    .and_then(|f| f.dataset(&dname).ok())
+                    .map(|d| d.shape().to_vec())
+                else {
                     break;
-                }
+                };
                 let at = k
                     .checked_mul(stride)
                     .and_then(|x| x.checked_add(start))
@@ -296,17 +339,24 @@ pub(super) fn resolve(
                 if end.is_some_and(|end| at >= end) {
                     break;
                 }
-                if end.is_some_and(|end| at.saturating_add(block) > end) {
-                    return unsupported(
-                        "printf-style virtual dataset mapping cut short by the first-missing view",
-                    );
-                }
                 let mut d = v.clone();
                 d[v_dim] = [at, 1, 1, block];
+                let mut source = m.source.clone();
+                if let Some(end) = end.filter(|&end| at.saturating_add(block) > end) {
+                    // The first-missing view's extent cuts this block: its first rows map from the source's
+                    // first elements.
+                    d[v_dim][3] = end - at;
+                    source = cut_source(&source, &src_shape, v, v_dim, end - at).ok_or_else(|| {
+                        FormatError::Unsupported(
+                            "printf-style virtual dataset mapping of this shape cut short by the first-missing view"
+                                .into(),
+                        )
+                    })?;
+                }
                 out.push(Mapping {
                     file: fname,
                     dataset: dname,
-                    source: m.source.clone(),
+                    source,
                     virtual_sel: Selection::Regular(d),
                 });
             }
