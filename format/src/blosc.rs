@@ -151,8 +151,8 @@ const ENCODE_BLOCK: usize = 64 * 1024;
 
 /// Encodes `data` as one Blosc (version 1 format) buffer, as the Blosc filter's parameters ask: `params[2]`
 /// the element size (else `elem`), `params[4]` the level (0–9; 0 stores the bytes), `params[5]` the shuffle
-/// (0 none, otherwise a byte shuffle), `params[6]` the compressor (BloscLZ, LZ4, Snappy, zlib, zstd; LZ4HC is
-/// written as LZ4 — every Blosc reader decodes the codec each buffer names). Blocks are never split; a buffer
+/// (0 none, otherwise a byte shuffle), `params[6]` the compressor (BloscLZ, LZ4, LZ4HC, Snappy, zlib, zstd;
+/// every Blosc reader decodes the codec each buffer names). Blocks are never split; a buffer
 /// that compression would not shrink is stored as its bytes.
 pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     let get = |i: usize| params.get(i).copied();
@@ -162,6 +162,7 @@ pub fn encode(params: &[u32], data: &[u8], elem: usize) -> Result<Vec<u8>> {
     // header names its stream format (0 BloscLZ, 1 LZ4 and LZ4HC, 2 Snappy, 3 zlib, 4 zstd).
     let (codec, code) = match get(6).unwrap_or(1) {
         0 => (Codec::BloscLz, 0u8),
+        2 => (Codec::Lz4Hc, 1),
         3 => (Codec::Snappy, 2),
         4 => (Codec::Zlib, 3),
         5 => (Codec::Zstd, 4),
@@ -244,6 +245,7 @@ fn header(flags: u8, typesize: usize, nbytes: u32, blocksize: usize, total: usiz
 pub(crate) fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> {
     Ok(match codec {
         Codec::Lz4 => lz4_flex::block::compress(src),
+        Codec::Lz4Hc => crate::lz4hc_compress::compress(src, level),
         Codec::BloscLz => crate::blosclz_compress::compress(src),
         Codec::Snappy => snap::raw::Encoder::new()
             .compress_vec(src)
@@ -264,6 +266,8 @@ pub(crate) fn compress(codec: Codec, level: u32, src: &[u8]) -> Result<Vec<u8>> 
 pub(crate) enum Codec {
     BloscLz,
     Lz4,
+    /// LZ4 streams, written from a deeper search.
+    Lz4Hc,
     Snappy,
     Zlib,
     Zstd,
@@ -274,7 +278,7 @@ pub(crate) fn decompress(codec: Codec, body: &[u8], dest: &mut [u8]) -> Result<(
     let want = dest.len();
     let got = match codec {
         Codec::BloscLz => return blosclz(body, dest),
-        Codec::Lz4 => match lz4_flex::block::decompress_into(body, dest) {
+        Codec::Lz4 | Codec::Lz4Hc => match lz4_flex::block::decompress_into(body, dest) {
             Ok(n) => return exact(n, want),
             Err(e) => return corrupt(format!("blosc lz4 stream: {e}")),
         },

@@ -32,6 +32,7 @@ pub(crate) mod hugepages;
 pub mod inspect;
 
 pub mod io;
+mod lz4hc_compress;
 mod lz_parse;
 pub mod lzf;
 pub mod lzo;

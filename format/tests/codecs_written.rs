@@ -29,6 +29,7 @@ fn codecs() -> Vec<(&'static str, Codec)> {
         ("bzip2", Codec::Bzip2(9)),
         ("blosc_blosclz", blosc(BloscCodec::BloscLz, true)),
         ("blosc_lz4", blosc(BloscCodec::Lz4, true)),
+        ("blosc_lz4hc", blosc(BloscCodec::Lz4Hc, true)),
         ("blosc_snappy", blosc(BloscCodec::Snappy, false)),
         ("blosc_zlib", blosc(BloscCodec::Zlib, true)),
         ("blosc_zstd", blosc(BloscCodec::Zstd, false)),
@@ -39,6 +40,10 @@ fn codecs() -> Vec<(&'static str, Codec)> {
             blosc2(Blosc2Codec::BloscLz, Blosc2Shuffle::Byte),
         ),
         ("blosc2_lz4", blosc2(Blosc2Codec::Lz4, Blosc2Shuffle::Byte)),
+        (
+            "blosc2_lz4hc",
+            blosc2(Blosc2Codec::Lz4Hc, Blosc2Shuffle::Bit),
+        ),
         (
             "blosc2_zlib",
             blosc2(Blosc2Codec::Zlib, Blosc2Shuffle::None),

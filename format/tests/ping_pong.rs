@@ -176,11 +176,13 @@ fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
                             Codec::Zstd(level as i32),
                             Codec::Bzip2(level),
                             blosc(BloscCodec::Lz4),
+                            blosc(BloscCodec::Lz4Hc),
                             blosc(BloscCodec::Zlib),
                             blosc(BloscCodec::Zstd),
                             Codec::Blosc2 {
                                 codec: *rng.pick(&[
                                     Blosc2Codec::Lz4,
+                                    Blosc2Codec::Lz4Hc,
                                     Blosc2Codec::Zlib,
                                     Blosc2Codec::Zstd,
                                 ]),

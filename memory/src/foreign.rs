@@ -364,6 +364,7 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
                 let p = &f.params;
                 let codec = match p.get(6) {
                     Some(0) => BloscCodec::BloscLz,
+                    Some(2) => BloscCodec::Lz4Hc,
                     Some(3) => BloscCodec::Snappy,
                     Some(4) => BloscCodec::Zlib,
                     Some(5) => BloscCodec::Zstd,
@@ -379,6 +380,7 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
                 let p = &f.params;
                 let codec = match p.get(6) {
                     Some(0) => Blosc2Codec::BloscLz,
+                    Some(2) => Blosc2Codec::Lz4Hc,
                     Some(4) => Blosc2Codec::Zlib,
                     Some(5) => Blosc2Codec::Zstd,
                     _ => Blosc2Codec::Lz4,

@@ -8,8 +8,8 @@
 //!
 //! Client data as the filter defines it: 1 the block size in bytes (0: ours, 256 KiB), 2 the element size,
 //! 4 the level (0 stores the bytes), 5 the filter (0 none, 1 byte shuffle, 2 bit shuffle) and 6 the codec
-//! (0 BloscLZ, 1 LZ4, 2 LZ4HC, 4 zlib, 5 zstd). LZ4HC is written as LZ4 streams, any other codec the filter
-//! may name as LZ4 too, and any other filter as a byte shuffle: each chunk names the codec and filter its
+//! (0 BloscLZ, 1 LZ4, 2 LZ4HC, 4 zlib, 5 zstd). LZ4HC streams are LZ4 streams from a deeper search; any other
+//! codec the filter may name is written as LZ4, and any other filter as a byte shuffle: each chunk names the codec and filter its
 //! blocks went through, and every Blosc2 reader undoes those.
 
 use super::chunk::{BITSHUFFLE, EXT_HEADER, SHUFFLE};
@@ -58,6 +58,7 @@ impl Params {
         };
         let (codec, codec_id, format) = match get(6).unwrap_or(0) {
             0 => (Codec::BloscLz, 0, 0),
+            2 => (Codec::Lz4Hc, 2, 1),
             4 => (Codec::Zlib, 4, 3),
             5 => (Codec::Zstd, 5, 4),
             _ => (Codec::Lz4, 1, 1),

@@ -74,6 +74,8 @@ pub enum Blosc2Codec {
     /// Blosc's own LZ77 (hdf5plugin's default).
     BloscLz,
     Lz4,
+    /// LZ4 streams from a deeper search (smaller, slower to write; read as fast).
+    Lz4Hc,
     Zlib,
     Zstd,
 }
@@ -94,6 +96,8 @@ pub enum BloscCodec {
     /// Blosc's own LZ77 (its default in PyTables and hdf5plugin).
     BloscLz,
     Lz4,
+    /// LZ4 streams from a deeper search (smaller, slower to write; read as fast).
+    Lz4Hc,
     Snappy,
     Zlib,
     Zstd,
@@ -119,6 +123,7 @@ impl Codec {
                 let code = match codec {
                     BloscCodec::BloscLz => 0,
                     BloscCodec::Lz4 => 1,
+                    BloscCodec::Lz4Hc => 2,
                     BloscCodec::Snappy => 3,
                     BloscCodec::Zlib => 4,
                     BloscCodec::Zstd => 5,
@@ -154,6 +159,7 @@ impl Codec {
                 let code = match codec {
                     Blosc2Codec::BloscLz => 0,
                     Blosc2Codec::Lz4 => 1,
+                    Blosc2Codec::Lz4Hc => 2,
                     Blosc2Codec::Zlib => 4,
                     Blosc2Codec::Zstd => 5,
                 };
