@@ -1,7 +1,8 @@
 //! References survive appends: h5py writes object and region references (datasets contiguous, compact and
 //! chunked with gzip, attributes, compound members, reference cycles between groups, a reference to the
-//! root); the appender then changes the referenced objects, which moves their headers (copy-on-write). After
-//! the commit every reference, read by h5py and by us, names the changed object, not its old version.
+//! root) and second hard links; the appender then changes the referenced objects, which moves their headers
+//! (copy-on-write). After the commit every reference and link, read by h5py and by us, names the changed
+//! object, not its old version.
 
 mod common;
 
@@ -35,6 +36,9 @@ with h5py.File(sys.argv[1], "w", libver=(libver, "latest")) as f:
     g.attrs["to_data"] = data.ref
     g.attrs.create("regions", data=[data.regionref[0:1, 1:2]], dtype=h5py.regionref_dtype)
     f.attrs["root"] = f.ref
+    # Second hard links: to a dataset from the root, and to one in another group.
+    f["alias"] = data
+    f["h"]["sub2"] = sub
     # A cycle: each of g and h names the other.
     h.attrs["peer"] = g.ref
     g.attrs["peer"] = h.ref
@@ -63,6 +67,9 @@ with h5py.File(sys.argv[1], "r") as f:
     out["data_shape"] = list(f[f["objrefs"][0]].shape)
     out["sub_mark"] = str(f[f["objrefs"][2]].attrs.get("mark", ""))
     out["sub_len"] = len(f[f["objrefs"][2]])
+    out["alias_shape"] = list(f["alias"].shape)
+    out["sub2_mark"] = str(f["h/sub2"].attrs.get("mark", ""))
+    out["sub2_len"] = len(f["h/sub2"])
     out["root_mark"] = str(f[f.attrs["root"]].attrs.get("mark", ""))
 print(json.dumps(out))
 "#;
@@ -112,15 +119,19 @@ fn h5dump_follows(path: &Path, libver: &str) {
         "{libver}: h5dump: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Objects with two names appear under either.
     for want in [
-        "DATASET",
-        "\"/data\"",
-        "\"/g/sub\"",
-        "GROUP",
-        "\"/g\"",
-        "102, 103",
+        &["DATASET"][..],
+        &["\"/data\"", "\"/alias\""],
+        &["\"/g/sub\"", "\"/h/sub2\""],
+        &["GROUP"],
+        &["\"/g\""],
+        &["102, 103"],
     ] {
-        assert!(text.contains(want), "{libver}: h5dump lacks {want}: {text}");
+        assert!(
+            want.iter().any(|w| text.contains(w)),
+            "{libver}: h5dump lacks {want:?}: {text}"
+        );
     }
 }
 
@@ -166,6 +177,10 @@ fn references_follow_objects_the_appender_moves() {
             "{libver}: {after}"
         );
         assert_eq!(after["sub_mark"], "sub", "{libver}");
+        // Second hard links follow the objects too.
+        assert_eq!(before["alias_shape"], serde_json::json!([6, 2]), "{libver}");
+        assert_eq!(after["alias_shape"], serde_json::json!([8, 2]), "{libver}");
+        assert_eq!(after["sub2_mark"], "sub", "{libver}");
         assert_eq!(after["root_mark"], "root", "{libver}");
         assert_eq!(
             after["marks"],
@@ -238,6 +253,10 @@ fn references_follow_objects_the_appender_moves() {
         a.commit().unwrap();
         let replaced = h5py_view(&path);
         assert_eq!(replaced["sub_len"], 9, "{libver}");
+        assert_eq!(
+            replaced["sub2_len"], 9,
+            "{libver}: the second link names the new dataset"
+        );
         assert_eq!(
             replaced["sub_mark"], "",
             "{libver}: the new dataset has no mark"

@@ -15,8 +15,8 @@
 //! copy of the old file for it.
 //!
 //! References to the store's own objects (and to the root) are remapped like the others, to the objects the
-//! snapshot writes at the same paths; incremental checkpoints keep every reference valid themselves (the
-//! appender rewrites references to the objects it moves). Hard links into the store's groups still go stale.
+//! snapshot writes at the same paths; incremental checkpoints keep every reference and second hard link valid
+//! themselves (the appender rewrites those pointing at the objects it moves).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

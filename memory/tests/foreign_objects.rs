@@ -165,6 +165,36 @@ fn annotations_survive_incremental_and_full_checkpoints() {
     );
 }
 
+/// Hard links others make to the store's objects (and to the root) name the objects as they are after an
+/// incremental checkpoint, which moves them: the checkpoint rewrites such links too.
+#[test]
+fn hard_links_into_the_store_follow_incremental_checkpoints() {
+    if !python_has_h5py() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut s = Store::open(&p).unwrap();
+    save(&mut s, 0..3000);
+    s.close().unwrap();
+    python(
+        "import h5py, sys\nwith h5py.File(sys.argv[1], 'a') as f:\n    f['user/rec'] = f['records']\n    f['user/text'] = f['records/text']\n    f['user/up'] = f['/']",
+        &p,
+    );
+    let mut s = Store::open(&p).unwrap();
+    save(&mut s, 3000..3100);
+    s.checkpoint().unwrap();
+    assert_eq!(s.stats().full_checkpoints, 0, "{:?}", s.stats());
+    s.close().unwrap();
+    assert_eq!(
+        python(
+            "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); print(len(f['records/text']), len(f['user/rec/text']), len(f['user/text']), len(f['user/up/records/text']))",
+            &p
+        ),
+        "3100 3100 3100 3100"
+    );
+}
+
 /// Objects the writer cannot make stay in a copy of the old file, named in the store's statistics.
 #[test]
 fn what_cannot_be_carried_is_kept_in_a_copy() {

@@ -242,6 +242,17 @@ impl Pass<'_> {
 
 fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> {
     let mut links = g.links.clone();
+    // Hard links to objects this commit moves (a second link to one of them) follow it; links to children
+    // written here are set below.
+    if let Some(map) = pass.map {
+        for target in links.values_mut() {
+            if let LinkTarget::Hard(a) = target {
+                if let Some(&new) = map.get(a) {
+                    *a = new;
+                }
+            }
+        }
+    }
     for (name, node) in &g.children {
         let addr = match node {
             Node::Group(s) => write_group(sink, s, pass)?,

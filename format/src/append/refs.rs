@@ -2,7 +2,8 @@
 //! commit writes every changed object anew, so each reference to a moved object is rewritten to point at the
 //! new header: object references (8-byte addresses), dataset region references (a global heap object that
 //! starts with the address) and HDF5 1.12 references (an inline token, or a heap blob that starts with one),
-//! in attributes and in datasets, alone or as compound members and array elements. References inside
+//! in attributes and in datasets, alone or as compound members and array elements; and hard links, where an
+//! object has more than one (the root's counts the superblock's). References inside
 //! variable-length sequences, references into other files, and objects the reader cannot read are left as
 //! they are.
 
@@ -289,6 +290,9 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
     let mut seen = HashSet::new();
     let mut stack = vec![(h5.root_addr(), Vec::<String>::new())];
     let ctx = h5.ctx();
+    // Hard links into each object (the superblock's to the root counted), and each group's hard link targets.
+    let mut incoming: HashMap<u64, u32> = HashMap::from([(h5.root_addr(), 1)]);
+    let mut linking: Vec<(Vec<String>, Vec<u64>)> = Vec::new();
     while let Some((addr, path)) = stack.pop() {
         if !seen.insert(addr) {
             continue;
@@ -310,13 +314,17 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
         match groups::kind(&oh) {
             ObjectKind::Group if path.len() < MAX_DEPTH => {
                 if let Ok(links) = groups::links(&ctx, &oh) {
+                    let mut hard = Vec::new();
                     for l in links {
                         if let LinkTarget::Hard(a) = l.target {
+                            *incoming.entry(a).or_insert(0) += 1;
+                            hard.push(a);
                             let mut p = path.clone();
                             p.push(l.name);
                             stack.push((a, p));
                         }
                     }
+                    linking.push((path.clone(), hard));
                 }
             }
             ObjectKind::Dataset => {
@@ -339,6 +347,21 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
             out.push(Holder {
                 path,
                 in_data,
+                targets,
+            });
+        }
+    }
+    // A second hard link to an object is as much a reference as an object reference is: the group holding it
+    // follows the object wherever a commit moves it (the commit rewrites links to moved objects).
+    for (path, hard) in linking {
+        let targets: HashSet<u64> = hard
+            .into_iter()
+            .filter(|a| incoming.get(a).is_some_and(|&n| n > 1))
+            .collect();
+        if !targets.is_empty() {
+            out.push(Holder {
+                path,
+                in_data: false,
                 targets,
             });
         }

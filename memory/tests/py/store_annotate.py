@@ -1,7 +1,7 @@
 """One h5py turn of memory/tests/store_ping_pong.rs: check that the annotations of earlier turns are all still in
 the store file, then change some (attributes on the store's stable objects and on the root, groups and datasets
-of our own outside the store's groups, attributes of references to those and to the store's objects), now and then repack
-the whole file with h5repack.
+of our own outside the store's groups, attributes of references to those and to the store's objects, second hard links to
+the store's objects), now and then repack the whole file with h5repack.
 
     python3 store_annotate.py STATE.json STORE.h5 SEED
 
@@ -65,8 +65,12 @@ def check(f, state):
         for name, want in refs.items():
             assert name in f[obj].attrs, f"reference attribute {name} of {obj} is gone"
             value = f[obj].attrs[name]
-            got = [f[value].name] if isinstance(value, h5py.Reference) else [f[r].name for r in value]
-            assert got == want, f"reference attribute {name} of {obj}: {got!r} != {want!r}"
+            got = [value] if isinstance(value, h5py.Reference) else list(value)
+            # By identity: an object with a second hard link has two names.
+            same = len(got) == len(want) and all(f[r] == f[w] for r, w in zip(got, want))
+            assert same, f"reference attribute {name} of {obj}: {[f[r].name for r in got]!r} != {want!r}"
+    for p, target in state.get("hardlinks", {}).items():
+        assert p in f and f[p] == f[target], f"hard link {p} no longer names {target}"
 
     def counts(name, obj):
         n = len(list(obj.attrs.keys()))
@@ -92,7 +96,7 @@ def main():
             state["next"] += 1
             n = state["next"]
             op = rng.choice(["attr", "attr", "attr", "del_attr", "group", "dataset", "dataset", "grow", "del_dataset",
-                             "ref_attr"])
+                             "ref_attr", "hard_link"])
             if op == "attr":
                 obj = rng.choice(STABLE + state["groups"])
                 kind = rng.randrange(3)
@@ -143,6 +147,15 @@ def main():
                     for name in [a for a, targets in refs.items() if p in targets]:
                         del f[obj].attrs[name]
                         del refs[name]
+            elif op == "hard_link":
+                # A second hard link to one of the store's objects, which its checkpoints move: the link must
+                # follow (a whole-file rewrite may turn it into a soft link to the same path).
+                target = rng.choice(STABLE[1:])
+                p = f"/user/h{n}"
+                f[p] = f[target]
+                state.setdefault("hardlinks", {})[p] = target
+                if "/user" not in state["groups"]:
+                    state["groups"].append("/user")
             elif op == "ref_attr":
                 # Object references to our own datasets and groups and to the store's stable objects (which its
                 # checkpoints move or rewrite: the references must follow), as one reference or a list of them,
