@@ -498,3 +498,50 @@ fn hdf5_1_12_references_follow_moved_objects() {
     assert_eq!(&attr[..], &refs[2..4]);
     assert_eq!(names(), want);
 }
+
+/// A holder of references reached first (in the walk) through a second hard link to its group, while the
+/// session changes that group under its other name: the group is written once, both names keep naming it, and
+/// its references follow the moved target.
+#[test]
+fn holders_behind_a_second_hard_link_are_written_once() {
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("alias.h5");
+    common::run_python(
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    t = f.create_dataset("target", data=np.arange(4), maxshape=(None,), chunks=(4,))
+    a = f.create_group("a")
+    a.create_dataset("refs", data=[t.ref], dtype=h5py.ref_dtype)
+    f["zz"] = a
+"#,
+        &[&path],
+    );
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows("/target", Array::vector(Data::I64(vec![4, 5])))
+        .unwrap();
+    a.set_attr("/a", "mark", Array::scalar(Data::I32(vec![1])))
+        .unwrap();
+    a.commit().unwrap();
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(f["a"] == f["zz"], int(f["zz"].attrs["mark"]), len(f[f["a/refs"][0]]), len(f[f["zz/refs"][0]]))
+"#,
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "True 1 6 6");
+}

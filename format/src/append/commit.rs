@@ -80,6 +80,8 @@ impl FileAppender {
             tree_addrs(&self.root, &mut |a| {
                 moved.insert(a);
             });
+            let mut in_tree = HashMap::new();
+            tree_paths(&self.root, &mut Vec::new(), &mut in_tree);
             let mut grew = false;
             for (h, done) in holders.iter().zip(done.iter_mut()) {
                 if *done || h.targets.is_disjoint(&moved) {
@@ -88,12 +90,26 @@ impl FileAppender {
                 *done = true;
                 any = true;
                 grew = true;
-                if h.path.is_empty() {
+                if moved.contains(&h.addr) {
+                    // Already in the tree (perhaps by another of its paths): that node is the one written.
+                    if h.in_data {
+                        mark_remap(&mut self.root, h.addr);
+                    }
                     continue;
                 }
+                // Reached through a group the tree has under another path (a second hard link): through
+                // that path, so that the group is not loaded (and written) twice.
+                let path = match h.chain.iter().rposition(|a| in_tree.contains_key(a)) {
+                    Some(k) => {
+                        let mut p: Vec<&str> =
+                            in_tree[&h.chain[k]].iter().map(String::as_str).collect();
+                        p.extend(h.path[k + 1..].iter().map(String::as_str));
+                        p.join("/")
+                    }
+                    None => h.path.join("/"),
+                };
                 // A holder unlinked or replaced in this session, or reached through a link the session
                 // changed, is not this commit's to keep.
-                let path = h.path.join("/");
                 if let Ok(Node::Dataset(d)) = self.child(&path) {
                     d.remap_data |= h.in_data;
                 }
@@ -101,6 +117,35 @@ impl FileAppender {
             if !grew {
                 return any;
             }
+        }
+    }
+}
+
+/// Records the path of every object in the tree that has a committed address (the first path, if several).
+fn tree_paths(g: &GroupState, path: &mut Vec<String>, out: &mut HashMap<u64, Vec<String>>) {
+    if let Some(a) = g.addr {
+        out.entry(a).or_insert_with(|| path.clone());
+    }
+    for (name, node) in &g.children {
+        path.push(name.clone());
+        match node {
+            Node::Group(s) => tree_paths(s, path, out),
+            Node::Dataset(d) => {
+                out.entry(d.addr).or_insert_with(|| path.clone());
+            }
+            Node::New { .. } => {}
+        }
+        path.pop();
+    }
+}
+
+/// Marks the tree's datasets committed at `addr` for their references to be rewritten.
+fn mark_remap(g: &mut GroupState, addr: u64) {
+    for node in g.children.values_mut() {
+        match node {
+            Node::Group(s) => mark_remap(s, addr),
+            Node::Dataset(d) if d.addr == addr => d.remap_data = true,
+            _ => {}
         }
     }
 }

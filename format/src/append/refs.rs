@@ -272,8 +272,12 @@ fn put_token(b: &mut [u8], at: usize, n: usize, addr: u64) -> Result<()> {
 
 /// An object of the committed file holding references: in one of its attributes, or in its data.
 pub(super) struct Holder {
+    /// The object's header address.
+    pub addr: u64,
     /// The object's path (components), as first reached from the root along hard links.
     pub path: Vec<String>,
+    /// The header address of each object along `path` (the last is `addr`).
+    pub chain: Vec<u64>,
     /// True when the references are in the dataset's data (not only in attributes).
     pub in_data: bool,
     /// The objects its references point at.
@@ -288,12 +292,13 @@ const MAX_DEPTH: usize = 512;
 pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack = vec![(h5.root_addr(), Vec::<String>::new())];
+    let mut stack = vec![(h5.root_addr(), Vec::<String>::new(), Vec::<u64>::new())];
     let ctx = h5.ctx();
     // Hard links into each object (the superblock's to the root counted), and each group's hard link targets.
     let mut incoming: HashMap<u64, u32> = HashMap::from([(h5.root_addr(), 1)]);
-    let mut linking: Vec<(Vec<String>, Vec<u64>)> = Vec::new();
-    while let Some((addr, path)) = stack.pop() {
+    // Each group (as a holder of no target yet) and its hard links' targets.
+    let mut linking: Vec<(Holder, Vec<u64>)> = Vec::new();
+    while let Some((addr, path, chain)) = stack.pop() {
         if !seen.insert(addr) {
             continue;
         }
@@ -321,10 +326,19 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
                             hard.push(a);
                             let mut p = path.clone();
                             p.push(l.name);
-                            stack.push((a, p));
+                            let mut c = chain.clone();
+                            c.push(a);
+                            stack.push((a, p, c));
                         }
                     }
-                    linking.push((path.clone(), hard));
+                    let group = Holder {
+                        addr,
+                        path: path.clone(),
+                        chain: chain.clone(),
+                        in_data: false,
+                        targets: HashSet::new(),
+                    };
+                    linking.push((group, hard));
                 }
             }
             ObjectKind::Dataset => {
@@ -345,7 +359,9 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
         }
         if !targets.is_empty() {
             out.push(Holder {
+                addr,
                 path,
+                chain,
                 in_data,
                 targets,
             });
@@ -353,17 +369,13 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
     }
     // A second hard link to an object is as much a reference as an object reference is: the group holding it
     // follows the object wherever a commit moves it (the commit rewrites links to moved objects).
-    for (path, hard) in linking {
-        let targets: HashSet<u64> = hard
+    for (mut group, hard) in linking {
+        group.targets = hard
             .into_iter()
             .filter(|a| incoming.get(a).is_some_and(|&n| n > 1))
             .collect();
-        if !targets.is_empty() {
-            out.push(Holder {
-                path,
-                in_data: false,
-                targets,
-            });
+        if !group.targets.is_empty() {
+            out.push(group);
         }
     }
     out
