@@ -75,17 +75,7 @@ print(json.dumps(out))
 "#;
 
 fn h5py_view(path: &Path) -> Value {
-    let out = std::process::Command::new("python3")
-        .args(["-c", CHECK])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "h5py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::python_json(CHECK, &[path])
 }
 
 /// The addresses of a dataset's chunks, in order.
@@ -360,19 +350,7 @@ with h5py.File(sys.argv[1], "r") as f:
         "no_refs": f["new/no_refs"].shape,
     }))
 "#;
-    let names = || -> Value {
-        let out = std::process::Command::new("python3")
-            .args(["-c", NAMES])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let names = || common::python_json(NAMES, &[&path]);
     let want = serde_json::json!({
         "r": ["/d", "/new/x", "/new/g", "/", "/grp"],
         "me": "/new/x",
@@ -445,19 +423,7 @@ fn hdf5_1_12_references_follow_moved_objects() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("std_ref.h5");
     common::run_python(common::MAKE_STD_REF, &[&path]);
-    let names = || -> Value {
-        let out = std::process::Command::new("python3")
-            .args(["-c", NAME_STD_REFS])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let names = || common::python_json(NAME_STD_REFS, &[&path]);
     let want = serde_json::json!(["/d", "/g", "/d", "/d", "note"]);
     assert_eq!(names(), want);
     let old_d = H5File::open(&path).unwrap().resolve("/d").unwrap();
@@ -526,22 +492,13 @@ with h5py.File(sys.argv[1], "w") as f:
     a.set_attr("/a", "mark", Array::scalar(Data::I32(vec![1])))
         .unwrap();
     a.commit().unwrap();
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            r#"
-import sys, h5py
+    let got = common::python_json(
+        r#"
+import json, sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    print(f["a"] == f["zz"], int(f["zz"].attrs["mark"]), len(f[f["a/refs"][0]]), len(f[f["zz/refs"][0]]))
+    print(json.dumps([f["a"] == f["zz"], int(f["zz"].attrs["mark"]), len(f[f["a/refs"][0]]), len(f[f["zz/refs"][0]])]))
 "#,
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &[&path],
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "True 1 6 6");
+    assert_eq!(got, serde_json::json!([true, 1, 6, 6]));
 }

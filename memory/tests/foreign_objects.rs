@@ -62,11 +62,11 @@ fn save(s: &mut Store, n: std::ops::Range<usize>) {
     }
 }
 
-/// A new store of 20 memories in `dir`, closed; its path.
-fn small_store(dir: &std::path::Path) -> std::path::PathBuf {
+/// A new store of `n` memories in `dir`, closed; its path.
+fn closed_store(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
     let p = dir.join("m.h5");
     let mut s = Store::open(&p).unwrap();
-    save(&mut s, 0..20);
+    save(&mut s, 0..n);
     s.close().unwrap();
     p
 }
@@ -91,10 +91,7 @@ fn annotations_survive_incremental_and_full_checkpoints() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("m.h5");
-    let mut s = Store::open(&p).unwrap();
-    save(&mut s, 0..3000);
-    s.close().unwrap();
+    let p = closed_store(dir.path(), 3000);
     python(ANNOTATE, &p);
     assert_eq!(python(CHECK, &p), EXPECTED);
 
@@ -173,10 +170,7 @@ fn hard_links_into_the_store_follow_incremental_checkpoints() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("m.h5");
-    let mut s = Store::open(&p).unwrap();
-    save(&mut s, 0..3000);
-    s.close().unwrap();
+    let p = closed_store(dir.path(), 3000);
     python(
         "import h5py, sys\nwith h5py.File(sys.argv[1], 'a') as f:\n    f['user/rec'] = f['records']\n    f['user/text'] = f['records/text']\n    f['user/up'] = f['/']",
         &p,
@@ -202,7 +196,7 @@ fn what_cannot_be_carried_is_kept_in_a_copy() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = small_store(dir.path());
+    let p = closed_store(dir.path(), 20);
     python(
         r#"
 import h5py, numpy as np, sys
@@ -391,7 +385,7 @@ fn plugin_compressed_annotations_keep_their_filters_across_a_rewrite() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = small_store(dir.path());
+    let p = closed_store(dir.path(), 20);
     python(
         r#"
 import h5py, hdf5plugin, numpy as np, sys

@@ -9,7 +9,6 @@ use super::{
 };
 use crate::array::Array;
 use crate::btree::v1::write_chunk_tree;
-use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
 use crate::error::{invalid, unsupported, FormatError, Result};
 use crate::io::Cursor;
@@ -366,23 +365,8 @@ fn write_ref_dataset(
             sink.append(&raw)
         },
     };
-    let plan = crate::write::dataset::Plan {
-        space: Dataspace {
-            dims: array.shape.clone(),
-            max: None,
-            null: false,
-        },
-        dtype: Datatype::Reference { size: 8, kind: 0 },
-        chunk: None,
-        filters: vec![],
-        compact: false,
-    };
-    write_object(
-        sink,
-        crate::write::dataset::dataset_messages(&plan, &layout)?,
-        None,
-        attrs,
-    )
+    let msgs = crate::write::dataset::object_refs_messages(keys.len() as u64, &layout)?;
+    write_object(sink, msgs, None, attrs)
 }
 
 fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> Result<u64> {

@@ -433,15 +433,7 @@ impl FileAppender {
         shape: &[u64],
         targets: &[&str],
     ) -> Result<()> {
-        if name.is_empty() {
-            return invalid("attribute name is empty");
-        }
-        if crate::array::shape_elements(shape) != Some(targets.len() as u64) {
-            return invalid(format!(
-                "attribute shape {shape:?} does not hold {} references",
-                targets.len()
-            ));
-        }
+        crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
         components(object_path)?;
         let mut raw = Vec::with_capacity(8 * targets.len());
         for t in targets {

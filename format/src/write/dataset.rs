@@ -485,3 +485,32 @@ pub fn write_dataset<N: AsRef<str>>(
     let msgs = dataset_messages(&plan, &layout)?;
     write_object(sink, msgs, None, attrs)
 }
+
+/// The messages of a 1-D contiguous dataset of `n` object references whose data lies per `layout`.
+pub(crate) fn object_refs_messages(n: u64, layout: &Layout) -> Result<Vec<(u16, u8, Vec<u8>)>> {
+    let plan = Plan {
+        space: Dataspace {
+            dims: vec![n],
+            max: None,
+            null: false,
+        },
+        dtype: Datatype::Reference { size: 8, kind: 0 },
+        chunk: None,
+        filters: vec![],
+        compact: false,
+    };
+    dataset_messages(&plan, layout)
+}
+
+/// Checks an attribute of object references: a name, and a shape holding `n` of them.
+pub(crate) fn check_ref_attr(name: &str, shape: &[u64], n: usize) -> Result<()> {
+    if name.is_empty() {
+        return invalid("attribute name is empty");
+    }
+    if crate::array::shape_elements(shape) != Some(n as u64) {
+        return invalid(format!(
+            "attribute shape {shape:?} does not hold {n} references"
+        ));
+    }
+    Ok(())
+}

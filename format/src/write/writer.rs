@@ -1,14 +1,12 @@
 //! [`FileWriter`]: builds a complete HDF5 file (superblock v2, object headers v2) in memory.
 
 use crate::array::{Array, Data};
-use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
 use crate::error::{invalid, FormatError, Result};
 use crate::io::UNDEF;
 use crate::messages::Layout;
 use crate::messages::LinkTarget;
 use crate::superblock::{encode_v2, SB2_SIZE};
-use crate::write::dataset::{dataset_messages, Plan};
 use crate::write::dataset::{write_dataset, DatasetOptions};
 use crate::write::object::{attribute_message, attribute_message_raw, write_object};
 use crate::write::sink::Sink;
@@ -347,15 +345,7 @@ impl FileWriter {
         targets: &[&str],
     ) -> Result<()> {
         let targets = ref_targets(targets)?;
-        if name.is_empty() {
-            return invalid("attribute name is empty");
-        }
-        if crate::array::shape_elements(shape) != Some(targets.len() as u64) {
-            return invalid(format!(
-                "attribute shape {shape:?} does not hold {} references",
-                targets.len()
-            ));
-        }
+        crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
         let attrs = self.attrs_mut(object_path)?;
         attrs.set_refs(name, shape, targets);
         Ok(())
@@ -593,18 +583,8 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                     size: 8 * targets.len() as u64,
                 }
             };
-            let plan = Plan {
-                space: Dataspace {
-                    dims: vec![targets.len() as u64],
-                    max: None,
-                    null: false,
-                },
-                dtype: Datatype::Reference { size: 8, kind: 0 },
-                chunk: None,
-                filters: vec![],
-                compact: false,
-            };
-            write_object(sink, dataset_messages(&plan, &layout)?, None, &attrs)?
+            let msgs = crate::write::dataset::object_refs_messages(targets.len() as u64, &layout)?;
+            write_object(sink, msgs, None, &attrs)?
         }
         Node::Link(_) => return invalid("a soft or external link is not an object"),
     };

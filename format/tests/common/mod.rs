@@ -48,6 +48,14 @@ pub fn run_python(code: &str, args: &[&Path]) {
     python(&all, "python3");
 }
 
+/// Runs `python3 -c code` with `args` and parses what it prints as JSON, panicking with its stderr unless it
+/// succeeds.
+pub fn python_json(code: &str, args: &[&Path]) -> serde_json::Value {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["-c".as_ref(), code.as_ref()];
+    all.extend(args.iter().map(|a| a.as_os_str()));
+    serde_json::from_slice(&python(&all, "python3")).expect("JSON from python3")
+}
+
 /// Path of a helper script under tests/py.
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
