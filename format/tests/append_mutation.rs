@@ -1,10 +1,11 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF, PyTables' LZO and hdf5plugin's
 //! Blosc, Blosc2, LZ4, zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and
-//! 128-bit integers; object and region references). On
-//! every variant `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and
-//! deletes attributes, creates groups, writes references and unlinks objects, and commits — without panicking, within a second —
-//! and whatever it committed opens and walks again without panicking.
+//! 128-bit integers; object and region references; second hard links, one a cycle). On every variant
+//! `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and deletes
+//! attributes, creates groups, writes references and unlinks objects (one changed before, perhaps linked at
+//! another path too), and commits — without panicking, within a second — and whatever it committed opens and
+//! walks again without panicking.
 //!
 //! `CLAWHDF5_APPEND_MUTATION_SEED=N` (default 1) and `CLAWHDF5_APPEND_MUTATION_VARIANTS=N` (default 3,000
 //! per seed file) pick other variants.
@@ -52,6 +53,9 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("d/c", data=np.arange(3, dtype="<i2"))
     for i in range(12):
         f.create_group("g/x%d" % i).attrs["a"] = i
+    # Second hard links: a dataset's, and a group's inside itself (a cycle).
+    f["alias"] = f["d/f"]
+    f["g/x1"]["up"] = f["g"]
     # Pipelines the appender encodes besides deflate (hdf5plugin's filters where installed).
     data = np.arange(64, dtype="<i4").reshape(16, 4)
     grow = dict(maxshape=(None, 4), chunks=(4, 4))
@@ -155,6 +159,10 @@ fn exercise(path: &Path) {
     let _ = a.set_attr_object_refs("/", "refs", &[targets.len() as u64], &targets);
     let _ = a.write_object_refs("/new/refs", &targets);
     if let Some((p, _)) = found.get(1) {
+        let _ = a.unlink(p);
+    }
+    // A dataset changed above, unlinked at one of its paths (its changes stay wherever else it is linked).
+    if let Some((p, _)) = found.iter().rev().find(|(_, is_dataset)| *is_dataset) {
         let _ = a.unlink(p);
     }
     if a.commit().is_ok() {

@@ -1,6 +1,6 @@
 //! References survive appends: h5py writes object and region references (datasets contiguous, compact and
-//! chunked with gzip, attributes, compound members, reference cycles between groups, a reference to the
-//! root) and second hard links; the appender then changes the referenced objects, which moves their headers
+//! chunked with gzip, attributes, compound members, variable-length sequences of them, reference cycles
+//! between groups, a reference to the root) and second hard links; the appender then changes the referenced objects, which moves their headers
 //! (copy-on-write). After the commit every reference and link, read by h5py and by us, names the changed
 //! object, not its old version.
 
@@ -42,6 +42,15 @@ with h5py.File(sys.argv[1], "w", libver=(libver, "latest")) as f:
     # A cycle: each of g and h names the other.
     h.attrs["peer"] = g.ref
     g.attrs["peer"] = h.ref
+    # Variable-length sequences of references: a chunked, gzipped dataset of them and an attribute.
+    seq = h5py.vlen_dtype(h5py.ref_dtype)
+    seqs = f.create_dataset("seqs", (3,), dtype=seq, chunks=(2,), compression="gzip")
+    seqs[0] = np.array([data.ref, g.ref], dtype=h5py.ref_dtype)
+    seqs[1] = np.array([], dtype=h5py.ref_dtype)
+    seqs[2] = np.array([sub.ref, h.ref, data.ref], dtype=h5py.ref_dtype)
+    one = np.empty(1, dtype=object)
+    one[0] = np.array([sub.ref, data.ref], dtype=h5py.ref_dtype)
+    h.attrs.create("seqattr", one, dtype=seq)
 "#;
 
 const CHECK: &str = r#"
@@ -71,6 +80,11 @@ with h5py.File(sys.argv[1], "r") as f:
     out["sub2_mark"] = str(f["h/sub2"].attrs.get("mark", ""))
     out["sub2_len"] = len(f["h/sub2"])
     out["root_mark"] = str(f[f.attrs["root"]].attrs.get("mark", ""))
+    if "seqs" in f:
+        out["seqs"] = [[name(r) for r in x] for x in f["seqs"][...]]
+        out["seqattr"] = [[name(r) for r in x] for x in f["h"].attrs["seqattr"]]
+        out["seq_data_shape"] = list(f[f["seqs"][2][2]].shape)
+        out["seq_sub_mark"] = str(f[f["h"].attrs["seqattr"][0][0]].attrs.get("mark", ""))
 print(json.dumps(out))
 "#;
 
@@ -172,6 +186,13 @@ fn references_follow_objects_the_appender_moves() {
         assert_eq!(after["alias_shape"], serde_json::json!([8, 2]), "{libver}");
         assert_eq!(after["sub2_mark"], "sub", "{libver}");
         assert_eq!(after["root_mark"], "root", "{libver}");
+        // References inside variable-length sequences too.
+        assert_eq!(
+            after["seq_data_shape"],
+            serde_json::json!([8, 2]),
+            "{libver}"
+        );
+        assert_eq!(after["seq_sub_mark"], "sub", "{libver}");
         assert_eq!(
             after["marks"],
             serde_json::json!(["h", ""]),
@@ -188,6 +209,8 @@ fn references_follow_objects_the_appender_moves() {
             "regions",
             "root",
             "peers",
+            "seqs",
+            "seqattr",
         ] {
             assert_eq!(after[key], before[key], "{libver}: {key}");
         }

@@ -1,7 +1,7 @@
 //! A commit's writes: the session's tree of changed objects goes into the sink, each object written anew
 //! (copy-on-write), parents after children, up to the root. When references point at objects the commit
 //! moves, it writes twice: the first pass finds every object's new address, the second writes the
-//! references with them.
+//! references with them (reusing the first pass's compressed chunks of new datasets).
 
 use super::refs;
 use super::{
@@ -17,7 +17,7 @@ use crate::object_header::mtype;
 use crate::read::file::H5File;
 use crate::write::dataset::write_dataset;
 use crate::write::object::{attribute_message, write_object};
-use crate::write::sink::{HeapSink, Sink};
+use crate::write::sink::{HeapSink, Replay, Sink};
 use std::collections::{HashMap, HashSet};
 
 impl FileAppender {
@@ -47,21 +47,32 @@ impl FileAppender {
             stand_ins: &self.stand_ins,
             moved: Vec::new(),
         };
-        let first = write_group(&mut self.sink, &self.root, &mut pass)?;
+        // New datasets' filtered chunks are recorded, and the second pass reuses them where it stores them
+        // alike (their data does not change between the passes), so that nothing is compressed twice.
+        self.sink.recorded = Some(HashMap::new());
+        let first = write_group(&mut self.sink, &self.root, &mut pass);
+        let chunks = self.sink.recorded.take().unwrap_or_default();
+        let first = first?;
         let found = pass.moved;
         let mut map = HashMap::new();
         for (old, new) in &found {
-            // An object loaded twice (two hard links) is written twice; references take the first copy.
+            // The tree holds each committed object once (tree.rs), so each old address has one new one.
             map.entry(*old).or_insert(*new);
         }
-        self.sink.buf.truncate(start);
+        self.sink.replay = Some(Replay {
+            start: self.sink.base + start as u64,
+            bytes: self.sink.buf.split_off(start),
+            chunks,
+        });
         let mut pass = Pass {
             h5: &self.h5,
             map: Some(&map),
             stand_ins: &self.stand_ins,
             moved: Vec::new(),
         };
-        let root = write_group(&mut self.sink, &self.root, &mut pass)?;
+        let root = write_group(&mut self.sink, &self.root, &mut pass);
+        self.sink.replay = None;
+        let root = root?;
         if root != first || pass.moved != found {
             return invalid("object addresses moved between the passes that rewrite references");
         }
@@ -79,8 +90,6 @@ impl FileAppender {
             tree_addrs(&self.root, &mut |a| {
                 moved.insert(a);
             });
-            let mut in_tree = HashMap::new();
-            tree_paths(&self.root, &mut Vec::new(), &mut in_tree);
             let mut grew = false;
             for (h, done) in holders.iter().zip(done.iter_mut()) {
                 if *done || h.targets.is_disjoint(&moved) {
@@ -96,17 +105,9 @@ impl FileAppender {
                     }
                     continue;
                 }
-                // Reached through a group the tree has under another path (a second hard link): through
-                // that path, so that the group is not loaded (and written) twice.
-                let path = match h.chain.iter().rposition(|a| in_tree.contains_key(a)) {
-                    Some(k) => {
-                        let mut p: Vec<&str> =
-                            in_tree[&h.chain[k]].iter().map(String::as_str).collect();
-                        p.extend(h.path[k + 1..].iter().map(String::as_str));
-                        p.join("/")
-                    }
-                    None => h.path.join("/"),
-                };
+                // Reached through a group the tree holds under another path (a second hard link), the walk
+                // continues from there: the group is not loaded (and written) twice.
+                let path = format!("/{}", h.path.join("/"));
                 // A holder unlinked or replaced in this session, or reached through a link the session
                 // changed, is not this commit's to keep.
                 if let Ok(Node::Dataset(d)) = self.child(&path) {
@@ -117,24 +118,6 @@ impl FileAppender {
                 return any;
             }
         }
-    }
-}
-
-/// Records the path of every object in the tree that has a committed address (the first path, if several).
-fn tree_paths(g: &GroupState, path: &mut Vec<String>, out: &mut HashMap<u64, Vec<String>>) {
-    if let Some(a) = g.addr {
-        out.entry(a).or_insert_with(|| path.clone());
-    }
-    for (name, node) in &g.children {
-        path.push(name.clone());
-        match node {
-            Node::Group(s) => tree_paths(s, path, out),
-            Node::Dataset(d) => {
-                out.entry(d.addr).or_insert_with(|| path.clone());
-            }
-            Node::New { .. } => {}
-        }
-        path.pop();
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod commit;
 mod refs;
+mod tree;
 
 use crate::array::Array;
 use crate::btree::v1::ChunkEntry;
@@ -35,7 +36,7 @@ use crate::write::dataset::{write_chunks, DatasetOptions};
 use crate::write::object::attribute_message;
 use crate::write::sink::{HeapSink, Sink};
 use crate::write::writer::components;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -126,6 +127,10 @@ pub struct FileAppender {
     stand_ins: HashSet<u64>,
     /// This session set attributes of references.
     new_refs: bool,
+    /// Where the tree holds each committed object it loaded.
+    loaded: tree::Loaded,
+    /// Hard links into each object of the committed file, counted when first needed.
+    incoming: Option<HashMap<u64, u32>>,
 }
 
 /// The first stand-in address (counting down); above any address a file can hold.
@@ -164,7 +169,8 @@ impl FileAppender {
         // New bytes go after both the committed EOF and anything a crashed commit left behind. The stored end
         // of file counts the user block (libhdf5 compares it with the file's size); the sink's addresses do not.
         let start = sb.eof.max(file_len).saturating_sub(sb.base);
-        let root = load_group(&h5, sb.root)?;
+        let root_addr = sb.root;
+        let root = load_group(&h5, root_addr)?;
         Ok(FileAppender {
             path: path.to_path_buf(),
             h5,
@@ -175,6 +181,8 @@ impl FileAppender {
             superseded: 0,
             stand_ins: HashSet::new(),
             new_refs: false,
+            loaded: HashMap::from([(root_addr, Vec::new())]),
+            incoming: None,
         })
     }
 
@@ -188,95 +196,9 @@ impl FileAppender {
             .map(u64::from_le_bytes)
             .ok_or_else(|| FormatError::Corrupt("superblock shorter than its root entry".into()))
     }
-
-    /// Walks to the group at `parts`, loading (and optionally creating) groups on the way.
-    fn group_mut(&mut self, parts: &[&str], create: bool) -> Result<&mut GroupState> {
-        group_in(&self.h5, &mut self.root, parts, create)
-    }
-}
-
-fn group_in<'g>(
-    h5: &H5File,
-    root: &'g mut GroupState,
-    parts: &[&str],
-    create: bool,
-) -> Result<&'g mut GroupState> {
-    {
-        let mut g = root;
-        for (i, p) in parts.iter().enumerate() {
-            if !g.children.contains_key(*p) {
-                match g.links.get(*p) {
-                    Some(LinkTarget::Hard(a)) => {
-                        let node = load_node(h5, *a)?;
-                        g.children.insert(p.to_string(), node);
-                    }
-                    Some(_) => {
-                        return unsupported(format!(
-                            "changing objects through a soft or external link ({})",
-                            parts[..=i].join("/")
-                        ))
-                    }
-                    None if create => {
-                        g.children.insert(
-                            p.to_string(),
-                            Node::Group(GroupState {
-                                addr: None,
-                                links: BTreeMap::new(),
-                                attrs: vec![],
-                                extra: vec![],
-                                children: BTreeMap::new(),
-                            }),
-                        );
-                    }
-                    None => {
-                        return Err(FormatError::NotFound(format!("/{}", parts[..=i].join("/"))))
-                    }
-                }
-            }
-            g = match g.children.get_mut(*p) {
-                Some(Node::Group(s)) => s,
-                Some(_) => {
-                    return Err(FormatError::TypeMismatch(format!(
-                        "/{} is not a group",
-                        parts[..=i].join("/")
-                    )))
-                }
-                None => return Err(FormatError::NotFound(format!("/{}", parts[..=i].join("/")))),
-            };
-        }
-        Ok(g)
-    }
 }
 
 impl FileAppender {
-    /// Loads the child `name` of the group at `parents` into the dirty tree, returning it.
-    fn child(&mut self, path: &str) -> Result<&mut Node> {
-        let parts = components(path)?;
-        let (name, parents) = match parts.split_last() {
-            Some(x) => x,
-            None => return invalid("path names the root group"),
-        };
-        let h5 = &self.h5;
-        // group_mut borrows self mutably; replicate its walk with the h5 borrow split.
-        let mut g = &mut self.root;
-        for (i, p) in parents.iter().enumerate() {
-            ensure_loaded(h5, g, p, &parts[..=i])?;
-            g = match g.children.get_mut(*p) {
-                Some(Node::Group(s)) => s,
-                _ => {
-                    return Err(FormatError::TypeMismatch(format!(
-                        "/{} is not a group",
-                        parts[..=i].join("/")
-                    )))
-                }
-            };
-        }
-        ensure_loaded(h5, g, name, &parts)?;
-        g.children
-            .get_mut(*name)
-            .ok_or_else(|| FormatError::NotFound(path.to_string()))
-    }
-
     /// Creates a group (and missing parents).
     pub fn create_group(&mut self, path: &str) -> Result<()> {
         let parts = components(path)?;
@@ -313,8 +235,9 @@ impl FileAppender {
             Some(x) => x,
             None => return invalid("dataset path is empty"),
         };
+        let at = self.canonical(parents, true)?;
         let h5 = &self.h5;
-        let g = group_in(h5, &mut self.root, parents, true)?;
+        let g = tree::group_at(&mut self.root, &at)?;
         let exists = g.links.contains_key(*name) || g.children.contains_key(*name);
         if exists && !replace {
             return invalid(format!("{path} already exists"));
@@ -346,7 +269,7 @@ impl FileAppender {
         if replace && exists {
             self.superseded += self.committed_data_bytes(parents, name)?;
         }
-        let g = self.group_mut(parents, true)?;
+        let g = tree::group_at(&mut self.root, &at)?;
         g.links.remove(*name);
         g.children.insert(
             name.to_string(),
@@ -370,8 +293,9 @@ impl FileAppender {
 
     /// Raw data bytes of the committed, unchanged dataset `name` under `parents` (0 for anything else).
     fn committed_data_bytes(&mut self, parents: &[&str], name: &str) -> Result<u64> {
+        let at = self.canonical(parents, false)?;
         let h5 = &self.h5;
-        let g = group_in(h5, &mut self.root, parents, false)?;
+        let g = tree::group_at(&mut self.root, &at)?;
         let addr = match (g.children.get(name), g.links.get(name)) {
             (Some(Node::Dataset(d)), _) if d.change.is_none() => d.addr,
             (None, Some(LinkTarget::Hard(a))) => *a,
@@ -398,7 +322,7 @@ impl FileAppender {
             return invalid("attribute shape does not match its data");
         }
         let parts = components(object_path)?;
-        if parts.is_empty() {
+        if self.names_root(&parts)? {
             let msg = attribute_message(&mut self.sink, name, &value)?;
             set_named(&mut self.root.attrs, name, msg);
             self.dirty = true;
@@ -441,7 +365,7 @@ impl FileAppender {
         }
         let dt = Datatype::Reference { size: 8, kind: 0 };
         let msg = crate::write::object::attribute_message_raw(name, &dt, shape, &raw)?;
-        if components(object_path)?.is_empty() {
+        if self.names_root(&components(object_path)?)? {
             set_named(&mut self.root.attrs, name, msg);
         } else {
             match self.child(object_path)? {
@@ -484,7 +408,7 @@ impl FileAppender {
                 "object reference target {target:?} is not an absolute path"
             ));
         }
-        if components(target)?.is_empty() {
+        if self.names_root(&components(target)?)? {
             return Ok(self.sb.root);
         }
         let stand_in = STAND_IN_TOP - self.stand_ins.len() as u64;
@@ -509,9 +433,12 @@ impl FileAppender {
         };
         let g = self.group_mut(parents, false)?;
         let linked = g.links.remove(*name).is_some();
-        let loaded = g.children.remove(*name).is_some();
-        if !linked && !loaded {
+        let loaded = g.children.remove(*name);
+        if !linked && loaded.is_none() {
             return Err(FormatError::NotFound(path.to_string()));
+        }
+        if let Some(node) = loaded {
+            self.rehome(node)?;
         }
         self.dirty = true;
         Ok(())
@@ -557,7 +484,7 @@ impl FileAppender {
     /// Deletes the attribute `name` of "/" or any group or dataset.
     pub fn delete_attr(&mut self, object_path: &str, name: &str) -> Result<()> {
         let parts = components(object_path)?;
-        let removed = if parts.is_empty() {
+        let removed = if self.names_root(&parts)? {
             remove_named(&mut self.root.attrs, name)
         } else {
             match self.child(object_path)? {
@@ -904,24 +831,6 @@ impl FileAppender {
         f.write_all_at(&sb, self.sb.at)?;
         f.sync_all()?;
         Ok(())
-    }
-}
-
-fn ensure_loaded(h5: &H5File, g: &mut GroupState, name: &str, parts: &[&str]) -> Result<()> {
-    if g.children.contains_key(name) {
-        return Ok(());
-    }
-    match g.links.get(name) {
-        Some(LinkTarget::Hard(a)) => {
-            let node = load_node(h5, *a)?;
-            g.children.insert(name.to_string(), node);
-            Ok(())
-        }
-        Some(_) => unsupported(format!(
-            "changing objects through a soft or external link (/{})",
-            parts.join("/")
-        )),
-        None => Err(FormatError::NotFound(format!("/{}", parts.join("/")))),
     }
 }
 

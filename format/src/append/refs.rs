@@ -2,10 +2,10 @@
 //! commit writes every changed object anew, so each reference to a moved object is rewritten to point at the
 //! new header: object references (8-byte addresses), dataset region references (a global heap object that
 //! starts with the address) and HDF5 1.12 references (an inline token, or a heap blob that starts with one),
-//! in attributes and in datasets, alone or as compound members and array elements; and hard links, where an
-//! object has more than one (the root's counts the superblock's). References inside
-//! variable-length sequences, references into other files, and objects the reader cannot read are left as
-//! they are.
+//! in attributes and in datasets, alone, as compound members, array elements or elements of variable-length
+//! sequences (whose heap objects are copied with the new addresses); and hard links, where an object has more
+//! than one (the root's counts the superblock's). References into other files, and objects the reader cannot
+//! read, are left as they are.
 
 use crate::convert::{VlenSink, VlenSource};
 use crate::datatype::Datatype;
@@ -18,7 +18,7 @@ use crate::read::groups::{self, ObjectKind};
 use std::collections::{HashMap, HashSet};
 
 /// Where one element of a datatype holds a reference.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Slot {
     /// An 8-byte object address (reference kind 0) at this offset.
     Object(usize),
@@ -26,6 +26,13 @@ pub(super) enum Slot {
     Region(usize),
     /// An HDF5 1.12 reference at this offset.
     Revised(usize),
+    /// The 16-byte descriptor of a variable-length sequence (length, heap ID) at `at`, whose elements of
+    /// `elem` bytes hold references at `inner`.
+    Seq {
+        at: usize,
+        elem: usize,
+        inner: std::sync::Arc<[Slot]>,
+    },
 }
 
 /// Slots per element beyond which a type's references are not followed (an array type of millions of them).
@@ -50,6 +57,16 @@ fn push_slots(dt: &Datatype, base: usize, out: &mut Vec<Slot>) {
         Datatype::Reference { size: 12, kind: 1 } => out.push(Slot::Region(base)),
         Datatype::Reference { size, kind } if *kind >= 2 && *size >= 18 => {
             out.push(Slot::Revised(base))
+        }
+        Datatype::VarSeq(inner) => {
+            let one = slots(inner);
+            if !one.is_empty() {
+                out.push(Slot::Seq {
+                    at: base,
+                    elem: inner.size(),
+                    inner: one.into(),
+                });
+            }
         }
         Datatype::Compound { members, .. } => {
             for m in members {
@@ -77,19 +94,36 @@ fn push_slots(dt: &Datatype, base: usize, out: &mut Vec<Slot>) {
 }
 
 impl Slot {
-    fn offset(self) -> usize {
+    fn offset(&self) -> usize {
         match self {
-            Slot::Object(o) | Slot::Region(o) | Slot::Revised(o) => o,
+            Slot::Object(o) | Slot::Region(o) | Slot::Revised(o) => *o,
+            Slot::Seq { at, .. } => *at,
         }
     }
 
-    fn shifted(self, by: usize) -> Slot {
+    fn shifted(&self, by: usize) -> Slot {
         match self {
             Slot::Object(o) => Slot::Object(o.saturating_add(by)),
             Slot::Region(o) => Slot::Region(o.saturating_add(by)),
             Slot::Revised(o) => Slot::Revised(o.saturating_add(by)),
+            Slot::Seq { at, elem, inner } => Slot::Seq {
+                at: at.saturating_add(by),
+                elem: *elem,
+                inner: inner.clone(),
+            },
         }
     }
+}
+
+/// The heap object of the variable-length sequence whose descriptor lies in `elem` at `at`: its bytes (its
+/// elements), and where the descriptor's heap ID lies; `None` for an empty or unreadable sequence.
+fn sequence<'h>(h5: &'h H5File, elem: &[u8], at: usize) -> Option<(usize, &'h [u8])> {
+    let len = u32_at(elem, at)?;
+    let coll = u64_at(elem, at + 4)?;
+    if len == 0 || coll == 0 {
+        return None;
+    }
+    Some((at + 4, h5.vlen_object(coll, u32_at(elem, at + 12)?).ok()?))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
@@ -132,13 +166,15 @@ impl Found<'_> {
 
 /// The reference in `elem` at `slot`; `None` for a null reference, one into another file, or one whose heap
 /// object cannot be read.
-fn find<'h>(h5: &'h H5File, elem: &[u8], slot: Slot) -> Option<Found<'h>> {
+fn find<'h>(h5: &'h H5File, elem: &[u8], slot: &Slot) -> Option<Found<'h>> {
     // Offsets past the element (a damaged compound's member) hold nothing; below it, the arithmetic
     // below cannot overflow.
     if slot.offset() >= elem.len() {
         return None;
     }
-    match slot {
+    match *slot {
+        // A sequence is not one reference: its elements are walked where it is met.
+        Slot::Seq { .. } => None,
         Slot::Object(o) => {
             let target = u64_at(elem, o)?;
             (target != 0 && target != crate::io::UNDEF).then_some(Found::Inline {
@@ -205,7 +241,11 @@ pub(super) fn collect_targets(
     }
     for e in raw.chunks_exact(elem) {
         for s in slots {
-            if let Some(f) = find(h5, e, *s) {
+            if let Slot::Seq { at, elem, inner } = s {
+                if let Some((_, body)) = sequence(h5, e, *at) {
+                    collect_targets(h5, inner, *elem, body, out);
+                }
+            } else if let Some(f) = find(h5, e, s) {
                 out.insert(f.target());
             }
         }
@@ -230,7 +270,22 @@ pub(super) fn remap(
     }
     for e in raw.chunks_exact_mut(elem) {
         for s in slots {
-            let Some(found) = find(h5, e, *s) else {
+            if let Slot::Seq { at, elem, inner } = s {
+                // A sequence naming a moved object is copied to a new heap object with the new addresses.
+                let Some((id_at, body)) = sequence(h5, e, *at) else {
+                    continue;
+                };
+                if !points_into(h5, inner, *elem, body, map) {
+                    continue;
+                }
+                let mut copy = body.to_vec();
+                remap(h5, inner, *elem, &mut copy, map, stand_ins, heap)?;
+                let (coll, index) = heap.put(&copy)?;
+                e[id_at..id_at + 8].copy_from_slice(&coll.to_le_bytes());
+                e[id_at + 8..id_at + 12].copy_from_slice(&index.to_le_bytes());
+                continue;
+            }
+            let Some(found) = find(h5, e, s) else {
                 continue;
             };
             let Some(&new) = map.get(&found.target()) else {
@@ -276,8 +331,6 @@ pub(super) struct Holder {
     pub addr: u64,
     /// The object's path (components), as first reached from the root along hard links.
     pub path: Vec<String>,
-    /// The header address of each object along `path` (the last is `addr`).
-    pub chain: Vec<u64>,
     /// True when the references are in the dataset's data (not only in attributes).
     pub in_data: bool,
     /// The objects its references point at.
@@ -292,13 +345,13 @@ const MAX_DEPTH: usize = 512;
 pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack = vec![(h5.root_addr(), Vec::<String>::new(), Vec::<u64>::new())];
+    let mut stack = vec![(h5.root_addr(), Vec::<String>::new())];
     let ctx = h5.ctx();
     // Hard links into each object (the superblock's to the root counted), and each group's hard link targets.
     let mut incoming: HashMap<u64, u32> = HashMap::from([(h5.root_addr(), 1)]);
     // Each group (as a holder of no target yet) and its hard links' targets.
     let mut linking: Vec<(Holder, Vec<u64>)> = Vec::new();
-    while let Some((addr, path, chain)) = stack.pop() {
+    while let Some((addr, path)) = stack.pop() {
         if !seen.insert(addr) {
             continue;
         }
@@ -326,15 +379,12 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
                             hard.push(a);
                             let mut p = path.clone();
                             p.push(l.name);
-                            let mut c = chain.clone();
-                            c.push(a);
-                            stack.push((a, p, c));
+                            stack.push((a, p));
                         }
                     }
                     let group = Holder {
                         addr,
                         path: path.clone(),
-                        chain: chain.clone(),
                         in_data: false,
                         targets: HashSet::new(),
                     };
@@ -361,7 +411,6 @@ pub(super) fn holders(h5: &H5File) -> Vec<Holder> {
             out.push(Holder {
                 addr,
                 path,
-                chain,
                 in_data,
                 targets,
             });
@@ -416,9 +465,11 @@ pub(super) fn points_into(
 ) -> bool {
     elem != 0
         && raw.chunks_exact(elem).any(|e| {
-            slots
-                .iter()
-                .any(|s| find(h5, e, *s).is_some_and(|f| map.contains_key(&f.target())))
+            slots.iter().any(|s| match s {
+                Slot::Seq { at, elem, inner } => sequence(h5, e, *at)
+                    .is_some_and(|(_, body)| points_into(h5, inner, *elem, body, map)),
+                s => find(h5, e, s).is_some_and(|f| map.contains_key(&f.target())),
+            })
         })
 }
 
@@ -473,7 +524,15 @@ mod tests {
             ]
         );
         assert!(slots(&int).is_empty());
-        assert!(slots(&Datatype::VarSeq(Box::new(obj))).is_empty());
+        assert_eq!(
+            slots(&Datatype::VarSeq(Box::new(obj.clone()))),
+            vec![Slot::Seq {
+                at: 0,
+                elem: 8,
+                inner: vec![Slot::Object(0)].into()
+            }]
+        );
+        assert!(slots(&Datatype::VarSeq(Box::new(int.clone()))).is_empty());
     }
 
     #[test]

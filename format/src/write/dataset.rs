@@ -12,7 +12,7 @@ use crate::messages::{self, ChunkIndex, Filter, Layout};
 use crate::object_header::mtype;
 use crate::select::copy_box;
 use crate::write::object::write_object;
-use crate::write::sink::{HeapSink, Sink};
+use crate::write::sink::{raw_hash, HeapSink, Replay, Sink, StoredChunk};
 use rayon::prelude::*;
 
 /// How a dataset is stored. The default is contiguous, unfiltered, fixed-size.
@@ -303,8 +303,9 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
     })
 }
 
-/// A chunk ready to write: its offset in the dataset, its bytes and its filter mask.
-type EncodedChunk = (Vec<u64>, Vec<u8>, u32);
+/// A chunk ready to write: its offset in the dataset, its bytes (empty when a first pass's are reused), its
+/// filter mask, and the hash of its unfiltered bytes when the sink records or replays chunks.
+type EncodedChunk = (Vec<u64>, Vec<u8>, u32, Option<u64>);
 
 /// Splits raw elements `raw` (shape `shape`, positioned at element origin `origin` of the dataset)
 /// into whole chunks, filters them in parallel and appends them to the sink.
@@ -344,35 +345,74 @@ pub fn write_chunks(
             v
         })
         .collect();
+    let start_of = |g: &[u64]| -> Vec<u64> { g.iter().zip(chunk).map(|(a, c)| a * c).collect() };
+    let unfiltered = |start: &[u64]| -> Vec<u8> {
+        let count: Vec<u64> = (0..r).map(|d| chunk[d].min(shape[d] - start[d])).collect();
+        let mut buf = vec![0u8; chunk_bytes];
+        copy_box(
+            raw,
+            shape,
+            start,
+            &mut buf,
+            chunk,
+            &vec![0; r],
+            &count,
+            elem,
+        );
+        buf
+    };
+    let hashing = !filters.is_empty() && (sink.recorded.is_some() || sink.replay.is_some());
+    let replay = sink.replay.take();
+    let reuse = match &replay {
+        Some(rp) if hashing => first_pass_chunks(rp, sink.pos(), &coords, |g| {
+            raw_hash(&unfiltered(&start_of(g)))
+        }),
+        _ => vec![],
+    };
     let encoded: Vec<Result<EncodedChunk>> = coords
         .par_iter()
-        .map(|g| {
-            let start: Vec<u64> = g.iter().zip(chunk).map(|(a, c)| a * c).collect();
-            let count: Vec<u64> = (0..r).map(|d| chunk[d].min(shape[d] - start[d])).collect();
-            let mut buf = vec![0u8; chunk_bytes];
-            copy_box(
-                raw,
-                shape,
-                &start,
-                &mut buf,
-                chunk,
-                &vec![0; r],
-                &count,
-                elem,
-            );
+        .enumerate()
+        .map(|(i, g)| {
+            let start = start_of(g);
+            let off = start.iter().zip(origin).map(|(s, o)| s + o).collect();
+            if let Some((_, c)) = reuse.get(i) {
+                return Ok((off, Vec::new(), c.mask, Some(c.raw_hash)));
+            }
+            let buf = unfiltered(&start);
+            let hash = hashing.then(|| raw_hash(&buf));
             let (enc, mask) = if filters.is_empty() {
                 (buf, 0)
             } else {
                 filters::encode(filters, &buf, elem, skip)?
             };
-            let off = start.iter().zip(origin).map(|(s, o)| s + o).collect();
-            Ok((off, enc, mask))
+            Ok((off, enc, mask, hash))
         })
         .collect();
     let mut entries = Vec::with_capacity(encoded.len());
-    for e in encoded {
-        let (offset, bytes, filter_mask) = e?;
-        let addr = sink.append(&bytes);
+    for (i, e) in encoded.into_iter().enumerate() {
+        let (offset, bytes, filter_mask, hash) = e?;
+        let bytes = match (reuse.get(i), &replay) {
+            (Some((at, c)), Some(rp)) if *at == sink.pos() => rp.bytes_at(*at, c),
+            (Some(_), _) => None,
+            (None, _) => Some(&bytes[..]),
+        }
+        .ok_or_else(|| {
+            crate::FormatError::Invalid(
+                "a chunk of the first pass is not where the second stores it".into(),
+            )
+        })?;
+        let addr = sink.append(bytes);
+        if let (Some(rec), Some(raw_hash)) = (sink.recorded.as_mut(), hash) {
+            let len = bytes.len();
+            rec.insert(
+                addr,
+                StoredChunk {
+                    raw_hash,
+                    len,
+                    mask: filter_mask,
+                },
+            );
+        }
         entries.push(ChunkEntry {
             offset,
             addr,
@@ -380,7 +420,37 @@ pub fn write_chunks(
             filter_mask,
         });
     }
+    sink.replay = replay;
     Ok(entries)
+}
+
+/// The leading chunks (with their addresses) that a first pass stored where this pass stores them, from `at`
+/// on, with the same unfiltered bytes (`hash` of a chunk's grid position): their filtered bytes are reused.
+fn first_pass_chunks(
+    replay: &Replay,
+    mut at: u64,
+    coords: &[Vec<u64>],
+    hash: impl Fn(&[u64]) -> u64 + Sync,
+) -> Vec<(u64, StoredChunk)> {
+    let mut planned = Vec::new();
+    for _ in coords {
+        let Some(c) = replay.chunks.get(&at) else {
+            break;
+        };
+        planned.push((at, *c));
+        at += c.len as u64;
+    }
+    let hashes: Vec<u64> = coords[..planned.len()]
+        .par_iter()
+        .map(|g| hash(g))
+        .collect();
+    let same = planned
+        .iter()
+        .zip(&hashes)
+        .take_while(|((_, c), h)| c.raw_hash == **h)
+        .count();
+    planned.truncate(same);
+    planned
 }
 
 /// The chunk filter mask of the filters in a pipeline (one read from a file, perhaps) that libhdf5 cannot
@@ -513,4 +583,108 @@ pub(crate) fn check_ref_attr(name: &str, shape: &[u64], n: usize) -> Result<()> 
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn deflate() -> Vec<Filter> {
+        vec![Filter {
+            id: 1,
+            flags: 0,
+            name: String::new(),
+            params: vec![6],
+        }]
+    }
+
+    fn raw(seed: u32) -> Vec<u8> {
+        (0..64u32 * 64)
+            .flat_map(|i| ((i * 7 + seed) % 251).to_le_bytes())
+            .collect()
+    }
+
+    /// First pass: chunks of `raw` recorded by a sink at `base`; returns the sink.
+    fn first_pass(base: u64, raw: &[u8]) -> Sink {
+        let mut s = Sink::new(base);
+        s.recorded = Some(HashMap::new());
+        write_chunks(&mut s, raw, &[64, 64], &[0, 0], &[16, 16], 4, &deflate()).unwrap();
+        s
+    }
+
+    fn replaying(first: Sink) -> Sink {
+        let mut s = Sink::new(first.base);
+        s.replay = Some(Replay {
+            start: first.base,
+            chunks: first.recorded.unwrap(),
+            bytes: first.buf,
+        });
+        s
+    }
+
+    #[test]
+    fn a_second_pass_reuses_the_first_pass_chunks_where_it_stores_them_alike() {
+        let data = raw(0);
+        let mut first = first_pass(4096, &data);
+        assert_eq!(first.recorded.as_ref().unwrap().len(), 16);
+        let fresh = first.buf.clone();
+        // Mark the first pass's first chunk: a second pass that reuses it copies the mark.
+        first.buf[0] ^= 0xff;
+        let marked = first.buf.clone();
+        let mut second = replaying(first);
+        let entries = write_chunks(
+            &mut second,
+            &data,
+            &[64, 64],
+            &[0, 0],
+            &[16, 16],
+            4,
+            &deflate(),
+        )
+        .unwrap();
+        assert_eq!(second.buf, marked);
+        assert_ne!(second.buf, fresh);
+        assert_eq!(entries.len(), 16);
+        assert_eq!(entries[0].addr, 4096);
+    }
+
+    #[test]
+    fn chunks_stored_elsewhere_or_changed_are_filtered_anew() {
+        let data = raw(0);
+        let fresh = first_pass(4096, &data).buf;
+        // Another address: nothing reused.
+        let mut first = first_pass(4096, &data);
+        first.buf[0] ^= 0xff;
+        let mut second = replaying(first);
+        second.buf.push(0);
+        write_chunks(
+            &mut second,
+            &data,
+            &[64, 64],
+            &[0, 0],
+            &[16, 16],
+            4,
+            &deflate(),
+        )
+        .unwrap();
+        assert_eq!(&second.buf[1..], &fresh[..]);
+        // Other data at the same address: filtered anew (the marked first chunk is not copied).
+        let mut first = first_pass(4096, &data);
+        first.buf[0] ^= 0xff;
+        let other = raw(1);
+        let expect = first_pass(4096, &other).buf;
+        let mut second = replaying(first);
+        write_chunks(
+            &mut second,
+            &other,
+            &[64, 64],
+            &[0, 0],
+            &[16, 16],
+            4,
+            &deflate(),
+        )
+        .unwrap();
+        assert_eq!(second.buf, expect);
+    }
 }

@@ -4,11 +4,50 @@
 use crate::convert::VlenSink;
 use crate::error::Result;
 use crate::heap::global::CollectionBuilder;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 /// Bytes destined for file addresses `base..base + buf.len()`.
 pub struct Sink {
     pub base: u64,
     pub buf: Vec<u8>,
+    /// Filtered chunks appended, by address, while a commit's first pass records them.
+    pub(crate) recorded: Option<HashMap<u64, StoredChunk>>,
+    /// A first pass's chunks, which a second pass writing the same chunk at the same address reuses.
+    pub(crate) replay: Option<Replay>,
+}
+
+/// One filtered chunk a sink stored: a hash of its unfiltered bytes, its length and its filter mask.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct StoredChunk {
+    pub raw_hash: u64,
+    pub len: usize,
+    pub mask: u32,
+}
+
+/// What a first pass wrote from address `start` on (`bytes`), and the filtered chunks among it.
+pub(crate) struct Replay {
+    pub start: u64,
+    pub bytes: Vec<u8>,
+    pub chunks: HashMap<u64, StoredChunk>,
+}
+
+impl Replay {
+    /// The first pass's filtered bytes of a chunk stored at `addr` (as `chunk` says), if it stored one there.
+    pub fn bytes_at(&self, addr: u64, chunk: &StoredChunk) -> Option<&[u8]> {
+        if self.chunks.get(&addr) != Some(chunk) {
+            return None;
+        }
+        let from = usize::try_from(addr.checked_sub(self.start)?).ok()?;
+        self.bytes.get(from..from.checked_add(chunk.len)?)
+    }
+}
+
+/// The hash a sink records of a chunk's unfiltered bytes.
+pub(crate) fn raw_hash(raw: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    raw.hash(&mut h);
+    h.finish()
 }
 
 impl Sink {
@@ -17,6 +56,8 @@ impl Sink {
         Sink {
             base,
             buf: Vec::new(),
+            recorded: None,
+            replay: None,
         }
     }
 
