@@ -583,6 +583,12 @@ impl Datatype {
                 out.put_uint(0, 3);
                 out.put_u32(8);
             }
+            Datatype::Reference { size: 12, kind: 1 } => {
+                // Type 1: dataset region reference (a global heap ID).
+                out.put_u8(0x17);
+                out.put_uint(1, 3);
+                out.put_u32(12);
+            }
             other => return unsupported(format!("writing datatype {}", other.describe())),
         }
         Ok(())

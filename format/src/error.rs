@@ -43,3 +43,17 @@ pub(crate) fn unsupported<T>(msg: impl Into<String>) -> Result<T> {
 pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T> {
     Err(FormatError::Invalid(msg.into()))
 }
+
+impl FormatError {
+    /// The same error with `what` (where it arose) before its message.
+    pub(crate) fn context(self, what: &str) -> FormatError {
+        match self {
+            FormatError::Corrupt(m) => FormatError::Corrupt(format!("{what}: {m}")),
+            FormatError::Unsupported(m) => FormatError::Unsupported(format!("{what}: {m}")),
+            FormatError::NotFound(m) => FormatError::NotFound(format!("{what}: {m}")),
+            FormatError::TypeMismatch(m) => FormatError::TypeMismatch(format!("{what}: {m}")),
+            FormatError::Invalid(m) => FormatError::Invalid(format!("{what}: {m}")),
+            other => other,
+        }
+    }
+}

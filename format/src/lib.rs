@@ -45,6 +45,7 @@ pub mod read;
 pub mod region;
 pub mod scaleoffset;
 pub mod select;
+mod selection_encode;
 pub mod superblock;
 pub mod szip;
 #[cfg(test)]

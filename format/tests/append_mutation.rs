@@ -3,7 +3,7 @@
 //! Blosc, Blosc2, LZ4, zstd, bzip2 and bitshuffle, libhdf5's scale-offset, N-bit and szip; bfloat16 and
 //! 128-bit integers; object and region references; second hard links, one a cycle). On every variant
 //! `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and deletes
-//! attributes, creates groups, writes references and unlinks objects (one changed before, perhaps linked at
+//! attributes, creates groups, writes object and region references and unlinks objects (one changed before, perhaps linked at
 //! another path too), and commits — without panicking, within a second — and whatever it committed opens and
 //! walks again without panicking.
 //!
@@ -12,6 +12,7 @@
 
 mod common;
 
+use clawhdf5_format::region::Selection;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, H5File};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -158,6 +159,9 @@ fn exercise(path: &Path) {
     let targets: Vec<&str> = found.iter().take(3).map(|(p, _)| p.as_str()).collect();
     let _ = a.set_attr_object_refs("/", "refs", &[targets.len() as u64], &targets);
     let _ = a.write_object_refs("/new/refs", &targets);
+    if let Some((p, _)) = found.iter().find(|(_, is_dataset)| *is_dataset) {
+        let _ = a.write_region_refs("/new/regions", &[(p.as_str(), Selection::All)]);
+    }
     if let Some((p, _)) = found.get(1) {
         let _ = a.unlink(p);
     }

@@ -525,3 +525,175 @@ with h5py.File(sys.argv[1], "r") as f:
     );
     assert_eq!(got, serde_json::json!([true, 1, 6, 6]));
 }
+
+/// Each region reference of `dataset`, as h5py follows it: the referenced dataset's name and the selected
+/// values, flattened (null references as null).
+const REGIONS: &str = r#"
+import json, sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    out = []
+    for r in f[sys.argv[2]][...]:
+        if not r:
+            out.append(None)
+            continue
+        d = f[r]
+        sel = h5py.h5r.get_region(r, d.id)
+        vals = [] if sel.get_select_npoints() == 0 else np.asarray(d[r]).ravel().tolist()
+        out.append([d.name, vals])
+    print(json.dumps(out))
+"#;
+
+fn h5py_regions(path: &Path, dataset: &str) -> Value {
+    common::python_json(REGIONS, &[path, Path::new(dataset)])
+}
+
+/// Our reader's view of the same: each region's dataset path and selected values (i64), flattened.
+fn our_regions(path: &Path, dataset: &str) -> Value {
+    let f = H5File::open(path).unwrap();
+    let Data::RegionRef(refs) = f.dataset(dataset).unwrap().read().unwrap().data else {
+        panic!("{dataset} holds no region references");
+    };
+    let mut out = vec![];
+    for r in refs {
+        let name = ["/m", "/v", "/data", "/g/sub", "/fresh"]
+            .into_iter()
+            .find(|p| f.resolve(p).ok() == Some(r.object))
+            .unwrap_or("?");
+        let d = f.dataset(name).unwrap();
+        let values: Vec<f64> = match d.read().unwrap().data {
+            Data::I32(v) => v.into_iter().map(f64::from).collect(),
+            Data::I64(v) => v.into_iter().map(|x| x as f64).collect(),
+            Data::F64(v) => v,
+            other => panic!("{}", other.type_name()),
+        };
+        let idx = r.selection.linear_indices(d.shape(), 1 << 20).unwrap();
+        let vals: Vec<f64> = idx.iter().map(|&i| values[i as usize]).collect();
+        out.push(serde_json::json!([name, vals]));
+    }
+    Value::Array(out)
+}
+
+/// h5py's values as f64 (integers and floats compare alike).
+fn as_f64(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(as_f64).collect()),
+        Value::Number(n) => serde_json::json!(n.as_f64().unwrap()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn the_writer_and_the_appender_write_region_references() {
+    use clawhdf5_format::region::Selection;
+    use clawhdf5_format::{DatasetOptions, FileWriter};
+    if !common::have_python_module("h5py") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("regions.h5");
+    let mut w = FileWriter::new();
+    w.write_dataset(
+        "/m",
+        Array::matrix(6, 4, Data::I32((0..24).collect())).unwrap(),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    w.write_dataset(
+        "/v",
+        Array::vector(Data::F64((0..10).map(|i| i as f64 / 2.0).collect())),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    let regions = [
+        ("/m", Selection::Regular(vec![[1, 2, 2, 1], [0, 1, 1, 4]])),
+        ("/m", Selection::Points(vec![vec![5, 3], vec![0, 1]])),
+        (
+            "/v",
+            Selection::Blocks(vec![(vec![2], vec![4]), (vec![8], vec![9])]),
+        ),
+        ("/v", Selection::All),
+        ("/m", Selection::None),
+    ];
+    w.write_region_refs("/regs", &regions).unwrap();
+    // A selection outside its dataset, and a target that is not written (yet), are refused.
+    assert!(w
+        .write_region_refs("/bad", &[("/v", Selection::Points(vec![vec![10]]))])
+        .is_err());
+    assert!(w
+        .write_region_refs("/bad", &[("/later", Selection::All)])
+        .is_err());
+    std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
+    let want = serde_json::json!([
+        ["/m", [4.0, 5.0, 6.0, 7.0, 12.0, 13.0, 14.0, 15.0]],
+        ["/m", [23.0, 1.0]],
+        ["/v", [1.0, 1.5, 2.0, 4.0, 4.5]],
+        ["/v", [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5]],
+        ["/m", []],
+    ]);
+    assert_eq!(as_f64(&h5py_regions(&path, "/regs")), want);
+    assert_eq!(our_regions(&path, "/regs"), want);
+    // Debian's h5dump (HDF5 1.10) reads the regular hyperslab (version 2), the points and the blocks.
+    match std::process::Command::new("h5dump")
+        .args(["-d", "/regs", "-R"])
+        .arg(&path)
+        .output()
+    {
+        Err(_) => eprintln!("SKIP: h5dump not installed"),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{text}");
+            for want in [
+                "REGION_TYPE BLOCK  (1,0)-(1,3), (3,0)-(3,3)",
+                "REGION_TYPE POINT  (5,3), (0,1)",
+                "REGION_TYPE BLOCK  (2)-(4), (8)-(9)",
+                "12, 13, 14, 15",
+            ] {
+                assert!(text.contains(want), "h5dump lacks {want:?}: {text}");
+            }
+        }
+    }
+
+    // The appender: to committed datasets it moves in the same session, and to one it creates.
+    let path = dir.path().join("refs.h5");
+    common::run_python(MAKE, &[&path, Path::new("latest")]);
+    let mut a = FileAppender::open(&path).unwrap();
+    a.append_rows(
+        "/data",
+        Array::matrix(1, 2, Data::I32(vec![100, 101])).unwrap(),
+    )
+    .unwrap();
+    a.write_dataset(
+        "/fresh",
+        Array::vector(Data::I64(vec![7, 8, 9])),
+        DatasetOptions::default(),
+    )
+    .unwrap();
+    a.write_region_refs(
+        "/newregs",
+        &[
+            (
+                "/data",
+                Selection::Regular(vec![[5, 1, 2, 1], [1, 1, 1, 1]]),
+            ),
+            ("/g/sub", Selection::Points(vec![vec![4], vec![0]])),
+            ("/fresh", Selection::Blocks(vec![(vec![1], vec![2])])),
+        ],
+    )
+    .unwrap();
+    assert!(a
+        .write_region_refs("/bad", &[("/g", Selection::All)])
+        .is_err());
+    assert!(a
+        .write_region_refs("/bad", &[("/data", Selection::Points(vec![vec![7, 0]]))])
+        .is_err());
+    a.commit().unwrap();
+    let want = serde_json::json!([
+        ["/data", [11.0, 101.0]],
+        ["/g/sub", [4.0, 0.0]],
+        ["/fresh", [8.0, 9.0]],
+    ]);
+    // h5py names /data by either of its two links.
+    let seen = as_f64(&h5py_regions(&path, "/newregs")).to_string();
+    assert_eq!(seen.replace("\"/alias\"", "\"/data\""), want.to_string());
+    assert_eq!(our_regions(&path, "/newregs"), want);
+}

@@ -5,7 +5,7 @@
 
 use super::refs;
 use super::{
-    dataspace_of, DataChange, DatasetState, FileAppender, GroupState, Msgs, NewAttr, Node,
+    dataspace_of, DataChange, DatasetState, FileAppender, GroupState, Msgs, NewAttr, NewRefs, Node,
 };
 use crate::array::Array;
 use crate::btree::v1::write_chunk_tree;
@@ -299,10 +299,9 @@ fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> 
                     });
                 }
                 let enc = pass.attrs(sink, &enc)?;
-                let addr = if *refs {
-                    write_ref_dataset(sink, array, &enc, pass)?
-                } else {
-                    write_dataset(sink, array, opts, &enc)?
+                let addr = match refs {
+                    Some(kind) => write_ref_dataset(sink, array, kind, &enc, pass)?,
+                    None => write_dataset(sink, array, opts, &enc)?,
                 };
                 if let Some(old) = replaces {
                     pass.moved.push((*old, addr));
@@ -322,24 +321,49 @@ fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> 
     Ok(addr)
 }
 
-/// Writes a dataset of object references created in this session (contiguous), its targets' addresses
-/// rewritten as the pass maps them.
+/// Writes a dataset of object or region references created in this session (contiguous), its targets'
+/// addresses rewritten as the pass maps them.
 fn write_ref_dataset(
     sink: &mut Sink,
     array: &Array,
+    kind: &NewRefs,
     attrs: &[(String, Vec<u8>)],
     pass: &Pass,
 ) -> Result<u64> {
     let crate::Data::U64(keys) = &array.data else {
         return invalid("a dataset of references holds addresses");
     };
-    let mut raw: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-    if let Some(map) = pass.map {
-        let mut hs = HeapSink::new(sink);
-        let slots = [refs::Slot::Object(0)];
-        refs::remap(pass.h5, &slots, 8, &mut raw, map, pass.stand_ins, &mut hs)?;
-        hs.finish();
-    }
+    let raw = match kind {
+        NewRefs::Objects => {
+            let mut raw: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+            if let Some(map) = pass.map {
+                let mut hs = HeapSink::new(sink);
+                let slots = [refs::Slot::Object(0)];
+                refs::remap(pass.h5, &slots, 8, &mut raw, map, pass.stand_ins, &mut hs)?;
+                hs.finish();
+            }
+            raw
+        }
+        NewRefs::Regions(regions) => {
+            // Each region's heap object: its dataset's address as this pass maps it, then the selection.
+            let mut ids = Vec::with_capacity(12 * keys.len());
+            let mut hs = HeapSink::new(sink);
+            for (key, sel) in keys.iter().zip(regions) {
+                let addr = match pass.map.and_then(|m| m.get(key)) {
+                    Some(a) => *a,
+                    None if pass.stand_ins.contains(key) => return Err(refs::unlinked_target()),
+                    None => *key,
+                };
+                let mut body = addr.to_le_bytes().to_vec();
+                body.extend_from_slice(sel);
+                let (coll, index, _) = hs.put_located(&body);
+                ids.extend_from_slice(&coll.to_le_bytes());
+                ids.extend_from_slice(&index.to_le_bytes());
+            }
+            hs.finish();
+            ids
+        }
+    };
     let layout = Layout::Contiguous {
         size: raw.len() as u64,
         addr: if raw.is_empty() {
@@ -348,7 +372,8 @@ fn write_ref_dataset(
             sink.append(&raw)
         },
     };
-    let msgs = crate::write::dataset::object_refs_messages(keys.len() as u64, &layout)?;
+    let region = matches!(kind, NewRefs::Regions(_));
+    let msgs = crate::write::dataset::refs_messages(keys.len() as u64, region, &layout)?;
     write_object(sink, msgs, None, attrs)
 }
 

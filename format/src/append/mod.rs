@@ -31,6 +31,7 @@ use crate::object_header::mtype;
 use crate::read::attrs::raw_attrs;
 use crate::read::file::H5File;
 use crate::read::groups::{self, ObjectKind};
+use crate::region::Selection;
 use crate::superblock;
 use crate::write::dataset::{write_chunks, DatasetOptions};
 use crate::write::object::attribute_message;
@@ -99,9 +100,17 @@ enum Node {
         /// The committed dataset it replaces, whose references now point at it (or, when another object
         /// refers to it, a stand-in address that the commit's references use for it).
         replaces: Option<u64>,
-        /// `array` holds the addresses (committed or stand-in) of object references' targets.
-        refs: bool,
+        /// Set when `array` holds the addresses (committed or stand-in) of references' targets.
+        refs: Option<NewRefs>,
     },
+}
+
+/// What the addresses of a dataset of references created in this session name.
+enum NewRefs {
+    /// Objects.
+    Objects,
+    /// Selections of datasets: one serialised selection per target.
+    Regions(Vec<Vec<u8>>),
 }
 
 /// An attribute of a dataset created in this session.
@@ -278,7 +287,7 @@ impl FileAppender {
                 opts,
                 attrs: vec![],
                 replaces,
-                refs: false,
+                refs: None,
             },
         );
         self.dirty = true;
@@ -393,7 +402,41 @@ impl FileAppender {
         };
         self.put_dataset(path, array, DatasetOptions::default(), false)?;
         if let Node::New { refs, .. } = self.child(path)? {
-            *refs = true;
+            *refs = Some(NewRefs::Objects);
+        }
+        self.new_refs = true;
+        Ok(())
+    }
+
+    /// Adds a 1-D dataset (contiguous) of dataset region references: each to a selection of the dataset at an
+    /// absolute path, taken as this session leaves it (one created in it too), whose current shape bounds the
+    /// selection (an element outside it is an error); fails if `path` exists. h5py reads them as
+    /// `RegionReference`s, we as `Data::RegionRef`.
+    pub fn write_region_refs(&mut self, path: &str, targets: &[(&str, Selection)]) -> Result<()> {
+        let mut keys = Vec::with_capacity(targets.len());
+        let mut regions = Vec::with_capacity(targets.len());
+        for (t, sel) in targets {
+            keys.push(self.ref_key(t)?);
+            let dims = match self.current_dims(t) {
+                Err(FormatError::TypeMismatch(_)) => {
+                    return Err(FormatError::TypeMismatch(format!(
+                        "region reference target {t} is not a dataset"
+                    )))
+                }
+                dims => dims?,
+            };
+            let sel = sel
+                .encode_within(&dims)
+                .map_err(|e| e.context(&format!("region reference to {t}")))?;
+            regions.push(sel);
+        }
+        let array = Array {
+            shape: vec![keys.len() as u64],
+            data: crate::Data::U64(keys),
+        };
+        self.put_dataset(path, array, DatasetOptions::default(), false)?;
+        if let Node::New { refs, .. } = self.child(path)? {
+            *refs = Some(NewRefs::Regions(regions));
         }
         self.new_refs = true;
         Ok(())
@@ -608,7 +651,7 @@ impl FileAppender {
         }
         // Datasets created in this session are still in memory: edit them there.
         if let Node::New { array, refs, .. } = self.child(path)? {
-            if *refs {
+            if refs.is_some() {
                 return unsupported(format!("writing rows of {path}, a dataset of references"));
             }
             return edit_in_memory(array, start, rows, append);

@@ -290,10 +290,7 @@ pub(super) fn remap(
             };
             let Some(&new) = map.get(&found.target()) else {
                 if stand_ins.contains(&found.target()) {
-                    return Err(crate::error::FormatError::NotFound(
-                        "an object reference's target, created and then unlinked in this session"
-                            .into(),
-                    ));
+                    return Err(unlinked_target());
                 }
                 continue;
             };
@@ -312,6 +309,13 @@ pub(super) fn remap(
         }
     }
     Ok(())
+}
+
+/// The error of a reference to an object created and then unlinked in this session.
+pub(super) fn unlinked_target() -> crate::error::FormatError {
+    crate::error::FormatError::NotFound(
+        "a reference's target, created and then unlinked in this session".into(),
+    )
 }
 
 /// Writes `addr` as a little-endian token of `n` bytes at `at`.

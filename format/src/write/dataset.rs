@@ -556,15 +556,24 @@ pub fn write_dataset<N: AsRef<str>>(
     write_object(sink, msgs, None, attrs)
 }
 
-/// The messages of a 1-D contiguous dataset of `n` object references whose data lies per `layout`.
-pub(crate) fn object_refs_messages(n: u64, layout: &Layout) -> Result<Vec<(u16, u8, Vec<u8>)>> {
+/// The messages of a 1-D contiguous dataset of `n` object references (region references when `region`) whose
+/// data lies per `layout`.
+pub(crate) fn refs_messages(
+    n: u64,
+    region: bool,
+    layout: &Layout,
+) -> Result<Vec<(u16, u8, Vec<u8>)>> {
     let plan = Plan {
         space: Dataspace {
             dims: vec![n],
             max: None,
             null: false,
         },
-        dtype: Datatype::Reference { size: 8, kind: 0 },
+        dtype: if region {
+            Datatype::Reference { size: 12, kind: 1 }
+        } else {
+            Datatype::Reference { size: 8, kind: 0 }
+        },
         chunk: None,
         filters: vec![],
         compact: false,

@@ -103,8 +103,10 @@ impl<'a> HeapSink<'a> {
 /// Collections are closed once they reach this many bytes.
 const COLLECTION_TARGET: usize = 1 << 20;
 
-impl VlenSink for HeapSink<'_> {
-    fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
+impl HeapSink<'_> {
+    /// Stores `bytes` as a heap object: its collection's address, its index, and the address of its bytes
+    /// (where a later patch may change them).
+    pub fn put_located(&mut self, bytes: &[u8]) -> (u64, u32, u64) {
         let need_new = match &self.cur {
             None => true,
             Some((_, b)) => b.full() || b.len(&self.sink.buf) >= COLLECTION_TARGET,
@@ -117,6 +119,15 @@ impl VlenSink for HeapSink<'_> {
         let (addr, b) = self
             .cur
             .get_or_insert_with(|| (pos, CollectionBuilder::start(buf)));
-        Ok((*addr, b.add(buf, bytes) as u32))
+        // The object's 16-byte header (index, reference count, reserved, size) precedes its bytes.
+        let body = self.sink.base + buf.len() as u64 + 16;
+        (*addr, b.add(buf, bytes) as u32, body)
+    }
+}
+
+impl VlenSink for HeapSink<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
+        let (coll, index, _) = self.put_located(bytes);
+        Ok((coll, index))
     }
 }

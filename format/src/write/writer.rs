@@ -6,10 +6,11 @@ use crate::error::{invalid, FormatError, Result};
 use crate::io::UNDEF;
 use crate::messages::Layout;
 use crate::messages::LinkTarget;
+use crate::region::Selection;
 use crate::superblock::{encode_v2, SB2_SIZE};
 use crate::write::dataset::{write_dataset, DatasetOptions};
 use crate::write::object::{attribute_message, attribute_message_raw, write_object};
-use crate::write::sink::Sink;
+use crate::write::sink::{HeapSink, Sink};
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::io::Write;
@@ -25,8 +26,13 @@ enum Node {
     },
     /// Boxed: a dataset's array and options would make every node, groups included, large.
     Dataset(Box<DatasetNode>),
-    /// A 1-D dataset of object references to the objects at these absolute paths.
-    Refs { targets: Vec<String>, attrs: Attrs },
+    /// A 1-D dataset of object references to the objects at these absolute paths, or of region references
+    /// to selections (serialised, one per target) of the datasets there.
+    Refs {
+        targets: Vec<String>,
+        regions: Option<Vec<Vec<u8>>>,
+        attrs: Attrs,
+    },
     /// A soft or external link (no object of its own).
     Link(LinkTarget),
 }
@@ -369,6 +375,54 @@ impl FileWriter {
             name.to_string(),
             Node::Refs {
                 targets: norm,
+                regions: None,
+                attrs: Attrs::default(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a 1-D dataset (contiguous) of dataset region references: each to a selection of the dataset at an
+    /// absolute path of this file, which must already be written here (its shape bounds the selection; an
+    /// element outside it is an error). h5py reads them as `RegionReference`s, we as `Data::RegionRef`.
+    pub fn write_region_refs(&mut self, path: &str, targets: &[(&str, Selection)]) -> Result<()> {
+        let paths: Vec<&str> = targets.iter().map(|(t, _)| *t).collect();
+        let norm = ref_targets(&paths)?;
+        let mut regions = Vec::with_capacity(targets.len());
+        for (t, (_, sel)) in norm.iter().zip(targets) {
+            let dims = match self.node(t) {
+                Some(Node::Dataset(d)) => d.array.shape.clone(),
+                Some(Node::Refs { targets, .. }) => vec![targets.len() as u64],
+                Some(_) => {
+                    return Err(FormatError::TypeMismatch(format!(
+                        "region reference target {t} is not a dataset"
+                    )))
+                }
+                None => {
+                    return Err(FormatError::NotFound(format!(
+                        "region reference target {t} (write the dataset first)"
+                    )))
+                }
+            };
+            let sel = sel
+                .encode_within(&dims)
+                .map_err(|e| e.context(&format!("region reference to {t}")))?;
+            regions.push(sel);
+        }
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("dataset path is empty"),
+        };
+        let children = self.group_mut(parents, true)?;
+        if children.contains_key(*name) {
+            return invalid(format!("{path} already exists"));
+        }
+        children.insert(
+            name.to_string(),
+            Node::Refs {
+                targets: norm,
+                regions: Some(regions),
                 attrs: Attrs::default(),
             },
         );
@@ -565,25 +619,53 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
             let attrs = encode_attrs(sink, attrs, refs)?;
             write_dataset(sink, array, opts, &attrs)?
         }
-        Node::Refs { targets, attrs } => {
+        Node::Refs {
+            targets,
+            regions,
+            attrs,
+        } => {
             let attrs = encode_attrs(sink, attrs, refs)?;
-            let layout = if targets.is_empty() {
+            // Placeholders, patched with the targets' addresses once everything is written: the elements
+            // themselves, or the first 8 bytes of each region's heap object.
+            let raw = match regions {
+                None => vec![0u8; 8 * targets.len()],
+                Some(regions) => {
+                    let mut ids = Vec::with_capacity(12 * targets.len());
+                    let mut heap = HeapSink::new(sink);
+                    for (t, sel) in targets.iter().zip(regions) {
+                        let mut body = vec![0u8; 8];
+                        body.extend_from_slice(sel);
+                        let (coll, index, at) = heap.put_located(&body);
+                        refs.slots.push((at, t.clone()));
+                        ids.extend_from_slice(&coll.to_le_bytes());
+                        ids.extend_from_slice(&index.to_le_bytes());
+                    }
+                    heap.finish();
+                    ids
+                }
+            };
+            let layout = if raw.is_empty() {
                 Layout::Contiguous {
                     addr: UNDEF,
                     size: 0,
                 }
             } else {
-                // Placeholders, patched with the targets' addresses once everything is written.
-                let addr = sink.append(&vec![0u8; 8 * targets.len()]);
-                for (i, t) in targets.iter().enumerate() {
-                    refs.slots.push((addr + 8 * i as u64, t.clone()));
+                let addr = sink.append(&raw);
+                if regions.is_none() {
+                    for (i, t) in targets.iter().enumerate() {
+                        refs.slots.push((addr + 8 * i as u64, t.clone()));
+                    }
                 }
                 Layout::Contiguous {
                     addr,
-                    size: 8 * targets.len() as u64,
+                    size: raw.len() as u64,
                 }
             };
-            let msgs = crate::write::dataset::object_refs_messages(targets.len() as u64, &layout)?;
+            let msgs = crate::write::dataset::refs_messages(
+                targets.len() as u64,
+                regions.is_some(),
+                &layout,
+            )?;
             write_object(sink, msgs, None, &attrs)?
         }
         Node::Link(_) => return invalid("a soft or external link is not an object"),
