@@ -30,13 +30,7 @@ impl Selection {
                 out.put_u32(0);
             }
             Selection::Points(points) => {
-                let coords = points.len().saturating_mul(rank);
-                out.put_u32(POINTS);
-                out.put_u32(1);
-                out.put_u32(0);
-                out.put_u32(length(8, coords, 4)?);
-                out.put_u32(small(rank as u64)?);
-                out.put_u32(small(points.len() as u64)?);
+                version_1(&mut out, POINTS, rank, points.len(), rank)?;
                 for p in points {
                     check_rank(p.len(), rank, "point")?;
                     for (&x, &d) in p.iter().zip(dims) {
@@ -50,13 +44,7 @@ impl Selection {
                 }
             }
             Selection::Blocks(blocks) => {
-                let coords = blocks.len().saturating_mul(2 * rank);
-                out.put_u32(HYPERSLABS);
-                out.put_u32(1);
-                out.put_u32(0);
-                out.put_u32(length(8, coords, 4)?);
-                out.put_u32(small(rank as u64)?);
-                out.put_u32(small(blocks.len() as u64)?);
+                version_1(&mut out, HYPERSLABS, rank, blocks.len(), 2 * rank)?;
                 for (lo, hi) in blocks {
                     check_rank(lo.len(), rank, "block corner")?;
                     check_rank(hi.len(), rank, "block corner")?;
@@ -92,6 +80,17 @@ impl Selection {
         }
         Ok(out)
     }
+}
+
+/// The header of a version-1 point or block selection: `n` items of `per_item` 4-byte coordinates follow.
+fn version_1(out: &mut Vec<u8>, kind: u32, rank: usize, n: usize, per_item: usize) -> Result<()> {
+    out.put_u32(kind);
+    out.put_u32(1);
+    out.put_u32(0);
+    out.put_u32(length(8, n.saturating_mul(per_item), 4)?);
+    out.put_u32(small(rank as u64)?);
+    out.put_u32(small(n as u64)?);
+    Ok(())
 }
 
 fn check_rank(got: usize, want: usize, what: &str) -> Result<()> {

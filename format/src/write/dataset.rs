@@ -614,6 +614,11 @@ mod tests {
             .collect()
     }
 
+    /// The 64x64 4-byte elements of `raw` in 16x16 chunks under deflate, into `sink`.
+    fn chunks_into(sink: &mut Sink, raw: &[u8]) -> Vec<ChunkEntry> {
+        write_chunks(sink, raw, &[64, 64], &[0, 0], &[16, 16], 4, &deflate()).unwrap()
+    }
+
     /// First pass: chunks of `raw` recorded by a sink at `base`; returns the sink.
     fn first_pass(base: u64, raw: &[u8]) -> Sink {
         let mut s = Sink::new(base);
@@ -642,16 +647,7 @@ mod tests {
         first.buf[0] ^= 0xff;
         let marked = first.buf.clone();
         let mut second = replaying(first);
-        let entries = write_chunks(
-            &mut second,
-            &data,
-            &[64, 64],
-            &[0, 0],
-            &[16, 16],
-            4,
-            &deflate(),
-        )
-        .unwrap();
+        let entries = chunks_into(&mut second, &data);
         assert_eq!(second.buf, marked);
         assert_ne!(second.buf, fresh);
         assert_eq!(entries.len(), 16);
@@ -667,16 +663,7 @@ mod tests {
         first.buf[0] ^= 0xff;
         let mut second = replaying(first);
         second.buf.push(0);
-        write_chunks(
-            &mut second,
-            &data,
-            &[64, 64],
-            &[0, 0],
-            &[16, 16],
-            4,
-            &deflate(),
-        )
-        .unwrap();
+        chunks_into(&mut second, &data);
         assert_eq!(&second.buf[1..], &fresh[..]);
         // Other data at the same address: filtered anew (the marked first chunk is not copied).
         let mut first = first_pass(4096, &data);
@@ -684,16 +671,7 @@ mod tests {
         let other = raw(1);
         let expect = first_pass(4096, &other).buf;
         let mut second = replaying(first);
-        write_chunks(
-            &mut second,
-            &other,
-            &[64, 64],
-            &[0, 0],
-            &[16, 16],
-            4,
-            &deflate(),
-        )
-        .unwrap();
+        chunks_into(&mut second, &other);
         assert_eq!(second.buf, expect);
     }
 }

@@ -362,6 +362,16 @@ impl FileWriter {
     /// fails naming any target that does not exist). Readers get `Data::ObjectRef` addresses.
     pub fn write_object_refs(&mut self, path: &str, targets: &[&str]) -> Result<()> {
         let norm = ref_targets(targets)?;
+        self.add_refs(path, norm, None)
+    }
+
+    /// Adds a dataset of references at `path` (which must be free).
+    fn add_refs(
+        &mut self,
+        path: &str,
+        targets: Vec<String>,
+        regions: Option<Vec<Vec<u8>>>,
+    ) -> Result<()> {
         let parts = components(path)?;
         let (name, parents) = match parts.split_last() {
             Some(x) => x,
@@ -374,8 +384,8 @@ impl FileWriter {
         children.insert(
             name.to_string(),
             Node::Refs {
-                targets: norm,
-                regions: None,
+                targets,
+                regions,
                 attrs: Attrs::default(),
             },
         );
@@ -409,24 +419,7 @@ impl FileWriter {
                 .map_err(|e| e.context(&format!("region reference to {t}")))?;
             regions.push(sel);
         }
-        let parts = components(path)?;
-        let (name, parents) = match parts.split_last() {
-            Some(x) => x,
-            None => return invalid("dataset path is empty"),
-        };
-        let children = self.group_mut(parents, true)?;
-        if children.contains_key(*name) {
-            return invalid(format!("{path} already exists"));
-        }
-        children.insert(
-            name.to_string(),
-            Node::Refs {
-                targets: norm,
-                regions: Some(regions),
-                attrs: Attrs::default(),
-            },
-        );
-        Ok(())
+        self.add_refs(path, norm, Some(regions))
     }
 
     fn add_link(&mut self, path: &str, target: LinkTarget) -> Result<()> {
