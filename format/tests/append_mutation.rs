@@ -161,6 +161,7 @@ fn exercise(path: &Path) {
     let _ = a.write_object_refs("/new/refs", &targets);
     if let Some((p, _)) = found.iter().find(|(_, is_dataset)| *is_dataset) {
         let _ = a.write_region_refs("/new/regions", &[(p.as_str(), Selection::All)]);
+        let _ = a.set_attr_region_refs("/", "regions", &[], &[(p.as_str(), Selection::All)]);
     }
     if let Some((p, _)) = found.get(1) {
         let _ = a.unlink(p);

@@ -526,13 +526,19 @@ with h5py.File(sys.argv[1], "r") as f:
     assert_eq!(got, serde_json::json!([true, 1, 6, 6]));
 }
 
-/// Each region reference of `dataset`, as h5py follows it: the referenced dataset's name and the selected
-/// values, flattened (null references as null).
+/// Each region reference of `dataset` (or of attribute `object@name`), as h5py follows it: the referenced
+/// dataset's name and the selected values, flattened (null references as null).
 const REGIONS: &str = r#"
 import json, sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
     out = []
-    for r in f[sys.argv[2]][...]:
+    where = sys.argv[2]
+    if "@" in where:
+        obj, name = where.split("@")
+        refs = np.asarray(f[obj].attrs[name], dtype=object).ravel()
+    else:
+        refs = f[where][...]
+    for r in refs:
         if not r:
             out.append(None)
             continue
@@ -550,7 +556,11 @@ fn h5py_regions(path: &Path, dataset: &str) -> Value {
 /// Our reader's view of the same: each region's dataset path and selected values (i64), flattened.
 fn our_regions(path: &Path, dataset: &str) -> Value {
     let f = H5File::open(path).unwrap();
-    let Data::RegionRef(refs) = f.dataset(dataset).unwrap().read().unwrap().data else {
+    let data = match dataset.split_once('@') {
+        Some((obj, name)) => f.attr(obj, name).unwrap().data,
+        None => f.dataset(dataset).unwrap().read().unwrap().data,
+    };
+    let Data::RegionRef(refs) = data else {
         panic!("{dataset} holds no region references");
     };
     let mut out = vec![];
@@ -615,6 +625,10 @@ fn the_writer_and_the_appender_write_region_references() {
         ("/m", Selection::None),
     ];
     w.write_region_refs("/regs", &regions).unwrap();
+    w.set_attr_region_refs("/v", "one", &[], &regions[1..2])
+        .unwrap();
+    w.set_attr_region_refs("/", "two", &[2], &regions[2..4])
+        .unwrap();
     // A selection outside its dataset, and a target that is not written (yet), are refused.
     assert!(w
         .write_region_refs("/bad", &[("/v", Selection::Points(vec![vec![10]]))])
@@ -632,6 +646,11 @@ fn the_writer_and_the_appender_write_region_references() {
     ]);
     assert_eq!(as_f64(&h5py_regions(&path, "/regs")), want);
     assert_eq!(our_regions(&path, "/regs"), want);
+    for (attr, rows) in [("/v@one", 1..2), ("/@two", 2..4)] {
+        let want = Value::Array(want.as_array().unwrap()[rows].to_vec());
+        assert_eq!(as_f64(&h5py_regions(&path, attr)), want, "{attr}");
+        assert_eq!(our_regions(&path, attr), want, "{attr}");
+    }
     // Debian's h5dump (HDF5 1.10) reads the regular hyperslab (version 2), the points and the blocks.
     match std::process::Command::new("h5dump")
         .args(["-d", "/regs", "-R"])
@@ -683,6 +702,22 @@ fn the_writer_and_the_appender_write_region_references() {
     assert!(a
         .write_region_refs("/bad", &[("/g", Selection::All)])
         .is_err());
+    let fresh_and_data = [
+        ("/fresh", Selection::Points(vec![vec![0]])),
+        (
+            "/data",
+            Selection::Regular(vec![[0, 3, 2, 1], [0, 1, 1, 2]]),
+        ),
+    ];
+    a.set_attr_region_refs("/g", "regions", &[2], &fresh_and_data)
+        .unwrap();
+    a.set_attr_region_refs("/fresh", "back", &[], &[("/g/sub", Selection::All)])
+        .unwrap();
+    a.set_attr("/g", "gone", Array::scalar(Data::I32(vec![1])))
+        .unwrap();
+    a.set_attr_region_refs("/g", "gone", &[], &[("/fresh", Selection::All)])
+        .unwrap();
+    a.delete_attr("/g", "gone").unwrap();
     assert!(a
         .write_region_refs("/bad", &[("/data", Selection::Points(vec![vec![7, 0]]))])
         .is_err());
@@ -696,4 +731,24 @@ fn the_writer_and_the_appender_write_region_references() {
     let seen = as_f64(&h5py_regions(&path, "/newregs")).to_string();
     assert_eq!(seen.replace("\"/alias\"", "\"/data\""), want.to_string());
     assert_eq!(our_regions(&path, "/newregs"), want);
+    for (attr, want) in [
+        (
+            "/g@regions",
+            serde_json::json!([["/fresh", [7.0]], ["/data", [0.0, 1.0, 6.0, 7.0]]]),
+        ),
+        (
+            "/fresh@back",
+            serde_json::json!([["/g/sub", [0.0, 1.0, 2.0, 3.0, 4.0]]]),
+        ),
+    ] {
+        let seen = as_f64(&h5py_regions(&path, attr)).to_string();
+        assert_eq!(
+            seen.replace("\"/alias\"", "\"/data\""),
+            want.to_string(),
+            "{attr}"
+        );
+        assert_eq!(our_regions(&path, attr), want, "{attr}");
+    }
+    let f = H5File::open(&path).unwrap();
+    assert!(f.attr("/g", "gone").is_err());
 }

@@ -5,7 +5,8 @@
 
 use super::refs;
 use super::{
-    dataspace_of, DataChange, DatasetState, FileAppender, GroupState, Msgs, NewAttr, NewRefs, Node,
+    dataspace_of, AttrList, DataChange, DatasetState, FileAppender, GroupState, Msgs, NewAttr,
+    NewRefs, Node, RegionAttr,
 };
 use crate::array::Array;
 use crate::btree::v1::write_chunk_tree;
@@ -201,6 +202,44 @@ impl Pass<'_> {
         Ok(out.into())
     }
 
+    /// All the attribute messages of `list`: its messages with their references rewritten, then its
+    /// attributes of region references encoded.
+    fn all_attrs(&self, sink: &mut Sink, list: &AttrList) -> Result<Vec<EncodedAttr>> {
+        let mut out = self.attrs(sink, &list.msgs)?.into_owned();
+        for (n, r) in &list.regions {
+            out.push((n.clone(), self.region_attr(sink, n, r)?));
+        }
+        Ok(out)
+    }
+
+    /// The message of an attribute of region references set in this session.
+    fn region_attr(&self, sink: &mut Sink, name: &str, r: &RegionAttr) -> Result<Vec<u8>> {
+        let ids = self.region_ids(sink, &r.keys, &r.sels)?;
+        let dt = Datatype::Reference { size: 12, kind: 1 };
+        crate::write::object::attribute_message_raw(name, &dt, &r.shape, &ids)
+    }
+
+    /// A heap object per region reference (its dataset's address as this pass maps it, then its selection);
+    /// returns their heap IDs.
+    fn region_ids(&self, sink: &mut Sink, keys: &[u64], sels: &[Vec<u8>]) -> Result<Vec<u8>> {
+        let mut ids = Vec::with_capacity(12 * keys.len());
+        let mut hs = HeapSink::new(sink);
+        for (key, sel) in keys.iter().zip(sels) {
+            let addr = match self.map.and_then(|m| m.get(key)) {
+                Some(a) => *a,
+                None if self.stand_ins.contains(key) => return Err(refs::unlinked_target()),
+                None => *key,
+            };
+            let mut body = addr.to_le_bytes().to_vec();
+            body.extend_from_slice(sel);
+            let (coll, index, _) = hs.put_located(&body);
+            ids.extend_from_slice(&coll.to_le_bytes());
+            ids.extend_from_slice(&index.to_le_bytes());
+        }
+        hs.finish();
+        Ok(ids)
+    }
+
     /// The data of the committed dataset at `addr` with its references rewritten, as a change of layout: a
     /// chunked dataset's chunks that hold references to moved objects are stored anew, unfiltered (every
     /// filter marked skipped, so that they take the same bytes whatever addresses they hold); its other chunks
@@ -293,12 +332,18 @@ fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> 
             } => {
                 let mut enc = Vec::with_capacity(attrs.len());
                 for (n, a) in attrs {
-                    enc.push(match a {
-                        NewAttr::Value(v) => (n.clone(), attribute_message(sink, n, v)?),
-                        NewAttr::Message(m) => (n.clone(), m.clone()),
-                    });
+                    match a {
+                        NewAttr::Value(v) => enc.push((n.clone(), attribute_message(sink, n, v)?)),
+                        NewAttr::Message(m) => enc.push((n.clone(), m.clone())),
+                        NewAttr::Regions(_) => {}
+                    }
                 }
-                let enc = pass.attrs(sink, &enc)?;
+                let mut enc = pass.attrs(sink, &enc)?.into_owned();
+                for (n, a) in attrs {
+                    if let NewAttr::Regions(r) = a {
+                        enc.push((n.clone(), pass.region_attr(sink, n, r)?));
+                    }
+                }
                 let addr = match refs {
                     Some(kind) => write_ref_dataset(sink, array, kind, &enc, pass)?,
                     None => write_dataset(sink, array, opts, &enc)?,
@@ -313,7 +358,7 @@ fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> 
     }
     let links: Vec<(&str, LinkTarget)> =
         links.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let attrs = pass.attrs(sink, &g.attrs)?;
+    let attrs = pass.all_attrs(sink, &g.attrs)?;
     let addr = write_object(sink, g.extra.clone(), Some(&links), &attrs)?;
     if let Some(old) = g.addr {
         pass.moved.push((old, addr));
@@ -344,25 +389,7 @@ fn write_ref_dataset(
             }
             raw
         }
-        NewRefs::Regions(regions) => {
-            // Each region's heap object: its dataset's address as this pass maps it, then the selection.
-            let mut ids = Vec::with_capacity(12 * keys.len());
-            let mut hs = HeapSink::new(sink);
-            for (key, sel) in keys.iter().zip(regions) {
-                let addr = match pass.map.and_then(|m| m.get(key)) {
-                    Some(a) => *a,
-                    None if pass.stand_ins.contains(key) => return Err(refs::unlinked_target()),
-                    None => *key,
-                };
-                let mut body = addr.to_le_bytes().to_vec();
-                body.extend_from_slice(sel);
-                let (coll, index, _) = hs.put_located(&body);
-                ids.extend_from_slice(&coll.to_le_bytes());
-                ids.extend_from_slice(&index.to_le_bytes());
-            }
-            hs.finish();
-            ids
-        }
+        NewRefs::Regions(regions) => pass.region_ids(sink, keys, regions)?,
     };
     let layout = Layout::Contiguous {
         size: raw.len() as u64,
@@ -421,7 +448,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
             );
         }
     }
-    let attrs = pass.attrs(sink, &d.attrs)?;
+    let attrs = pass.all_attrs(sink, &d.attrs)?;
     let addr = write_object(sink, msgs, None, &attrs)?;
     pass.moved.push((d.addr, addr));
     Ok(addr)

@@ -61,7 +61,7 @@ struct GroupState {
     /// Committed object header address (`None` for a group created in this session).
     addr: Option<u64>,
     links: BTreeMap<String, LinkTarget>,
-    attrs: Vec<(String, Vec<u8>)>,
+    attrs: AttrList,
     extra: Msgs,
     children: BTreeMap<String, Node>,
 }
@@ -71,7 +71,7 @@ struct DatasetState {
     addr: u64,
     /// Header messages other than attributes, in order.
     msgs: Msgs,
-    attrs: Vec<(String, Vec<u8>)>,
+    attrs: AttrList,
     /// Set once the data changed: current shape and the full chunk list (chunked) or new layout.
     change: Option<DataChange>,
     /// The data holds references to moved objects: rewritten at commit.
@@ -119,6 +119,41 @@ enum NewAttr {
     Value(Array),
     /// An encoded attribute message (references, rewritten at commit).
     Message(Vec<u8>),
+    /// Region references, encoded at commit.
+    Regions(RegionAttr),
+}
+
+/// An attribute of region references set in this session: its shape, and per reference its target's address
+/// (committed or stand-in, mapped at commit) and its selection, serialised.
+struct RegionAttr {
+    shape: Vec<u64>,
+    keys: Vec<u64>,
+    sels: Vec<Vec<u8>>,
+}
+
+/// The attributes of a group or dataset the tree holds: encoded messages, and attributes of region
+/// references (encoded at commit, when their targets' addresses are known).
+#[derive(Default)]
+struct AttrList {
+    msgs: Vec<(String, Vec<u8>)>,
+    regions: Vec<(String, RegionAttr)>,
+}
+
+impl AttrList {
+    fn set(&mut self, name: &str, msg: Vec<u8>) {
+        remove_named(&mut self.regions, name);
+        set_named(&mut self.msgs, name, msg);
+    }
+
+    fn set_regions(&mut self, name: &str, regions: RegionAttr) {
+        remove_named(&mut self.msgs, name);
+        set_named(&mut self.regions, name, regions);
+    }
+
+    /// Whether `name` was there.
+    fn delete(&mut self, name: &str) -> bool {
+        remove_named(&mut self.msgs, name) | remove_named(&mut self.regions, name)
+    }
 }
 
 /// Opens an existing file (ours) and changes it without rewriting it.
@@ -333,7 +368,7 @@ impl FileAppender {
         let parts = components(object_path)?;
         if self.names_root(&parts)? {
             let msg = attribute_message(&mut self.sink, name, &value)?;
-            set_named(&mut self.root.attrs, name, msg);
+            self.root.attrs.set(name, msg);
             self.dirty = true;
             return Ok(());
         }
@@ -346,8 +381,8 @@ impl FileAppender {
         } else {
             let msg = attribute_message(&mut self.sink, name, &value)?;
             match self.child(object_path)? {
-                Node::Group(g) => set_named(&mut g.attrs, name, msg),
-                Node::Dataset(d) => set_named(&mut d.attrs, name, msg),
+                Node::Group(g) => g.attrs.set(name, msg),
+                Node::Dataset(d) => d.attrs.set(name, msg),
                 Node::New { .. } => {}
             }
         }
@@ -375,11 +410,11 @@ impl FileAppender {
         let dt = Datatype::Reference { size: 8, kind: 0 };
         let msg = crate::write::object::attribute_message_raw(name, &dt, shape, &raw)?;
         if self.names_root(&components(object_path)?)? {
-            set_named(&mut self.root.attrs, name, msg);
+            self.root.attrs.set(name, msg);
         } else {
             match self.child(object_path)? {
-                Node::Group(g) => set_named(&mut g.attrs, name, msg),
-                Node::Dataset(d) => set_named(&mut d.attrs, name, msg),
+                Node::Group(g) => g.attrs.set(name, msg),
+                Node::Dataset(d) => d.attrs.set(name, msg),
                 Node::New { attrs, .. } => set_named(attrs, name, NewAttr::Message(msg)),
             }
         }
@@ -413,6 +448,56 @@ impl FileAppender {
     /// selection (an element outside it is an error); fails if `path` exists. h5py reads them as
     /// `RegionReference`s, we as `Data::RegionRef`.
     pub fn write_region_refs(&mut self, path: &str, targets: &[(&str, Selection)]) -> Result<()> {
+        let (keys, regions) = self.region_targets(targets)?;
+        let array = Array {
+            shape: vec![keys.len() as u64],
+            data: crate::Data::U64(keys),
+        };
+        self.put_dataset(path, array, DatasetOptions::default(), false)?;
+        if let Node::New { refs, .. } = self.child(path)? {
+            *refs = Some(NewRefs::Regions(regions));
+        }
+        self.new_refs = true;
+        Ok(())
+    }
+
+    /// Sets (or replaces) attribute `name` of "/" or any group or dataset to region references (`shape`
+    /// holding as many, `[]` for one) to selections of datasets, as [`Self::write_region_refs`] takes them.
+    pub fn set_attr_region_refs(
+        &mut self,
+        object_path: &str,
+        name: &str,
+        shape: &[u64],
+        targets: &[(&str, Selection)],
+    ) -> Result<()> {
+        crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
+        let parts = components(object_path)?;
+        let (keys, sels) = self.region_targets(targets)?;
+        let regions = RegionAttr {
+            shape: shape.to_vec(),
+            keys,
+            sels,
+        };
+        if self.names_root(&parts)? {
+            self.root.attrs.set_regions(name, regions);
+        } else {
+            match self.child(object_path)? {
+                Node::Group(g) => g.attrs.set_regions(name, regions),
+                Node::Dataset(d) => d.attrs.set_regions(name, regions),
+                Node::New { attrs, .. } => set_named(attrs, name, NewAttr::Regions(regions)),
+            }
+        }
+        self.new_refs = true;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Each region reference's target address (as [`Self::ref_key`] gives it) and serialised selection,
+    /// checked against the target's current shape.
+    fn region_targets(
+        &mut self,
+        targets: &[(&str, Selection)],
+    ) -> Result<(Vec<u64>, Vec<Vec<u8>>)> {
         let mut keys = Vec::with_capacity(targets.len());
         let mut regions = Vec::with_capacity(targets.len());
         for (t, sel) in targets {
@@ -430,16 +515,7 @@ impl FileAppender {
                 .map_err(|e| e.context(&format!("region reference to {t}")))?;
             regions.push(sel);
         }
-        let array = Array {
-            shape: vec![keys.len() as u64],
-            data: crate::Data::U64(keys),
-        };
-        self.put_dataset(path, array, DatasetOptions::default(), false)?;
-        if let Node::New { refs, .. } = self.child(path)? {
-            *refs = Some(NewRefs::Regions(regions));
-        }
-        self.new_refs = true;
-        Ok(())
+        Ok((keys, regions))
     }
 
     /// The address by which this commit's references name the object at `target` (loaded into the tree, so
@@ -528,11 +604,11 @@ impl FileAppender {
     pub fn delete_attr(&mut self, object_path: &str, name: &str) -> Result<()> {
         let parts = components(object_path)?;
         let removed = if self.names_root(&parts)? {
-            remove_named(&mut self.root.attrs, name)
+            self.root.attrs.delete(name)
         } else {
             match self.child(object_path)? {
-                Node::Group(g) => remove_named(&mut g.attrs, name),
-                Node::Dataset(d) => remove_named(&mut d.attrs, name),
+                Node::Group(g) => g.attrs.delete(name),
+                Node::Dataset(d) => d.attrs.delete(name),
                 Node::New { attrs, .. } => remove_named(attrs, name),
             }
         };
@@ -884,7 +960,10 @@ fn load_group(h5: &H5File, addr: u64) -> Result<GroupState> {
         .into_iter()
         .map(|l| (l.name, l.target))
         .collect();
-    let attrs = raw_attrs(h5, &oh)?;
+    let attrs = AttrList {
+        msgs: raw_attrs(h5, &oh)?,
+        regions: vec![],
+    };
     let extra = oh
         .messages
         .iter()
@@ -905,7 +984,10 @@ fn load_node(h5: &H5File, addr: u64) -> Result<Node> {
     match groups::kind(&oh) {
         ObjectKind::Group => Ok(Node::Group(load_group(h5, addr)?)),
         ObjectKind::Dataset => {
-            let attrs = raw_attrs(h5, &oh)?;
+            let attrs = AttrList {
+                msgs: raw_attrs(h5, &oh)?,
+                regions: vec![],
+            };
             let msgs = oh
                 .messages
                 .iter()

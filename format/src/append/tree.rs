@@ -165,7 +165,7 @@ impl FileAppender {
                         Node::Group(GroupState {
                             addr: None,
                             links: BTreeMap::new(),
-                            attrs: vec![],
+                            attrs: Default::default(),
                             extra: vec![],
                             children: BTreeMap::new(),
                         }),

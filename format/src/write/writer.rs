@@ -92,6 +92,8 @@ struct Attrs {
     list: Vec<(String, Array)>,
     /// Target paths of the attributes that hold object references, by attribute name.
     ref_targets: Vec<(String, Vec<String>)>,
+    /// Target paths and serialised selections of the attributes that hold region references, by name.
+    region_refs: Vec<(String, Vec<String>, Vec<Vec<u8>>)>,
     /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`] (boxed so
     /// that attribute-less objects stay small).
     index: Option<Box<FxHashMap<String, usize>>>,
@@ -113,8 +115,31 @@ impl Attrs {
         self.ref_targets.push((name.to_string(), targets));
     }
 
+    /// Sets attribute `name` to region references to selections (serialised) of the datasets at `targets`.
+    fn set_region_refs(
+        &mut self,
+        name: &str,
+        shape: &[u64],
+        targets: Vec<String>,
+        regions: Vec<Vec<u8>>,
+    ) {
+        let none = crate::region::RegionRef {
+            object: 0,
+            selection: Selection::None,
+        };
+        self.set(
+            name,
+            Array {
+                shape: shape.to_vec(),
+                data: Data::RegionRef(vec![none; targets.len()]),
+            },
+        );
+        self.region_refs.push((name.to_string(), targets, regions));
+    }
+
     fn set(&mut self, name: &str, value: Array) {
         self.ref_targets.retain(|(n, _)| n != name);
+        self.region_refs.retain(|(n, _, _)| n != name);
         if self.index.is_none() && self.list.len() >= INDEX_ATTRS_FROM {
             let index = self
                 .list
@@ -396,6 +421,29 @@ impl FileWriter {
     /// absolute path of this file, which must already be written here (its shape bounds the selection; an
     /// element outside it is an error). h5py reads them as `RegionReference`s, we as `Data::RegionRef`.
     pub fn write_region_refs(&mut self, path: &str, targets: &[(&str, Selection)]) -> Result<()> {
+        let (norm, regions) = self.regions_of(targets)?;
+        self.add_refs(path, norm, Some(regions))
+    }
+
+    /// Sets attribute `name` of `object_path` to region references (`shape` holding as many, `[]` for one) to
+    /// selections of datasets already written here, as [`Self::write_region_refs`] takes them.
+    pub fn set_attr_region_refs(
+        &mut self,
+        object_path: &str,
+        name: &str,
+        shape: &[u64],
+        targets: &[(&str, Selection)],
+    ) -> Result<()> {
+        crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
+        let (norm, regions) = self.regions_of(targets)?;
+        self.attrs_mut(object_path)?
+            .set_region_refs(name, shape, norm, regions);
+        Ok(())
+    }
+
+    /// The normalised target paths of region references and their selections serialised, each checked
+    /// against its dataset's shape.
+    fn regions_of(&self, targets: &[(&str, Selection)]) -> Result<(Vec<String>, Vec<Vec<u8>>)> {
         let paths: Vec<&str> = targets.iter().map(|(t, _)| *t).collect();
         let norm = ref_targets(&paths)?;
         let mut regions = Vec::with_capacity(targets.len());
@@ -419,7 +467,7 @@ impl FileWriter {
                 .map_err(|e| e.context(&format!("region reference to {t}")))?;
             regions.push(sel);
         }
-        self.add_refs(path, norm, Some(regions))
+        Ok((norm, regions))
     }
 
     fn add_link(&mut self, path: &str, target: LinkTarget) -> Result<()> {
@@ -496,13 +544,24 @@ impl FileWriter {
 fn encode_attrs<'a>(
     sink: &mut Sink,
     attrs: &'a Attrs,
-    refs: &RefPatches,
+    refs: &mut RefPatches,
 ) -> Result<Vec<(&'a str, Vec<u8>)>> {
-    attrs
-        .list
-        .iter()
-        .map(|(n, a)| {
-            let message = match attrs.ref_targets.iter().find(|(name, _)| name == n) {
+    let mut out = Vec::with_capacity(attrs.list.len());
+    for (n, a) in &attrs.list {
+        let message = if let Some((_, targets, regions)) =
+            attrs.region_refs.iter().find(|(name, _, _)| name == n)
+        {
+            // Heap objects whose first 8 bytes are patched with the targets' addresses once everything
+            // is written (the message holds only their heap IDs).
+            let ids = region_heap_objects(sink, targets, regions, refs);
+            attribute_message_raw(
+                n,
+                &Datatype::Reference { size: 12, kind: 1 },
+                &a.shape,
+                &ids,
+            )?
+        } else {
+            match attrs.ref_targets.iter().find(|(name, _)| name == n) {
                 Some((_, targets)) => {
                     let mut raw = Vec::with_capacity(8 * targets.len());
                     for t in targets {
@@ -518,10 +577,33 @@ fn encode_attrs<'a>(
                     attribute_message_raw(n, &dt, &a.shape, &raw)?
                 }
                 None => attribute_message(sink, n, a)?,
-            };
-            Ok((n.as_str(), message))
-        })
-        .collect()
+            }
+        };
+        out.push((n.as_str(), message));
+    }
+    Ok(out)
+}
+
+/// A heap object per region reference (an 8-byte placeholder for its dataset's address, patched once every
+/// object is written, then its selection); returns their heap IDs.
+fn region_heap_objects(
+    sink: &mut Sink,
+    targets: &[String],
+    regions: &[Vec<u8>],
+    refs: &mut RefPatches,
+) -> Vec<u8> {
+    let mut ids = Vec::with_capacity(12 * targets.len());
+    let mut heap = HeapSink::new(sink);
+    for (t, sel) in targets.iter().zip(regions) {
+        let mut body = vec![0u8; 8];
+        body.extend_from_slice(sel);
+        let (coll, index, at) = heap.put_located(&body);
+        refs.slots.push((at, t.clone()));
+        ids.extend_from_slice(&coll.to_le_bytes());
+        ids.extend_from_slice(&index.to_le_bytes());
+    }
+    heap.finish();
+    ids
 }
 
 /// Absolute, normalised target paths of object references.
@@ -566,12 +648,16 @@ fn size_estimate(node: &Node) -> usize {
     }
 }
 
-/// Whether any dataset or attribute of object references is in the tree.
+/// Whether any dataset or attribute of object or region references is in the tree.
 fn has_refs(node: &Node) -> bool {
+    let region_attrs = |a: &Attrs| !a.region_refs.is_empty();
     match node {
         Node::Refs { .. } => true,
-        Node::Group { children, .. } => has_attr_refs(node) || children.values().any(has_refs),
-        _ => has_attr_refs(node),
+        Node::Group { children, attrs } => {
+            region_attrs(attrs) || has_attr_refs(node) || children.values().any(has_refs)
+        }
+        Node::Dataset(d) => region_attrs(&d.attrs) || has_attr_refs(node),
+        Node::Link(_) => false,
     }
 }
 
@@ -622,20 +708,7 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
             // themselves, or the first 8 bytes of each region's heap object.
             let raw = match regions {
                 None => vec![0u8; 8 * targets.len()],
-                Some(regions) => {
-                    let mut ids = Vec::with_capacity(12 * targets.len());
-                    let mut heap = HeapSink::new(sink);
-                    for (t, sel) in targets.iter().zip(regions) {
-                        let mut body = vec![0u8; 8];
-                        body.extend_from_slice(sel);
-                        let (coll, index, at) = heap.put_located(&body);
-                        refs.slots.push((at, t.clone()));
-                        ids.extend_from_slice(&coll.to_le_bytes());
-                        ids.extend_from_slice(&index.to_le_bytes());
-                    }
-                    heap.finish();
-                    ids
-                }
+                Some(regions) => region_heap_objects(sink, targets, regions, refs),
             };
             let layout = if raw.is_empty() {
                 Layout::Contiguous {
