@@ -69,6 +69,67 @@ fn raw_uint128(raw: &[u8], be: bool) -> u128 {
     }
 }
 
+/// The value of an integer of 9 or more bytes (`raw` holds exactly its bytes): its `precision` bits from bit
+/// `offset`, sign-extended when `signed`, as the bits of a u128 (cast to i128 for a signed type). A value of a
+/// wider type that needs more than 128 bits is an error.
+fn any_wide_int(raw: &[u8], be: bool, signed: bool, offset: u16, precision: u16) -> Result<u128> {
+    let size = raw.len();
+    if size <= 16 {
+        return Ok(wide_int(
+            raw_uint128(raw, be),
+            size,
+            signed,
+            offset,
+            precision,
+        ));
+    }
+    let le: std::borrow::Cow<[u8]> = if be {
+        raw.iter().rev().copied().collect::<Vec<u8>>().into()
+    } else {
+        raw.into()
+    };
+    let bits = size * 8;
+    let o = offset as usize;
+    if o >= bits {
+        return Ok(0);
+    }
+    let p = (precision as usize).clamp(1, bits - o);
+    // Byte `k` of the field: its bits 8k..8k+8 (bits past the field's end included; masked below).
+    let field = |k: usize| -> u8 {
+        let at = o + 8 * k;
+        let (i, shift) = (at / 8, at % 8);
+        let lo = le.get(i).copied().unwrap_or(0) >> shift;
+        let hi = match shift {
+            0 => 0,
+            _ => le.get(i + 1).copied().unwrap_or(0) << (8 - shift),
+        };
+        lo | hi
+    };
+    let mut v = (0..16).fold(0u128, |v, k| v | u128::from(field(k)) << (8 * k));
+    let sign = signed && (field((p - 1) / 8) >> ((p - 1) % 8)) & 1 == 1;
+    if p <= 128 {
+        if p < 128 {
+            v &= (1u128 << p) - 1;
+            if sign {
+                v |= !((1u128 << p) - 1);
+            }
+        }
+        return Ok(v);
+    }
+    // Every bit from 128 on (and bit 127 of a signed value) must repeat the sign.
+    let ext = if sign { 0xff } else { 0 };
+    let partial = p % 8;
+    let fits = (16..p / 8).all(|k| field(k) == ext)
+        && (partial == 0 || (field(p / 8) ^ ext) & ((1 << partial) - 1) == 0)
+        && (!signed || ((v >> 127) == 1) == sign);
+    if !fits {
+        return unsupported(format!(
+            "a {size}-byte integer value that needs more than 128 bits"
+        ));
+    }
+    Ok(v)
+}
+
 /// The value of a wide integer's `precision` bits from bit `offset`, sign-extended when `signed`; returned
 /// as the bits of a u128 (cast to i128 for a signed type).
 fn wide_int(v: u128, size: usize, signed: bool, offset: u16, precision: u16) -> u128 {
@@ -103,13 +164,7 @@ pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
                 return corrupt("short integer");
             }
             if *size > 8 {
-                let bits = wide_int(
-                    raw_uint128(&raw[..*size], *be),
-                    *size,
-                    *signed,
-                    *offset,
-                    *precision,
-                );
+                let bits = any_wide_int(&raw[..*size], *be, *signed, *offset, *precision)?;
                 let v = if *signed {
                     i64::try_from(bits as i128).ok()
                 } else {
@@ -267,14 +322,15 @@ fn decode_depth(
                 (3..=4, true) => Data::I32(ints!(raw, s, *be, i32, u32, true, fix)),
                 (3..=4, false) => Data::U32(ints!(raw, s, *be, u32, u32, false, fix)),
                 (9.., _) => {
-                    let (o, p) = fix.unwrap_or((0, (s * 8) as u16));
+                    let (o, p) = (*offset, *precision);
                     let wide = raw
                         .chunks_exact(s)
-                        .map(|c| wide_int(raw_uint128(c, *be), s, *signed, o, p));
+                        .map(|c| any_wide_int(c, *be, *signed, o, p))
+                        .collect::<Result<Vec<u128>>>()?;
                     if *signed {
-                        Data::I128(wide.map(|x| x as i128).collect())
+                        Data::I128(wide.into_iter().map(|x| x as i128).collect())
                     } else {
-                        Data::U128(wide.collect())
+                        Data::U128(wide)
                     }
                 }
                 (_, true) => Data::I64(ints!(raw, s, *be, i64, u64, true, fix)),
@@ -696,6 +752,54 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::datatype::StrPad;
+
+    /// `any_wide_int` bit by bit: the field's bits, sign-extended, or `None` past 128 bits.
+    fn wide_reference(raw: &[u8], be: bool, signed: bool, o: usize, p: usize) -> Option<u128> {
+        let le: Vec<u8> = if be {
+            raw.iter().rev().copied().collect()
+        } else {
+            raw.to_vec()
+        };
+        let bit = |i: usize| (le[i / 8] >> (i % 8)) & 1 == 1;
+        let sign = signed && bit(o + p - 1);
+        let mut v = 0u128;
+        for j in 0..128 {
+            let b = if j < p { bit(o + j) } else { sign };
+            v |= u128::from(b) << j;
+        }
+        let fits =
+            (128..p).all(|j| bit(o + j) == sign) && (!signed || p <= 128 || bit(o + 127) == sign);
+        fits.then_some(v)
+    }
+
+    #[test]
+    fn integers_wider_than_16_bytes_read_as_bit_by_bit() {
+        let mut rng = crate::test_rng::TestRng::new(17);
+        for round in 0..4000 {
+            let size = 17 + (rng.next() % 24) as usize;
+            let bits = size * 8;
+            let o = (rng.next() % (bits as u64 - 1)) as usize;
+            let p = 1 + (rng.next() % (bits - o) as u64) as usize;
+            let (be, signed) = (rng.next() & 1 == 1, rng.next() & 1 == 1);
+            // Mostly values that fit: the high part all sign bits (or zeros); some random.
+            let mut raw: Vec<u8> = (0..size).map(|_| rng.next() as u8).collect();
+            if round % 4 != 0 {
+                let fill = if rng.next() & 1 == 1 { 0xff } else { 0 };
+                for b in raw.iter_mut().skip((o + 120) / 8 + 1) {
+                    *b = fill;
+                }
+                if be {
+                    raw.reverse();
+                }
+            }
+            let got = any_wide_int(&raw, be, signed, o as u16, p as u16).ok();
+            assert_eq!(
+                got,
+                wide_reference(&raw, be, signed, o, p),
+                "size {size} offset {o} precision {p} be {be} signed {signed}"
+            );
+        }
+    }
 
     /// A file with no global heap: every variable-length reference is missing.
     struct NoHeap;

@@ -82,6 +82,10 @@ pub(crate) fn array_elements(dims: &[u64]) -> usize {
     usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d))).unwrap_or(usize::MAX)
 }
 
+/// The widest integer type read: 16-bit bit offset plus 16-bit precision (values of more than 128 bits are
+/// refused element by element).
+const MAX_INT_BYTES: usize = 2 * 65536 / 8;
+
 impl Datatype {
     /// Element size in bytes.
     pub fn size(&self) -> usize {
@@ -242,7 +246,8 @@ impl Datatype {
             0 => {
                 let offset = c.u16()?;
                 let precision = c.u16()?;
-                if size == 0 || size > 16 {
+                // Offset and precision are 16-bit fields: a type wider than both together pads nothing.
+                if size == 0 || size > MAX_INT_BYTES {
                     return unsupported(format!("integer of {size} bytes"));
                 }
                 Datatype::Int {

@@ -372,7 +372,7 @@ fn int_layout(dt: &Datatype, slot: &[u8]) -> Result<(bool, bool, u32, u32)> {
         )));
     };
     let (o, p) = (u32::from(*offset), u32::from(*precision));
-    let room = (slot.len() * 8).min(128) as u32;
+    let room = u32::try_from(slot.len() * 8).unwrap_or(u32::MAX);
     if p == 0 || o + p > room {
         return Err(FormatError::Corrupt(format!(
             "integer type of {} bytes with {p} bits at bit {offset}",
@@ -382,10 +382,27 @@ fn int_layout(dt: &Datatype, slot: &[u8]) -> Result<(bool, bool, u32, u32)> {
     Ok((*signed, *be, o, p))
 }
 
-/// Writes the low `p` bits of `bits`, shifted to bit `o`, into `slot` in its byte order.
-fn put_field(bits: u128, o: u32, p: u32, be: bool, slot: &mut [u8]) {
-    let mask = if p >= 128 { !0 } else { (1u128 << p) - 1 };
-    put_bytes(&((bits & mask) << o).to_le_bytes(), slot, be);
+/// Writes the low `p` bits of `bits`, shifted to bit `o`, into `slot` in its byte order; a field wider than
+/// 128 bits gets `extend` (the sign of a negative value) in its bits from 128 on.
+fn put_field(bits: u128, extend: bool, o: u32, p: u32, be: bool, slot: &mut [u8]) {
+    if o + p <= 128 {
+        let mask = if p >= 128 { !0 } else { (1u128 << p) - 1 };
+        put_bytes(&((bits & mask) << o).to_le_bytes(), slot, be);
+        return;
+    }
+    let mut le = vec![0u8; slot.len()];
+    for j in 0..p {
+        let one = if j < 128 {
+            (bits >> j) & 1 == 1
+        } else {
+            extend
+        };
+        if one {
+            let at = (o + j) as usize;
+            le[at / 8] |= 1 << (at % 8);
+        }
+    }
+    put_bytes(&le, slot, be);
 }
 
 /// Stores integer `v` in `slot` as the integer type `dt` defines it (precision bits at a bit offset, byte
@@ -402,7 +419,7 @@ fn put_int(dt: &Datatype, v: i128, slot: &mut [u8]) -> Result<()> {
             dt.describe()
         )));
     }
-    put_field(v as u128, o, p, be, slot);
+    put_field(v as u128, true, o, p, be, slot);
     Ok(())
 }
 
@@ -416,7 +433,7 @@ fn put_uint(dt: &Datatype, v: u128, slot: &mut [u8]) -> Result<()> {
             dt.describe()
         )));
     }
-    put_field(v, o, p, be, slot);
+    put_field(v, false, o, p, be, slot);
     Ok(())
 }
 

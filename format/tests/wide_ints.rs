@@ -1,5 +1,6 @@
-//! Integers wider than 64 bits (9 to 16 bytes: HDF5's 128-bit `H5T_STD_I128`/`U128` and other widths with a
-//! precision and bit offset of their own), and signed integers of odd narrower widths (3, 5, 7 bytes), whose
+//! Integers wider than 64 bits (9 bytes and more: HDF5's 128-bit `H5T_STD_I128`/`U128`, 24- and 32-byte types,
+//! and other widths with a precision and bit offset of their own; a type wider than 16 bytes reads while each
+//! value fits 128 bits, and a value that does not is a clear error), and signed integers of odd narrower widths (3, 5, 7 bytes), whose
 //! sign bit must be extended into the value type they widen to. numpy has no such type, so h5py cannot read them; libhdf5 can, and
 //! converts them to a plain 16-byte integer, whose bytes Python turns into numbers. We read them as
 //! `Data::I128` / `Data::U128` with the values libhdf5's conversion gives, write `I128` / `U128` as 16-byte
@@ -49,6 +50,10 @@ CASES = {
     "i128_le": (16, True, False, 128, 0, [-2**127, -1, 0, 2**100 + 7, 2**127 - 1]),
     "i96_p90_o3": (12, True, False, 90, 3, [-2**89, -12345678901234567890123, -1, 0, 5, 2**89 - 1]),
     "u72_be": (9, False, True, 72, 0, [0, 2**64, 2**71 + 3, 2**72 - 1]),
+    # Wider than 16 bytes, values within 128 bits (negatives sign-extended over all 256 or 150 bits).
+    "i256_le": (32, True, False, 256, 0, [-2**127, -5, 0, 2**126]),
+    "i192_be_p150_o20": (24, True, True, 150, 20, [-2**100, -1, 2**127 - 1]),
+    "u192_be": (24, False, True, 192, 0, [0, 2**100, 2**128 - 1]),
     # Narrower odd widths, whose sign bit is not their value type's.
     "i24": (3, True, False, 24, 0, [-2**23, -1, 0, 2**23 - 1]),
     "i40_be": (5, True, True, 40, 0, [-2**39, -2, 3, 2**39 - 1]),
@@ -69,10 +74,13 @@ with h5py.File(sys.argv[1], "w") as f:
     a = h5py.h5a.create(f.id, b"wide", ft, h5py.h5s.create(h5py.h5s.SCALAR))
     a.write(raw([-2**126 - 9], 16, True, 128, 0).reshape(()), mtype=ft)
     want["@wide"] = as_ints(a, True, attr=True)
-    # Wider than any integer we read: a clear error that leaves the other attributes readable.
+    # Wider than 16 bytes: a small value reads; one past 128 bits is a clear error that leaves the other
+    # attributes readable.
     ft = int_type(20, False, False, 160, 0)
     a = h5py.h5a.create(f.id, b"wider", ft, h5py.h5s.create(h5py.h5s.SCALAR))
     a.write(raw([7], 20, False, 160, 0).reshape(()), mtype=ft)
+    a = h5py.h5a.create(f.id, b"x_too_wide", ft, h5py.h5s.create(h5py.h5s.SCALAR))
+    a.write(raw([2**140 + 1], 20, False, 160, 0).reshape(()), mtype=ft)
 with open(sys.argv[1] + ".json", "w") as g:
     json.dump(want, g)
 "#;
@@ -132,6 +140,9 @@ fn wide_integers_read_as_libhdf5_converts_them_and_take_appended_rows() {
         "i128_le",
         "i96_p90_o3",
         "u72_be",
+        "i256_le",
+        "i192_be_p150_o20",
+        "u192_be",
         "i24",
         "i40_be",
         "i56_p50_o4",
@@ -141,10 +152,11 @@ fn wide_integers_read_as_libhdf5_converts_them_and_take_appended_rows() {
     }
     let attr = f.attr("/", "wide").unwrap();
     assert_eq!(strings(&attr.data), json_strings(&want["@wide"]));
-    assert_eq!(f.attr_names("/").unwrap(), ["wide", "wider"]);
-    let e = f.attr("/", "wider").unwrap_err();
+    assert_eq!(f.attr_names("/").unwrap(), ["wide", "wider", "x_too_wide"]);
+    assert_eq!(f.attr("/", "wider").unwrap().data, Data::U128(vec![7]));
+    let e = f.attr("/", "x_too_wide").unwrap_err();
     assert!(
-        matches!(e, FormatError::Unsupported(ref m) if m.contains("integer of 20 bytes")),
+        matches!(e, FormatError::Unsupported(ref m) if m.contains("needs more than 128 bits")),
         "{e}"
     );
     drop(f);
@@ -162,11 +174,18 @@ fn wide_integers_read_as_libhdf5_converts_them_and_take_appended_rows() {
         .unwrap();
     app.append_rows("/u72_be", Array::vector(Data::U32(vec![9])))
         .unwrap();
+    app.append_rows("/i256_le", Array::vector(Data::I128(vec![i128::MIN, -3])))
+        .unwrap();
+    app.append_rows("/i192_be_p150_o20", Array::vector(Data::I64(vec![-7, 8])))
+        .unwrap();
+    app.append_rows("/u192_be", Array::vector(Data::U128(vec![u128::MAX])))
+        .unwrap();
     // Values outside a dataset's range are refused, naming the value.
     for (name, bad) in [
         ("/i96_p90_o3", Data::I128(vec![1i128 << 89])),
         ("/u72_be", Data::U128(vec![1u128 << 72])),
         ("/u128_be", Data::I8(vec![-1])),
+        ("/u192_be", Data::I8(vec![-1])),
     ] {
         let e = app
             .append_rows(name, Array::vector(bad.clone()))
@@ -179,7 +198,8 @@ fn wide_integers_read_as_libhdf5_converts_them_and_take_appended_rows() {
     app.commit().unwrap();
 
     let names = serde_json::json!({
-        "u128_be": false, "i128_le": true, "i96_p90_o3": true, "u72_be": false, "@wide": true
+        "u128_be": false, "i128_le": true, "i96_p90_o3": true, "u72_be": false, "@wide": true,
+        "i256_le": true, "i192_be_p150_o20": true, "u192_be": false
     });
     let names_path = dir.path().join("names.json");
     std::fs::write(&names_path, names.to_string()).unwrap();
@@ -191,6 +211,9 @@ fn wide_integers_read_as_libhdf5_converts_them_and_take_appended_rows() {
         ("i128_le", vec![i64::MIN.to_string()]),
         ("i96_p90_o3", vec![low.to_string(), "-2".into(), "7".into()]),
         ("u72_be", vec!["9".into()]),
+        ("i256_le", vec![i128::MIN.to_string(), "-3".into()]),
+        ("i192_be_p150_o20", vec!["-7".into(), "8".into()]),
+        ("u192_be", vec![u128::MAX.to_string()]),
     ] {
         let mut expected = json_strings(&want[name]);
         expected.extend(extra);
