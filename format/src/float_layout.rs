@@ -56,15 +56,17 @@ impl Layout {
             explicit: *norm != 2,
         };
         let bits = (*size as u32).saturating_mul(8);
-        if *size == 0 || *size > 16 {
-            return unsupported(format!("float of {size} bytes"));
+        if *size == 0 {
+            return unsupported("float of 0 bytes");
         }
         if *norm > 2 {
             return unsupported(format!("float normalisation {norm}"));
         }
+        // Up to 16 bytes the element is one u128; wider ones are narrowed first (see `narrowed`).
+        let max_mantissa = if *size <= 16 { 120 } else { 255 };
         let inside = |loc: u32, len: u32| loc.checked_add(len).is_some_and(|end| end <= bits);
         if !(1..=30).contains(&l.exp_size)
-            || !(1..=120).contains(&l.mant_size)
+            || !(1..=max_mantissa).contains(&l.mant_size)
             || !inside(l.exp_loc, l.exp_size)
             || !inside(l.mant_loc, l.mant_size)
             || l.sign_loc >= bits
@@ -75,6 +77,71 @@ impl Layout {
             ));
         }
         Ok(l)
+    }
+
+    /// A layout wider than 16 bytes (its fields within the first 32, as the 8-bit field positions of a float
+    /// type put them) as a 16-byte one with the same sign, exponent and bias and the mantissa's top bits; with
+    /// how many low mantissa bits it drops. Dropped bits fold into the last kept one (round to odd), so values
+    /// round to f64 as the full layout's would: at least 97 bits are kept, far more than f64's 53 plus 2.
+    fn narrowed(&self) -> (Layout, u32) {
+        let kept = self.mant_size.min(127 - self.exp_size);
+        let n = Layout {
+            size: 16,
+            be: false,
+            sign_loc: 127,
+            exp_loc: kept,
+            exp_size: self.exp_size,
+            mant_loc: 0,
+            mant_size: kept,
+            bias: self.bias,
+            explicit: self.explicit,
+        };
+        (n, self.mant_size - kept)
+    }
+
+    /// The element `c` of a layout wider than 16 bytes as a word of its [`narrowed`](Self::narrowed) layout.
+    fn narrow_word(&self, c: &[u8]) -> u128 {
+        let mut le = [0u8; 32];
+        if self.be {
+            for (d, s) in le.iter_mut().zip(c.iter().rev()) {
+                *d = *s;
+            }
+        } else {
+            for (d, s) in le.iter_mut().zip(c) {
+                *d = *s;
+            }
+        }
+        let word = U256::from_le(&le);
+        let (n, dropped) = self.narrowed();
+        let mant = word.field(self.mant_loc, self.mant_size);
+        let mut kept = mant.shr(dropped).lo;
+        if mant.field(0, dropped) != U256::ZERO {
+            kept |= 1;
+        }
+        let e = word.field(self.exp_loc, self.exp_size).lo;
+        let sign = word.field(self.sign_loc, 1).lo;
+        kept | (e << n.exp_loc) | (sign << 127)
+    }
+
+    /// The `size` bytes (in the layout's byte order) of a word of the [`narrowed`](Self::narrowed) layout.
+    fn widened_bytes(&self, w: u128) -> Vec<u8> {
+        let (n, dropped) = self.narrowed();
+        let mant = w & ((1u128 << n.mant_size) - 1);
+        let e = (w >> n.exp_loc) & ((1u128 << n.exp_size) - 1);
+        let word = U256 { lo: mant, hi: 0 }
+            .shl(self.mant_loc + dropped)
+            .or(U256 { lo: e, hi: 0 }.shl(self.exp_loc))
+            .or(U256 {
+                lo: w >> 127,
+                hi: 0,
+            }
+            .shl(self.sign_loc));
+        let mut out = word.to_le().to_vec();
+        out.resize(self.size, 0);
+        if self.be {
+            out.reverse();
+        }
+        out
     }
 
     /// Bits of precision: the stored mantissa, plus the implied leading bit.
@@ -239,10 +306,101 @@ fn shift_round(m: u128, by: i64) -> u128 {
     q + u128::from(rest > half || (rest == half && q & 1 == 1))
 }
 
+/// A 256-bit unsigned integer: the first 32 bytes of a float element wider than 16.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct U256 {
+    lo: u128,
+    hi: u128,
+}
+
+impl U256 {
+    const ZERO: U256 = U256 { lo: 0, hi: 0 };
+
+    fn from_le(b: &[u8; 32]) -> U256 {
+        let mut lo = [0u8; 16];
+        let mut hi = [0u8; 16];
+        lo.copy_from_slice(&b[..16]);
+        hi.copy_from_slice(&b[16..]);
+        U256 {
+            lo: u128::from_le_bytes(lo),
+            hi: u128::from_le_bytes(hi),
+        }
+    }
+
+    fn to_le(self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        b[..16].copy_from_slice(&self.lo.to_le_bytes());
+        b[16..].copy_from_slice(&self.hi.to_le_bytes());
+        b
+    }
+
+    fn shr(self, s: u32) -> U256 {
+        match s {
+            0 => self,
+            1..=127 => U256 {
+                lo: (self.lo >> s) | (self.hi << (128 - s)),
+                hi: self.hi >> s,
+            },
+            128..=255 => U256 {
+                lo: self.hi >> (s - 128),
+                hi: 0,
+            },
+            _ => U256::ZERO,
+        }
+    }
+
+    fn shl(self, s: u32) -> U256 {
+        match s {
+            0 => self,
+            1..=127 => U256 {
+                lo: self.lo << s,
+                hi: (self.hi << s) | (self.lo >> (128 - s)),
+            },
+            128..=255 => U256 {
+                lo: 0,
+                hi: self.lo << (s - 128),
+            },
+            _ => U256::ZERO,
+        }
+    }
+
+    fn or(self, o: U256) -> U256 {
+        U256 {
+            lo: self.lo | o.lo,
+            hi: self.hi | o.hi,
+        }
+    }
+
+    /// Bits `loc..loc + len` (len ≤ 256), as the low bits of the result.
+    fn field(self, loc: u32, len: u32) -> U256 {
+        let v = self.shr(loc);
+        match len {
+            0 => U256::ZERO,
+            1..=127 => U256 {
+                lo: v.lo & ((1u128 << len) - 1),
+                hi: 0,
+            },
+            128 => U256 { lo: v.lo, hi: 0 },
+            129..=255 => U256 {
+                lo: v.lo,
+                hi: v.hi & ((1u128 << (len - 128)) - 1),
+            },
+            _ => v,
+        }
+    }
+}
+
 /// Encodes `values` as elements of the float type `dt` (any layout: IEEE or not, either byte order).
 pub fn encode(dt: &Datatype, values: &[f64]) -> Result<Vec<u8>> {
     let l = Layout::of(dt)?;
     let mut out = Vec::with_capacity(values.len() * l.size);
+    if l.size > 16 {
+        let (n, _) = l.narrowed();
+        for &v in values {
+            out.extend(l.widened_bytes(n.bits_of(v)));
+        }
+        return Ok(out);
+    }
     for &v in values {
         let le = l.bits_of(v).to_le_bytes();
         let bytes = &le[..l.size];
@@ -305,6 +463,15 @@ fn pow2(k: i64) -> f64 {
 pub fn decode(dt: &Datatype, raw: &[u8]) -> Result<Data> {
     let l = Layout::of(dt)?;
     let elems = raw.chunks_exact(l.size);
+    if l.size > 16 {
+        let (n, _) = l.narrowed();
+        let values = elems.map(|c| n.value(l.narrow_word(c)));
+        return Ok(if l.fits_f32() {
+            Data::F32(values.map(|v| v as f32).collect())
+        } else {
+            Data::F64(values.collect())
+        });
+    }
     if l.fits_f32() {
         if l.size == 2
             && (l.sign_loc, l.exp_loc, l.exp_size, l.mant_loc, l.mant_size) == (15, 7, 8, 0, 7)
@@ -512,9 +679,38 @@ mod tests {
             Data::F64(v) => assert_eq!(v, vec![2f64.powi(-268)]),
             other => panic!("{other:?}"),
         }
-        // Fields outside the element, and elements wider than 16 bytes.
+        // Fields outside the element.
         assert!(decode(&float(2, 15, 10, 8, 10, 15), &[0, 0]).is_err());
-        assert!(decode(&float(17, 135, 112, 15, 112, 16383), &[0; 17]).is_err());
+        assert!(decode(&float(17, 136, 112, 15, 112, 16383), &[0; 17]).is_err());
+        // Wider than 16 bytes: binary128's fields in 17 bytes read as binary128 (1.5, then -2 with a
+        // mantissa bit past f64's that rounds away), and a 20-byte layout with a 140-bit mantissa.
+        let q17 = float(17, 127, 112, 15, 112, 16383);
+        let mut raw = [0u8; 34];
+        raw[..16].copy_from_slice(&((16383u128 << 112) | (1u128 << 111)).to_le_bytes());
+        raw[17..33].copy_from_slice(&((1u128 << 127) | (16384u128 << 112) | 1).to_le_bytes());
+        assert_eq!(decode(&q17, &raw).unwrap(), Data::F64(vec![1.5, -2.0]));
+        let w20 = float(20, 159, 140, 19, 140, 262143);
+        let one_third = U256 { lo: 0, hi: 0 }.or(U256 { lo: 262141, hi: 0 }.shl(140));
+        // 1/3 = 0.0101..., the mantissa's 140 bits all 0101...
+        let fraction = U256 {
+            lo: u128::MAX / 3,
+            hi: (1u128 << 12) / 3,
+        };
+        let mut le = one_third.or(fraction.field(0, 140)).to_le().to_vec();
+        le.truncate(20);
+        match decode(&w20, &le).unwrap() {
+            Data::F64(v) => assert_eq!(v, vec![1.0 / 3.0]),
+            other => panic!("{other:?}"),
+        }
+        let back = encode(&w20, &[1.0 / 3.0, -0.0, f64::INFINITY]).unwrap();
+        assert_eq!(back.len(), 60);
+        match decode(&w20, &back).unwrap() {
+            Data::F64(v) => {
+                assert_eq!(&v[..1], &[1.0 / 3.0]);
+                assert!(v[1] == 0.0 && v[1].is_sign_negative() && v[2] == f64::INFINITY);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// x87 extended precision as numpy's `longdouble` is stored: 16 bytes, 80 used, the leading bit stored.

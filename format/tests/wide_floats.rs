@@ -1,5 +1,6 @@
 //! Floats wider than f64, written by h5py: numpy's `longdouble` (x87 80-bit extended in 16 bytes, the
-//! leading mantissa bit stored), the same big-endian, and IEEE binary128 (a user-defined type). We read them as
+//! leading mantissa bit stored), the same big-endian, IEEE binary128 and binary256 (user-defined types, the
+//! latter in either byte order), and others wider than 16 bytes whose rows we append. We read them as
 //! f64 rounded to nearest as IEEE rounds (ties to even, values that round past the largest f64 to infinity),
 //! and every value equals what libhdf5's own conversion to `double` gives, but for two that libhdf5's software
 //! conversion (big-endian, binary128) rounds its own way: a tie it rounds up (its hardware conversion of
@@ -26,6 +27,18 @@ def quad(x):
         out.append(w.to_bytes(16, "little"))
     return np.frombuffer(b"".join(out), dtype="V16")
 q = quad([(0, 16383, 1 << 111), (1, 16384, 0), (0, 16381, int("5" * 28, 16)), (0, 32767, 0), (0, 0, 1), (0, 16383 + 1023, (1 << 112) - 1)])
+def octuple(x, be=False):
+    # IEEE binary256 bits (sign, 19-bit exponent, 236-bit fraction) in 32 bytes.
+    out = []
+    for sign, exp, frac in x:
+        w = (sign << 255) | (exp << 236) | frac
+        out.append(w.to_bytes(32, "big" if be else "little"))
+    return np.frombuffer(b"".join(out), dtype="V32")
+import random
+random.seed(5)
+OB = 262143
+ov = [(0, 0, 0), (1, 0, 0), (0, 2 * OB + 1, 0), (1, OB, 0), (0, OB - 1, 1 << 235)]
+ov += [(random.getrandbits(1), OB + random.randint(-1000, 1000), random.getrandbits(236)) for _ in range(300)]
 with h5py.File(sys.argv[1], "w") as f:
     f["longdouble"] = ld
     be = t.NATIVE_LDOUBLE.copy()
@@ -39,8 +52,18 @@ with h5py.File(sys.argv[1], "w") as f:
     qt.set_ebias(16383)
     d = h5py.h5d.create(f.id, b"quad", qt, h5py.h5s.create_simple(q.shape))
     d.write(h5py.h5s.ALL, h5py.h5s.ALL, q, mtype=qt)
+    for name, order in [("octuple", t.ORDER_LE), ("octuple_be", t.ORDER_BE)]:
+        ot = t.IEEE_F64LE.copy()
+        ot.set_size(32)
+        ot.set_precision(256)
+        ot.set_fields(255, 236, 19, 0, 236)
+        ot.set_ebias(OB)
+        ot.set_order(order)
+        o = octuple(ov, be=order == t.ORDER_BE)
+        d = h5py.h5d.create(f.id, name.encode(), ot, h5py.h5s.create_simple(o.shape))
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, o, mtype=ot)
     want = {}
-    for name in ["longdouble", "longdouble_be", "quad"]:
+    for name in ["longdouble", "longdouble_be", "quad", "octuple", "octuple_be"]:
         d = h5py.h5d.open(f.id, name.encode())
         v = np.zeros(d.shape, dtype="f8")
         d.read(h5py.h5s.ALL, h5py.h5s.ALL, v, mtype=t.NATIVE_DOUBLE)
@@ -59,6 +82,15 @@ fn wider_than_f64_floats_read_as_libhdf5_converts_them() {
     common::run_python(MAKE, &[&path]);
     let want = common::read_json(&dir.path().join("wide.h5.json"));
     let f = H5File::open(&path).unwrap();
+    for name in ["octuple", "octuple_be"] {
+        let Data::F64(got) = f.dataset(&format!("/{name}")).unwrap().read().unwrap().data else {
+            panic!("{name}: f64");
+        };
+        // 0, -0, infinity, -1, the f64 just below 1 rounded from 236 bits, then random values.
+        assert_eq!(&got[..4], &[0.0, -0.0, f64::INFINITY, -1.0], "{name}");
+        assert!(got[0].is_sign_positive() && got[1].is_sign_negative());
+        common::assert_f64s_equal(name, &got, &want[name], &[]);
+    }
     for name in ["longdouble", "longdouble_be", "quad"] {
         let Data::F64(got) = f.dataset(&format!("/{name}")).unwrap().read().unwrap().data else {
             panic!("{name}: f64");
@@ -94,6 +126,10 @@ def layout(base, size, fields, ebias, order=None):
 TYPES = {
     "longdouble": t.NATIVE_LDOUBLE.copy(),
     "quad": layout(t.IEEE_F64LE, 16, (127, 112, 15, 0, 112), 16383),
+    "octuple": layout(t.IEEE_F64LE, 32, (255, 236, 19, 0, 236), 262143),
+    "octuple_be": layout(t.IEEE_F64LE, 32, (255, 236, 19, 0, 236), 262143, t.ORDER_BE),
+    # 24 bytes, fields off the byte grid: mantissa 150 bits at bit 10, exponent 20 bits at 160, sign at 180.
+    "padded": layout(t.IEEE_F64LE, 24, (180, 160, 20, 10, 150), 524287),
     "bfloat16": layout(t.IEEE_F32LE, 2, (15, 7, 8, 0, 7), 127),
     "bfloat16_be": layout(t.IEEE_F32LE, 2, (15, 7, 8, 0, 7), 127, t.ORDER_BE),
     "e4m3": layout(t.IEEE_F32LE, 1, (7, 3, 4, 0, 3), 7),
@@ -164,6 +200,9 @@ with h5py.File(sys.argv[1], "w") as f:
         "longdouble",
         "longdouble_be",
         "quad",
+        "octuple",
+        "octuple_be",
+        "padded",
         "bfloat16",
         "bfloat16_be",
         "e4m3",
