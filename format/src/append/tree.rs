@@ -235,13 +235,13 @@ impl FileAppender {
                 }
             }
         }
-        // Not linked elsewhere: what is under it may be.
+        // Not linked elsewhere: what is under it may be. (Index entries of dropped nodes go stale; lookups
+        // check every entry they use, and index the tree anew on a stale one.)
         if let Node::Group(g) = node {
             for (_, child) in g.children {
                 self.rehome(child)?;
             }
         }
-        self.reindex();
         Ok(())
     }
 
