@@ -8,16 +8,18 @@
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
 //! Blosc, Blosc2, bitshuffle, LZO; other filters become deflate), attributes, soft and external links, and object
-//! references (datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
+//! and region references (1-D datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
 //! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
 //! ends there); groups nested deeper than 64 levels are left. What cannot be carried (committed datatypes,
-//! region references, data the reader or writer refuses) is listed in [`Carried::left`], and the caller keeps a
+//! HDF5 1.12 references, references inside compound, array or variable-length types, data the reader or writer
+//! refuses) is listed in [`Carried::left`], and the caller keeps a
 //! copy of the old file for it.
 //!
 //! References to the store's own objects (and to the root) are remapped like the others, to the objects the
 //! snapshot writes at the same paths; incremental checkpoints keep every reference and second hard link valid
 //! themselves (the appender rewrites those pointing at the objects it moves).
 
+use clawhdf5_format::region::{RegionRef, Selection};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -76,6 +78,8 @@ pub fn carry(old: &H5File, w: &mut FileWriter) -> Carried {
         carried: HashMap::new(),
         refs: Vec::new(),
         attr_refs: Vec::new(),
+        regions: Vec::new(),
+        attr_regions: Vec::new(),
     };
     // References to the root follow it into the new file, like those to any object the snapshot writes.
     c.carried.insert(old.root_addr(), "/".to_string());
@@ -104,6 +108,10 @@ struct Copier<'a> {
     refs: Vec<(String, Vec<u64>)>,
     /// Attributes of object references, likewise: (object path, name, shape, addresses).
     attr_refs: Vec<(String, String, Vec<u64>, Vec<u64>)>,
+    /// Datasets of region references, likewise: (path, references).
+    regions: Vec<(String, Vec<RegionRef>)>,
+    /// Attributes of region references, likewise: (object path, name, shape, references).
+    attr_regions: Vec<(String, String, Vec<u64>, Vec<RegionRef>)>,
 }
 
 impl Copier<'_> {
@@ -129,10 +137,13 @@ impl Copier<'_> {
                 }) => self
                     .attr_refs
                     .push((path.to_string(), name.clone(), shape, addrs)),
-                Ok(a) if holds_refs(&a.data) => self.leave(
-                    what(),
-                    "it holds region or HDF5 1.12 references, which cannot be carried into a rewritten file",
-                ),
+                Ok(Array {
+                    shape,
+                    data: Data::RegionRef(regions),
+                }) => self
+                    .attr_regions
+                    .push((path.to_string(), name.clone(), shape, regions)),
+                Ok(a) if holds_refs(&a.data) => self.leave(what(), UNCARRIED_REFS),
                 Ok(a) => match self.w.set_attr(path, &name, a) {
                     Ok(()) => self.out.attrs += 1,
                     Err(e) => self.leave(what(), e),
@@ -246,7 +257,7 @@ impl Copier<'_> {
 
     /// Carry the old dataset at `path` (its references wait for [`Copier::write_refs`]); true when done.
     fn dataset(&mut self, path: &str) -> bool {
-        let (array, opts) = match self
+        let (mut array, opts) = match self
             .old
             .dataset(path)
             .and_then(|d| Ok((d.read()?, options(&d))))
@@ -257,16 +268,20 @@ impl Copier<'_> {
                 return false;
             }
         };
-        if let (Data::ObjectRef(addrs), 1) = (&array.data, array.shape.len()) {
-            self.refs.push((path.to_string(), addrs.clone()));
-            return true;
-        }
-        if holds_refs(&array.data) {
-            self.leave(
-                format!("dataset {path}"),
-                "it holds region or HDF5 1.12 references, which cannot be carried into a rewritten file",
-            );
-            return false;
+        match (array.data, array.shape.len()) {
+            (Data::ObjectRef(addrs), 1) => {
+                self.refs.push((path.to_string(), addrs));
+                return true;
+            }
+            (Data::RegionRef(regions), 1) => {
+                self.regions.push((path.to_string(), regions));
+                return true;
+            }
+            (data, _) if holds_refs(&data) => {
+                self.leave(format!("dataset {path}"), UNCARRIED_REFS);
+                return false;
+            }
+            (data, _) => array.data = data,
         }
         // The old layout first; should the writer refuse it (a chunk shape it does not take), its default.
         let written = match self.w.write_dataset(path, array.clone(), opts) {
@@ -291,10 +306,7 @@ impl Copier<'_> {
     fn write_refs(&mut self) {
         for (path, addrs) in std::mem::take(&mut self.refs) {
             let Some(targets) = paths_of(&self.carried, &addrs) else {
-                self.leave(
-                    format!("dataset {path}"),
-                    "a reference in it points at no object the rewritten file keeps",
-                );
+                self.leave(format!("dataset {path}"), UNKEPT_TARGET);
                 continue;
             };
             match self.w.write_object_refs(&path, &targets) {
@@ -308,10 +320,7 @@ impl Copier<'_> {
         for (path, name, shape, addrs) in std::mem::take(&mut self.attr_refs) {
             let what = format!("attribute {name:?} of {path}");
             let Some(targets) = paths_of(&self.carried, &addrs) else {
-                self.leave(
-                    what,
-                    "a reference in it points at no object the rewritten file keeps",
-                );
+                self.leave(what, UNKEPT_TARGET);
                 continue;
             };
             match self
@@ -322,7 +331,54 @@ impl Copier<'_> {
                 Err(e) => self.leave(what, e),
             }
         }
+        // Region references last: their datasets (the store's, carried ones, datasets of object references)
+        // are all written by now, and each selection is checked against its dataset's shape there.
+        for (path, regions) in std::mem::take(&mut self.regions) {
+            let what = format!("dataset {path}");
+            let Some(targets) = regions_of(&self.carried, &regions) else {
+                self.leave(what, UNKEPT_TARGET);
+                continue;
+            };
+            match self.w.write_region_refs(&path, &targets) {
+                Ok(()) => {
+                    self.out.objects += 1;
+                    self.attrs(&path);
+                }
+                Err(e) => self.leave(what, e),
+            }
+        }
+        for (path, name, shape, regions) in std::mem::take(&mut self.attr_regions) {
+            let what = format!("attribute {name:?} of {path}");
+            let Some(targets) = regions_of(&self.carried, &regions) else {
+                self.leave(what, UNKEPT_TARGET);
+                continue;
+            };
+            match self.w.set_attr_region_refs(&path, &name, &shape, &targets) {
+                Ok(()) => self.out.attrs += 1,
+                Err(e) => self.leave(what, e),
+            }
+        }
     }
+}
+
+/// Why references not carried are left.
+const UNCARRIED_REFS: &str =
+    "it holds HDF5 1.12 references, or references inside compound, array or \
+    variable-length types, which cannot be carried into a rewritten file";
+
+/// Why references to objects the new file lacks are left.
+const UNKEPT_TARGET: &str = "a reference in it points at no object the rewritten file keeps";
+
+/// The new file's paths and the selections of the region references `regions` (addresses in the old file);
+/// `None` when the new file lacks one's dataset, or one is null.
+fn regions_of<'a>(
+    carried: &'a HashMap<u64, String>,
+    regions: &[RegionRef],
+) -> Option<Vec<(&'a str, Selection)>> {
+    regions
+        .iter()
+        .map(|r| Some((carried.get(&r.object)?.as_str(), r.selection.clone())))
+        .collect()
 }
 
 /// The new file's paths of the objects at `addrs` in the old one; `None` when the new file lacks one.
@@ -497,6 +553,19 @@ mod tests {
             .unwrap();
         w.set_attr_object_refs("/mine/words", "gone", &["/index/hnsw"])
             .unwrap();
+        // Region references: to a carried dataset and the store's own, to the dropped graph, and an attribute.
+        w.write_region_refs(
+            "/mine/regions",
+            &[
+                ("/mine/values", Selection::Regular(vec![[10, 1, 5, 1]])),
+                ("/records/id", Selection::Points(vec![vec![1]])),
+            ],
+        )
+        .unwrap();
+        w.write_region_refs("/mine/stale_regions", &[("/index/hnsw", Selection::All)])
+            .unwrap();
+        w.set_attr_region_refs("/mine", "slices", &[1], &[("/mine/words", Selection::All)])
+            .unwrap();
         w.to_bytes().unwrap()
     }
 
@@ -519,11 +588,13 @@ mod tests {
         let old = annotated();
         let mut w = snapshot();
         let c = carry(&old, &mut w);
-        // mine, values, words, latest, elsewhere, refs; the references to the dropped graph stay behind.
-        assert_eq!((c.objects, c.attrs), (6, 5), "{c:?}");
-        assert_eq!(c.left.len(), 2, "{c:?}");
+        // mine, values, words, latest, elsewhere, refs, regions; the references to the dropped graph stay
+        // behind.
+        assert_eq!((c.objects, c.attrs), (7, 6), "{c:?}");
+        assert_eq!(c.left.len(), 3, "{c:?}");
         assert!(c.left[0].contains("/mine/stale"), "{c:?}");
         assert!(c.left[1].contains("\"gone\" of /mine/words"), "{c:?}");
+        assert!(c.left[2].contains("/mine/stale_regions"), "{c:?}");
         let f = H5File::from_bytes(w.to_bytes().unwrap()).unwrap();
         assert!(!f.exists("/index/hnsw"));
         assert_eq!(
@@ -577,6 +648,21 @@ mod tests {
                 f.resolve("/records/id").unwrap(),
                 f.resolve("/mine/words").unwrap()
             ])
+        );
+        let region = |path: &str, selection: Selection| RegionRef {
+            object: f.resolve(path).unwrap(),
+            selection,
+        };
+        assert_eq!(
+            f.dataset("/mine/regions").unwrap().read().unwrap().data,
+            Data::RegionRef(vec![
+                region("/mine/values", Selection::Regular(vec![[10, 1, 5, 1]])),
+                region("/records/id", Selection::Points(vec![vec![1]])),
+            ])
+        );
+        assert_eq!(
+            f.attr("/mine", "slices").unwrap().data,
+            Data::RegionRef(vec![region("/mine/words", Selection::All)])
         );
     }
 
