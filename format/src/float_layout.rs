@@ -99,8 +99,9 @@ impl Layout {
         (n, self.mant_size - kept)
     }
 
-    /// The element `c` of a layout wider than 16 bytes as a word of its [`narrowed`](Self::narrowed) layout.
-    fn narrow_word(&self, c: &[u8]) -> u128 {
+    /// The element `c` of a layout wider than 16 bytes as a word of its [`narrowed`](Self::narrowed) layout
+    /// `n`, which drops `dropped` mantissa bits.
+    fn narrow_word(&self, c: &[u8], n: &Layout, dropped: u32) -> u128 {
         let mut le = [0u8; 32];
         if self.be {
             for (d, s) in le.iter_mut().zip(c.iter().rev()) {
@@ -112,7 +113,6 @@ impl Layout {
             }
         }
         let word = U256::from_le(&le);
-        let (n, dropped) = self.narrowed();
         let mant = word.field(self.mant_loc, self.mant_size);
         let mut kept = mant.shr(dropped).lo;
         if mant.field(0, dropped) != U256::ZERO {
@@ -123,9 +123,9 @@ impl Layout {
         kept | (e << n.exp_loc) | (sign << 127)
     }
 
-    /// The `size` bytes (in the layout's byte order) of a word of the [`narrowed`](Self::narrowed) layout.
-    fn widened_bytes(&self, w: u128) -> Vec<u8> {
-        let (n, dropped) = self.narrowed();
+    /// The `size` bytes (in the layout's byte order) of a word of the [`narrowed`](Self::narrowed) layout `n`,
+    /// which drops `dropped` mantissa bits.
+    fn widened_bytes(&self, w: u128, n: &Layout, dropped: u32) -> Vec<u8> {
         let mant = w & ((1u128 << n.mant_size) - 1);
         let e = (w >> n.exp_loc) & ((1u128 << n.exp_size) - 1);
         let word = U256 { lo: mant, hi: 0 }
@@ -395,9 +395,9 @@ pub fn encode(dt: &Datatype, values: &[f64]) -> Result<Vec<u8>> {
     let l = Layout::of(dt)?;
     let mut out = Vec::with_capacity(values.len() * l.size);
     if l.size > 16 {
-        let (n, _) = l.narrowed();
+        let (n, dropped) = l.narrowed();
         for &v in values {
-            out.extend(l.widened_bytes(n.bits_of(v)));
+            out.extend(l.widened_bytes(n.bits_of(v), &n, dropped));
         }
         return Ok(out);
     }
@@ -464,8 +464,8 @@ pub fn decode(dt: &Datatype, raw: &[u8]) -> Result<Data> {
     let l = Layout::of(dt)?;
     let elems = raw.chunks_exact(l.size);
     if l.size > 16 {
-        let (n, _) = l.narrowed();
-        let values = elems.map(|c| n.value(l.narrow_word(c)));
+        let (n, dropped) = l.narrowed();
+        let values = elems.map(|c| n.value(l.narrow_word(c, &n, dropped)));
         return Ok(if l.fits_f32() {
             Data::F32(values.map(|v| v as f32).collect())
         } else {

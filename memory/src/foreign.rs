@@ -257,7 +257,7 @@ impl Copier<'_> {
 
     /// Carry the old dataset at `path` (its references wait for [`Copier::write_refs`]); true when done.
     fn dataset(&mut self, path: &str) -> bool {
-        let (mut array, opts) = match self
+        let (array, opts) = match self
             .old
             .dataset(path)
             .and_then(|d| Ok((d.read()?, options(&d))))
@@ -268,20 +268,21 @@ impl Copier<'_> {
                 return false;
             }
         };
-        match (array.data, array.shape.len()) {
-            (Data::ObjectRef(addrs), 1) => {
-                self.refs.push((path.to_string(), addrs));
+        let one_d = array.shape.len() == 1;
+        match &array.data {
+            Data::ObjectRef(addrs) if one_d => {
+                self.refs.push((path.to_string(), addrs.clone()));
                 return true;
             }
-            (Data::RegionRef(regions), 1) => {
-                self.regions.push((path.to_string(), regions));
+            Data::RegionRef(regions) if one_d => {
+                self.regions.push((path.to_string(), regions.clone()));
                 return true;
             }
-            (data, _) if holds_refs(&data) => {
+            data if holds_refs(data) => {
                 self.leave(format!("dataset {path}"), UNCARRIED_REFS);
                 return false;
             }
-            (data, _) => array.data = data,
+            _ => {}
         }
         // The old layout first; should the writer refuse it (a chunk shape it does not take), its default.
         let written = match self.w.write_dataset(path, array.clone(), opts) {

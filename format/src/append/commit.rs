@@ -204,12 +204,20 @@ impl Pass<'_> {
 
     /// All the attribute messages of `list`: its messages with their references rewritten, then its
     /// attributes of region references encoded.
-    fn all_attrs(&self, sink: &mut Sink, list: &AttrList) -> Result<Vec<EncodedAttr>> {
-        let mut out = self.attrs(sink, &list.msgs)?.into_owned();
+    fn all_attrs<'m>(
+        &self,
+        sink: &mut Sink,
+        list: &'m AttrList,
+    ) -> Result<std::borrow::Cow<'m, [EncodedAttr]>> {
+        let msgs = self.attrs(sink, &list.msgs)?;
+        if list.regions.is_empty() {
+            return Ok(msgs);
+        }
+        let mut out = msgs.into_owned();
         for (n, r) in &list.regions {
             out.push((n.clone(), self.region_attr(sink, n, r)?));
         }
-        Ok(out)
+        Ok(out.into())
     }
 
     /// The message of an attribute of region references set in this session.
@@ -338,7 +346,12 @@ fn write_group(sink: &mut Sink, g: &GroupState, pass: &mut Pass) -> Result<u64> 
                         NewAttr::Regions(_) => {}
                     }
                 }
-                let mut enc = pass.attrs(sink, &enc)?.into_owned();
+                // The references rewritten (a copy), or the messages as they are.
+                let remapped = match pass.attrs(sink, &enc)? {
+                    std::borrow::Cow::Owned(v) => Some(v),
+                    std::borrow::Cow::Borrowed(_) => None,
+                };
+                let mut enc = remapped.unwrap_or(enc);
                 for (n, a) in attrs {
                     if let NewAttr::Regions(r) = a {
                         enc.push((n.clone(), pass.region_attr(sink, n, r)?));

@@ -123,6 +123,14 @@ enum NewAttr {
     Regions(RegionAttr),
 }
 
+/// Where the tree keeps an object's attributes.
+enum AttrTarget<'t> {
+    /// A committed group or dataset, the root or a group created in this session: encoded messages.
+    Loaded(&'t mut AttrList),
+    /// A dataset created in this session: values encoded at commit.
+    New(&'t mut Vec<(String, NewAttr)>),
+}
+
 /// An attribute of region references set in this session: its shape, and per reference its target's address
 /// (committed or stand-in, mapped at commit) and its selection, serialised.
 struct RegionAttr {
@@ -365,25 +373,13 @@ impl FileAppender {
         if !value.shape_matches() {
             return invalid("attribute shape does not match its data");
         }
-        let parts = components(object_path)?;
-        if self.names_root(&parts)? {
-            let msg = attribute_message(&mut self.sink, name, &value)?;
-            self.root.attrs.set(name, msg);
-            self.dirty = true;
-            return Ok(());
-        }
-        // Encode first (needs the sink), then attach.
-        let is_new = matches!(self.child(object_path)?, Node::New { .. });
-        if is_new {
-            if let Node::New { attrs, .. } = self.child(object_path)? {
-                set_named(attrs, name, NewAttr::Value(value));
-            }
+        // Encode first (needs the sink), then attach; a dataset created in this session keeps the value.
+        if let AttrTarget::New(attrs) = self.attr_target(object_path)? {
+            set_named(attrs, name, NewAttr::Value(value));
         } else {
             let msg = attribute_message(&mut self.sink, name, &value)?;
-            match self.child(object_path)? {
-                Node::Group(g) => g.attrs.set(name, msg),
-                Node::Dataset(d) => d.attrs.set(name, msg),
-                Node::New { .. } => {}
+            if let AttrTarget::Loaded(attrs) = self.attr_target(object_path)? {
+                attrs.set(name, msg);
             }
         }
         self.dirty = true;
@@ -409,14 +405,9 @@ impl FileAppender {
         }
         let dt = Datatype::Reference { size: 8, kind: 0 };
         let msg = crate::write::object::attribute_message_raw(name, &dt, shape, &raw)?;
-        if self.names_root(&components(object_path)?)? {
-            self.root.attrs.set(name, msg);
-        } else {
-            match self.child(object_path)? {
-                Node::Group(g) => g.attrs.set(name, msg),
-                Node::Dataset(d) => d.attrs.set(name, msg),
-                Node::New { attrs, .. } => set_named(attrs, name, NewAttr::Message(msg)),
-            }
+        match self.attr_target(object_path)? {
+            AttrTarget::Loaded(attrs) => attrs.set(name, msg),
+            AttrTarget::New(attrs) => set_named(attrs, name, NewAttr::Message(msg)),
         }
         self.new_refs = true;
         self.dirty = true;
@@ -430,14 +421,18 @@ impl FileAppender {
             .iter()
             .map(|t| self.ref_key(t))
             .collect::<Result<Vec<u64>>>()?;
-        let n = keys.len() as u64;
+        self.put_refs(path, keys, NewRefs::Objects)
+    }
+
+    /// Adds a dataset of references at `path` (which must be free): the targets' addresses, resolved at commit.
+    fn put_refs(&mut self, path: &str, keys: Vec<u64>, kind: NewRefs) -> Result<()> {
         let array = Array {
-            shape: vec![n],
+            shape: vec![keys.len() as u64],
             data: crate::Data::U64(keys),
         };
         self.put_dataset(path, array, DatasetOptions::default(), false)?;
         if let Node::New { refs, .. } = self.child(path)? {
-            *refs = Some(NewRefs::Objects);
+            *refs = Some(kind);
         }
         self.new_refs = true;
         Ok(())
@@ -449,16 +444,7 @@ impl FileAppender {
     /// `RegionReference`s, we as `Data::RegionRef`.
     pub fn write_region_refs(&mut self, path: &str, targets: &[(&str, Selection)]) -> Result<()> {
         let (keys, regions) = self.region_targets(targets)?;
-        let array = Array {
-            shape: vec![keys.len() as u64],
-            data: crate::Data::U64(keys),
-        };
-        self.put_dataset(path, array, DatasetOptions::default(), false)?;
-        if let Node::New { refs, .. } = self.child(path)? {
-            *refs = Some(NewRefs::Regions(regions));
-        }
-        self.new_refs = true;
-        Ok(())
+        self.put_refs(path, keys, NewRefs::Regions(regions))
     }
 
     /// Sets (or replaces) attribute `name` of "/" or any group or dataset to region references (`shape`
@@ -471,21 +457,16 @@ impl FileAppender {
         targets: &[(&str, Selection)],
     ) -> Result<()> {
         crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
-        let parts = components(object_path)?;
+        components(object_path)?;
         let (keys, sels) = self.region_targets(targets)?;
         let regions = RegionAttr {
             shape: shape.to_vec(),
             keys,
             sels,
         };
-        if self.names_root(&parts)? {
-            self.root.attrs.set_regions(name, regions);
-        } else {
-            match self.child(object_path)? {
-                Node::Group(g) => g.attrs.set_regions(name, regions),
-                Node::Dataset(d) => d.attrs.set_regions(name, regions),
-                Node::New { attrs, .. } => set_named(attrs, name, NewAttr::Regions(regions)),
-            }
+        match self.attr_target(object_path)? {
+            AttrTarget::Loaded(attrs) => attrs.set_regions(name, regions),
+            AttrTarget::New(attrs) => set_named(attrs, name, NewAttr::Regions(regions)),
         }
         self.new_refs = true;
         self.dirty = true;
@@ -602,15 +583,9 @@ impl FileAppender {
 
     /// Deletes the attribute `name` of "/" or any group or dataset.
     pub fn delete_attr(&mut self, object_path: &str, name: &str) -> Result<()> {
-        let parts = components(object_path)?;
-        let removed = if self.names_root(&parts)? {
-            self.root.attrs.delete(name)
-        } else {
-            match self.child(object_path)? {
-                Node::Group(g) => g.attrs.delete(name),
-                Node::Dataset(d) => d.attrs.delete(name),
-                Node::New { attrs, .. } => remove_named(attrs, name),
-            }
+        let removed = match self.attr_target(object_path)? {
+            AttrTarget::Loaded(attrs) => attrs.delete(name),
+            AttrTarget::New(attrs) => remove_named(attrs, name),
         };
         if !removed {
             return Err(FormatError::NotFound(format!("{object_path}@{name}")));

@@ -4,7 +4,7 @@
 //! name it, and its other links follow it when the commit moves it. An object unlinked at one path but still
 //! linked at another keeps this session's changes there.
 
-use super::{load_node, FileAppender, GroupState, Node};
+use super::{load_node, AttrTarget, FileAppender, GroupState, Node};
 use crate::error::{invalid, unsupported, FormatError, Result};
 use crate::messages::LinkTarget;
 use crate::read::file::H5File;
@@ -187,6 +187,21 @@ impl FileAppender {
     /// Whether the path `parts` names the root group (perhaps through a hard link to it).
     pub(super) fn names_root(&mut self, parts: &[&str]) -> Result<bool> {
         Ok(parts.is_empty() || self.canonical(parts, false)?.is_empty())
+    }
+
+    /// Where the tree keeps the attributes of the object at `object_path` ("/" or any path to the root too),
+    /// loaded into the tree.
+    pub(super) fn attr_target(&mut self, object_path: &str) -> Result<AttrTarget<'_>> {
+        let at = self.canonical(&components(object_path)?, false)?;
+        let Some((name, parents)) = at.split_last() else {
+            return Ok(AttrTarget::Loaded(&mut self.root.attrs));
+        };
+        match group_at(&mut self.root, parents)?.children.get_mut(name) {
+            Some(Node::Group(g)) => Ok(AttrTarget::Loaded(&mut g.attrs)),
+            Some(Node::Dataset(d)) => Ok(AttrTarget::Loaded(&mut d.attrs)),
+            Some(Node::New { attrs, .. }) => Ok(AttrTarget::New(attrs)),
+            None => Err(FormatError::NotFound(object_path.to_string())),
+        }
     }
 
     /// The object at `path` (not the root) loaded into the tree.
