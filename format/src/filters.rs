@@ -1,5 +1,5 @@
 //! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, bzip2, lz4, zstd,
-//! bitshuffle, blosc, blosc2, N-bit and scale-offset (others are reported by name).
+//! bitshuffle, blosc, blosc2, N-bit, scale-offset and zfp (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -32,6 +32,8 @@ pub const ZSTD: u16 = 32015;
 pub const BLOSC2: u16 = 32026;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
+/// The H5Z-ZFP plugin filter (registered id 32013; zfp streams), read only.
+pub const ZFP: u16 = 32013;
 
 /// Name of a registered filter id (for messages).
 pub fn filter_name(id: u16) -> &'static str {
@@ -127,6 +129,7 @@ fn stage<'d>(f: &Filter, buf: Cow<'d, [u8]>, elem: usize, max_out: usize) -> Res
         NBIT => crate::nbit::decode(&f.params, &buf, max_out)?.into(),
         SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
         SZIP => crate::szip::decode(&f.params, &buf, max_out)?.into(),
+        ZFP => crate::zfp::decode_h5z(&f.params, &buf, max_out)?.into(),
         SHUFFLE => unshuffle(&buf, shuffle_size(f, elem)).into(),
         FLETCHER32 => {
             let n = check_fletcher32(&buf)?;

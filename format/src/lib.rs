@@ -52,6 +52,7 @@ pub mod szip;
 mod test_rng;
 mod transpose;
 pub mod write;
+pub mod zfp;
 
 pub use append::FileAppender;
 pub use array::{Array, Data};

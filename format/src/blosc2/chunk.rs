@@ -115,11 +115,14 @@ enum Body<'a> {
 
 /// The codec of a chunk's streams.
 #[derive(Clone, Copy)]
-enum Stream {
+enum Stream<'a> {
     /// One that Blosc 1 has too.
     Blosc(Codec),
     /// NDLZ, with its codec meta (the cells' side).
     Ndlz(u8),
+    /// A ZFP mode (codec id and meta) on elements of `typesize` bytes in blocks of the b2nd array's block
+    /// shape.
+    Zfp((u8, u8), usize, &'a [u64]),
 }
 
 /// The NDLZ codec's id.
@@ -128,7 +131,7 @@ const NDLZ: u8 = 32;
 /// How a chunk's compressed blocks are read.
 struct Blocks<'a> {
     /// The codec of every stream.
-    codec: Stream,
+    codec: Stream<'a>,
     /// The filters to undo, in the order they are undone, each with its meta byte.
     undo: Vec<(u8, u8)>,
     /// Each block's start (i32).
@@ -247,6 +250,15 @@ impl<'a> Header<'a> {
                 4 => Stream::Blosc(Codec::Zlib),
                 5 => Stream::Blosc(Codec::Zstd),
                 NDLZ => Stream::Ndlz(self.codec_meta),
+                c @ (super::zfp::ZFP_ACC | super::zfp::ZFP_PREC | super::zfp::ZFP_RATE) => {
+                    let Some(shape) = block_shape else {
+                        return unsupported(format!(
+                            "blosc2 codec {c} ({}) outside a b2nd array",
+                            codec_name(c)
+                        ));
+                    };
+                    Stream::Zfp((c, self.codec_meta), self.typesize, shape)
+                }
                 c => return unsupported(format!("blosc2 codec {c} ({})", codec_name(c))),
             },
             2 => return unsupported("blosc2 codec format 2 (snappy)"),
@@ -420,7 +432,7 @@ fn read_streams(
     data: &[u8],
     mut pos: usize,
     streams: usize,
-    codec: Stream,
+    codec: Stream<'_>,
     dest: &mut [u8],
 ) -> Result<()> {
     let each = dest.len() / streams;
@@ -458,6 +470,9 @@ fn read_streams(
             match codec {
                 Stream::Blosc(c) => crate::blosc::decompress(c, body, target)?,
                 Stream::Ndlz(meta) => super::ndlz::decompress(meta, body, target)?,
+                Stream::Zfp(codec, typesize, shape) => {
+                    super::zfp::decompress_block(codec, typesize, shape, body, target)?
+                }
             }
         }
         pos += size;
@@ -722,9 +737,16 @@ mod tests {
     #[test]
     fn unknown_codecs_and_filters_are_named() {
         let s = block(&[4, 0, 0, 0, 1, 2, 3, 4]);
+        // ZFP needs the b2nd array's block shape.
         let zfp = ext_chunk(0xc0, 4, (8, 8), [0; 6], 33, 0, &s);
         let e = decode(&[], &zfp, 8).unwrap_err().to_string();
-        assert!(e.contains("blosc2 codec 33 (zfp_acc)"), "{e}");
+        assert!(
+            e.contains("blosc2 codec 33 (zfp_acc) outside a b2nd array"),
+            "{e}"
+        );
+        let htj2k = ext_chunk(0xc0, 4, (8, 8), [0; 6], 36, 0, &s);
+        let e = decode(&[], &htj2k, 8).unwrap_err().to_string();
+        assert!(e.contains("blosc2 codec 36 (openhtj2k)"), "{e}");
         let ndcell = ext_chunk(0, 4, (8, 8), [SHUFFLE, 32, 0, 0, 0, 0], 0, 0, &s);
         let e = decode(&[], &ndcell, 8).unwrap_err().to_string();
         assert!(e.contains("blosc2 filter 32 (ndcell)"), "{e}");

@@ -12,8 +12,9 @@
 //! chunk's size: a b2nd chunk padded to whole blocks (or with a chunk shape beyond the array's) to more than
 //! that is decoded one block at a time, each block moved to its place before the next, its blocks no larger
 //! than the HDF5 chunk or 16 MiB.
-//! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib, zstd and NDLZ (such as
-//! ZFP and OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta, the precision and
+//! `zfp` reads the ZFP codecs' streams (in b2nd arrays, whose block shape they need).
+//! Not read (named in an Unsupported error): codecs other than BloscLZ, LZ4, LZ4HC, zlib, zstd, NDLZ and ZFP (such
+//! as OpenHTJ2K), filters other than byte shuffle, bit shuffle, delta, byte delta, the precision and
 //! integer truncations and (in b2nd arrays) ndcell and ndmean, zstd dictionaries, lazy chunks, sparse frames and
 //! chunk offsets of other than 64 bits.
 
@@ -29,6 +30,7 @@ mod frame;
 mod ndlz;
 #[cfg(test)]
 mod test_util;
+mod zfp;
 
 /// Decodes one Blosc2-filtered chunk (client data `cd`) into at most `max_out` bytes.
 pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
