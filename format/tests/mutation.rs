@@ -104,7 +104,7 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd), a virtual dataset, an external one, region and
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd, ZFP through H5Z-ZFP and Blosc2), a virtual dataset, an external one, region and
 /// HDF5 1.12 references, and HDF5 2.0's complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object
 /// header messages on, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
@@ -141,6 +141,18 @@ with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fc
     f.create_dataset("szip_ec", data=y, chunks=(128,), compression="szip", compression_opts=("ec", 16))
     f.create_dataset("blosc2", data=y, chunks=(300,), **hdf5plugin.Blosc2(cname="zstd"))
     f.create_dataset("b2nd", data=np.arange(600.0).reshape(20, 30), chunks=(10, 16), **hdf5plugin.Blosc2(cname="lz4", filters=hdf5plugin.Blosc2.BITSHUFFLE))
+    # ZFP (H5Z-ZFP): fixed rate over partial 2-D blocks, reversible integers in 3-D, fixed precision in 1-D.
+    f.create_dataset("zfp_rate", data=np.sin(np.arange(600.0)).reshape(20, 30), chunks=(10, 15), **hdf5plugin.Zfp(rate=10))
+    f.create_dataset("zfp_rev", data=x.reshape(4, 10, 10), chunks=(4, 5, 10), **hdf5plugin.Zfp(reversible=True))
+    f.create_dataset("zfp_prec", data=y.astype("f4"), chunks=(150,), **hdf5plugin.Zfp(precision=16))
+    # Blosc2's ZFP codec in a b2nd frame (when python-blosc2 is there to make one).
+    try:
+        import blosc2
+        z = np.cos(np.arange(96.0)).reshape(8, 12)
+        zd = f.create_dataset("b2nd_zfp", shape=z.shape, dtype=z.dtype, chunks=z.shape, compression=32026, compression_opts=(1, 0, 8, z.nbytes, 5, 0, 5, 2, 8, 12))
+        zd.id.write_direct_chunk((0, 0), blosc2.asarray(z, chunks=(8, 12), blocks=(4, 8), cparams=dict(codec=blosc2.Codec.ZFP_PREC, codec_meta=10, filters=[])).to_cframe())
+    except ImportError:
+        pass
     # A virtual dataset over two of them (same file: strided and plain selections, a fill value).
     vds = h5py.VirtualLayout(shape=(2, 100), dtype="i4")
     vds[0] = h5py.VirtualSource(".", "so", shape=(400,))[::4]

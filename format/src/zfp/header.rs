@@ -91,6 +91,24 @@ fn params_of(mode: u64) -> Result<Params> {
 
 /// Decodes one chunk of the H5Z-ZFP filter (client data `cd`) into at most `max_out` bytes.
 pub fn decode_h5z(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let (field, params, swap) = h5z_stream(cd)?;
+    let len = chunk_bytes(&field, max_out)?;
+    let mut out = vec![0u8; len];
+    decode_stream((&field, &params, swap), data, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes one chunk of the H5Z-ZFP filter (client data `cd`) into the start of `out`; returns the bytes
+/// written (the chunk's, at most `out.len()`).
+pub fn decode_h5z_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize> {
+    let (field, params, swap) = h5z_stream(cd)?;
+    let len = chunk_bytes(&field, out.len())?;
+    decode_stream((&field, &params, swap), data, &mut out[..len])?;
+    Ok(len)
+}
+
+/// The array, parameters and byte order (swapped or not) that H5Z-ZFP's client data `cd` describe.
+fn h5z_stream(cd: &[u32]) -> Result<(Field, Params, bool)> {
     let Some((&version, words)) = cd.split_first() else {
         return corrupt("zfp filter without client data");
     };
@@ -110,31 +128,43 @@ pub fn decode_h5z(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
     }
     // The header as written on a little-endian machine, else (a big-endian writer's) with its words swapped.
     let le: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let (field, params, swap) = match read_header(&mut BitReader::new(&le)) {
-        Ok((f, p)) => (f, p, false),
+    match read_header(&mut BitReader::new(&le)) {
+        Ok((f, p)) => Ok((f, p, false)),
         Err(e) => {
             let be: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
             match read_header(&mut BitReader::new(&be)) {
-                Ok((f, p)) => (f, p, true),
-                Err(_) => return Err(e.context("zfp filter client data")),
+                Ok((f, p)) => Ok((f, p, true)),
+                Err(_) => Err(e.context("zfp filter client data")),
             }
         }
-    };
-    let Some(len) = field.bytes().filter(|&n| n <= max_out) else {
-        return corrupt(format!(
+    }
+}
+
+/// The decoded bytes of a chunk of array `field`, which must not exceed `max_out`.
+fn chunk_bytes(field: &Field, max_out: usize) -> Result<usize> {
+    match field.bytes().filter(|&n| n <= max_out) {
+        Some(n) => Ok(n),
+        None => corrupt(format!(
             "zfp chunk of {:?} values larger than the chunk's {max_out} bytes",
             &field.size[..field.dims as usize]
-        ));
-    };
-    let mut out = vec![0u8; len];
-    decompress(&params, &field, data, &mut out)?;
+        )),
+    }
+}
+
+/// Decodes the stream `data` into `out` (the array's size), its values byte-swapped when `swap` says the
+/// writer was big-endian (libhdf5 expects the writer's byte order, which zfp does not keep).
+fn decode_stream(
+    (field, params, swap): (&Field, &Params, bool),
+    data: &[u8],
+    out: &mut [u8],
+) -> Result<()> {
+    decompress(params, field, data, out)?;
     if swap {
-        // libhdf5 expects the writer's byte order, which zfp does not keep.
         for v in out.chunks_exact_mut(field.scalar.size()) {
             v.reverse();
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ mod field;
 mod header;
 mod transform;
 
-pub use header::decode_h5z;
+pub use header::{decode_h5z, decode_h5z_into};
 
 pub(crate) use field::decompress;
 
@@ -137,5 +137,121 @@ impl Field {
     /// Decoded bytes, if the count fits a usize.
     pub(crate) fn bytes(&self) -> Option<usize> {
         self.values()?.checked_mul(self.scalar.size())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::TestRng;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// A 6x7 float chunk at rate 8 and a 9-value int32 chunk at precision 20, as hdf5plugin (H5Z-ZFP 1.1,
+    /// zfp 1.0) wrote them: client data, stored chunk, and the values h5py read.
+    fn samples() -> [(Vec<u32>, Vec<u8>, Vec<u8>); 2] {
+        [
+            (
+                vec![269504785, 91252346, 1342177382, 133169152],
+                hex("0d051080080128123c98de610909bd530d092223108e02dc815c6189aa1fb1ea0d6d08ac4023444c0a4da01009934d930d090ac4e214b16692244881a4d81240"),
+                hex("000050bf0080c84100c03f4200a0874200c0a7420040bf420040c6420020c7420060b64200a09b4200c06d4200801b4200006a41000026c100400ac200c060c200a095c200e0b4c200c0c3c20040c7c20040c1c20060aac200208ec200c04fc20080dec1000018c00000a741008031420080834200c0a4420040bb420000c74200f0c5420050b84200b09f42008079420000254200008a410000f4c00040ffc100e059c2001093c2"),
+            ),
+            (
+                vec![269504785, 91252346, 128, 2167406592],
+                hex("0000000080010060"),
+                hex("000000000000000000000000000000000010000000100000001000000010000000100000"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn hdf5plugin_chunks_decode_to_h5py_values() {
+        for (cd, chunk, want) in samples() {
+            assert_eq!(decode_h5z(&cd, &chunk, want.len()).unwrap(), want);
+            // A bound below the chunk's size is refused before decoding.
+            assert!(decode_h5z(&cd, &chunk, want.len() - 1).is_err());
+        }
+        // The float chunk truncated: an error, not a panic.
+        let [(cd, chunk, want), _] = samples();
+        let e = decode_h5z(&cd, &chunk[..40], want.len()).unwrap_err();
+        assert!(e.to_string().contains("ends before"), "{e}");
+    }
+
+    #[test]
+    fn unsupported_versions_are_named() {
+        let [(mut cd, chunk, want), _] = samples();
+        // Header codec version 6.
+        cd[1] = (cd[1] & 0x00ff_ffff) | 6 << 24;
+        let e = decode_h5z(&cd, &chunk, want.len()).unwrap_err();
+        assert!(
+            matches!(e, crate::FormatError::Unsupported(_))
+                && e.to_string().contains("codec version 6"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn random_damage_never_panics() {
+        let mut rng = TestRng::new(0x2f_0013);
+        let samples = samples();
+        for _ in 0..20_000 {
+            let (cd, chunk, want) = &samples[(rng.next() % 2) as usize];
+            let (mut cd, mut chunk) = (cd.clone(), chunk.clone());
+            for _ in 0..1 + rng.next() % 3 {
+                if rng.next() % 3 == 0 {
+                    let i = (rng.next() % cd.len() as u64) as usize;
+                    cd[i] ^= 1 << (rng.next() % 32);
+                } else if !chunk.is_empty() {
+                    let i = (rng.next() % chunk.len() as u64) as usize;
+                    chunk[i] = rng.next() as u8;
+                }
+            }
+            if rng.next() % 4 == 0 {
+                chunk.truncate((rng.next() % (chunk.len() as u64 + 1)) as usize);
+            }
+            let max = want.len() + (rng.next() % 64) as usize;
+            if let Ok(out) = decode_h5z(&cd, &chunk, max) {
+                assert!(out.len() <= max);
+            }
+        }
+    }
+
+    #[test]
+    fn random_streams_in_every_mode_never_panic() {
+        let mut rng = TestRng::new(0x7a_f9);
+        let scalars = [Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64];
+        for _ in 0..3000 {
+            let scalar = scalars[(rng.next() % 4) as usize];
+            let dims = 1 + (rng.next() % 4) as u32;
+            let mut size = [1usize; 4];
+            for s in size.iter_mut().take(dims as usize) {
+                *s = 1 + (rng.next() % 9) as usize;
+            }
+            let field = Field { scalar, size, dims };
+            let p = match rng.next() % 5 {
+                0 => Params::rate(1 + (rng.next() % 300) as u32),
+                1 => Params::precision((rng.next() % 65) as u32),
+                2 => Params::accuracy((rng.next() % 100) as i32 - 80),
+                3 => Params::reversible_mode(),
+                // Expert: budgets below the header's bits wrap as zfp's unsigned arithmetic does.
+                _ => {
+                    let minbits = (rng.next() % 40) as u32;
+                    Params {
+                        minbits,
+                        maxbits: minbits + (rng.next() % 40) as u32,
+                        maxprec: 1 + (rng.next() % 64) as u32,
+                        minexp: (rng.next() % 2000) as i32 - 1100,
+                    }
+                }
+            };
+            let stream: Vec<u8> = (0..rng.next() % 600).map(|_| rng.next() as u8).collect();
+            let mut out = vec![0u8; field.bytes().unwrap()];
+            let _ = decompress(&p, &field, &stream, &mut out);
+        }
     }
 }
