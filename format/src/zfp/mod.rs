@@ -203,7 +203,7 @@ mod tests {
             let (cd, chunk, want) = &samples[(rng.next() % 2) as usize];
             let (mut cd, mut chunk) = (cd.clone(), chunk.clone());
             for _ in 0..1 + rng.next() % 3 {
-                if rng.next() % 3 == 0 {
+                if rng.next().is_multiple_of(3) {
                     let i = (rng.next() % cd.len() as u64) as usize;
                     cd[i] ^= 1 << (rng.next() % 32);
                 } else if !chunk.is_empty() {
@@ -211,7 +211,7 @@ mod tests {
                     chunk[i] = rng.next() as u8;
                 }
             }
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 chunk.truncate((rng.next() % (chunk.len() as u64 + 1)) as usize);
             }
             let max = want.len() + (rng.next() % 64) as usize;
