@@ -37,8 +37,23 @@ impl<'a> BitReader<'a> {
     }
 
     /// The next `n` bits (at most 64), the first read as the least significant.
+    #[inline]
     pub(crate) fn bits(&mut self, n: u32) -> Result<u64> {
         debug_assert!(n <= 64);
+        if n == 0 {
+            return Ok(0);
+        }
+        // Up to 56 bits from one unaligned load where eight bytes remain.
+        if n <= 56 {
+            let at = usize::try_from(self.pos >> 3).unwrap_or(usize::MAX);
+            if let Some(w) = at.checked_add(8).and_then(|end| self.data.get(at..end)) {
+                let mut le = [0u8; 8];
+                le.copy_from_slice(w);
+                let v = u64::from_le_bytes(le) >> (self.pos & 7);
+                self.pos += u64::from(n);
+                return Ok(v & ((1u64 << n) - 1));
+            }
+        }
         let mut value = 0u64;
         let mut got = 0u32;
         while got < n {

@@ -30,8 +30,15 @@ fn decode_ints<T: Coef>(
         // The first n coefficients (those already significant) each have a bit in this plane.
         let m = n.min(bits as usize);
         bits -= m as u32;
-        for slot in &mut data[..m] {
-            *slot |= r.bit()? << k;
+        let mut i = 0;
+        while i < m {
+            let take = (m - i).min(56);
+            let mut x = r.bits(take as u32)?;
+            while x != 0 {
+                data[i + x.trailing_zeros() as usize] |= 1u64 << k;
+                x &= x - 1;
+            }
+            i += take;
         }
         // The rest: a group test (is any still to become significant?), then a unary run to the next one.
         while bits > 0 && n < size {
