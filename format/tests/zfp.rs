@@ -163,6 +163,17 @@ fn compare(path: &Path) -> usize {
                     let at = got.iter().zip(&want).position(|(a, b)| a != b);
                     bad.push(format!("{name}: differs (first at byte {at:?})"));
                 }
+                // A row read alone (only part of its chunks decoded into place) equals its part of the whole.
+                let rows = a.shape[0] as usize;
+                if rows > 2 {
+                    let row = want.len() / rows;
+                    let d = f.dataset(&format!("/{name}")).unwrap();
+                    match d.read_rows(rows as u64 - 2, 1) {
+                        Ok(r) if le_bytes(&r.data) == want[(rows - 2) * row..(rows - 1) * row] => {}
+                        Ok(_) => bad.push(format!("{name}: row {} differs", rows - 2)),
+                        Err(e) => bad.push(format!("{name}: row read: {e}")),
+                    }
+                }
             }
             Err(e) => bad.push(format!("{name}: {e}")),
         }

@@ -127,6 +127,29 @@ mod tests {
     }
 
     #[test]
+    fn every_width_at_every_offset_equals_bit_by_bit_reads() {
+        let mut rng = crate::test_rng::TestRng::new(0xb175);
+        let data: Vec<u8> = (0..40).map(|_| rng.next() as u8).collect();
+        for start in 0..80u64 {
+            for n in 0..=64u32 {
+                if start + u64::from(n) > 320 {
+                    continue;
+                }
+                let mut a = BitReader::new(&data);
+                a.skip(start);
+                let mut b = BitReader::new(&data);
+                b.skip(start);
+                let mut single = 0u64;
+                for i in 0..n {
+                    single |= b.bit().unwrap() << i;
+                }
+                assert_eq!(a.bits(n).unwrap(), single, "{start} {n}");
+                assert_eq!(a.pos, b.pos);
+            }
+        }
+    }
+
+    #[test]
     fn reading_past_the_end_is_an_error() {
         let mut r = BitReader::new(&[0xff]);
         assert!(r.bits(9).is_err());

@@ -183,6 +183,23 @@ mod tests {
     }
 
     #[test]
+    fn a_big_endian_writers_client_data_give_big_endian_values() {
+        for (cd, chunk, want) in samples() {
+            let swapped: Vec<u32> = cd.iter().map(|w| w.swap_bytes()).collect();
+            // The version word is read as a number either way.
+            let cd: Vec<u32> = std::iter::once(cd[0])
+                .chain(swapped[1..].iter().copied())
+                .collect();
+            let got = decode_h5z(&cd, &chunk, want.len()).unwrap();
+            let want: Vec<u8> = want
+                .chunks(4)
+                .flat_map(|v| v.iter().rev().copied())
+                .collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
     fn unsupported_versions_are_named() {
         let [(mut cd, chunk, want), _] = samples();
         // Header codec version 6.
