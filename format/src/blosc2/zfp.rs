@@ -91,7 +91,7 @@ fn frexp_exponent(x: f64) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -108,6 +108,44 @@ mod tests {
         assert_eq!(frexp_exponent(1.0), 1);
         assert_eq!(frexp_exponent(0.75), 0);
         assert_eq!(frexp_exponent(f64::from_bits(1)), -1073);
+    }
+
+    /// An 8x8 f32 b2nd array in blocks of 4x8, ZFP_RATE with meta 40, as python-blosc2 wrote it, and the values
+    /// python-blosc2 reads from it.
+    pub(in crate::blosc2) fn rate_frame() -> (Vec<u8>, Vec<u8>) {
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        (
+            hex(concat!(
+                "9ea862326672616d6500d2000000a5cf0000000000000190a412005601d30000000000000100d300000000000000a0",
+                "d200000004d200000080d200000100d10000d10001c2d8060000000000002328000000000000000093cd0011de0001",
+                "a462326e64d20000006bdc0001c60000003597000292d30000000000000008d3000000000000000892d200000008d2",
+                "0000000892d200000004d20000000800db000000033c66340501d5040001000080000000a000000000000000000023",
+                "280000000000000000640000002800000038000000072d5605189801189801189801183083d5bae6a8c98001000",
+                "0e0a0c52a000bbb000bbb000bbb000bc7b091b50aca1143020000000000000038000000036d11c08559c08559c085",
+                "59c0853914199f14ef30fa7b0e00a020a6c20cc0c00cc0c00cc0c00ce081c189b4ae559830000000000000000005",
+                "010708080000000800000028000000000000000001000000000000000000000000000000000000940193cd0006de",
+                "0000dc0000ce00000023d80000000000000000000000000000000000",
+            )),
+            hex(concat!(
+                "000080312449123e2549923eb76ddb3e2549123f6edb363fb76d5b3f0000803f2549923f4992a43f6edbb63f9224",
+                "c93fb76ddb3fdbb6ed3f000000409224094025491240b76d1b4049922440dbb62d406edb3640000040409224494025",
+                "495240b76d5b4049926440dbb66d406edb7640000080404992844092248940dbb68d40254992406edb9640b76d9b40",
+                "0000a0404992a4409224a940dbb6ad402549b2406edbb640b76dbb400000c0404992c4409224c940dbb6cd402549d2",
+                "406edbd640b76ddb400000e0404992e4409224e940dbb6ed402549f2406edbf640b76dfb4000000041254902414992",
+                "04416edb064192240941b76d0b41dbb60d4100001041",
+            )),
+        )
+    }
+
+    #[test]
+    fn a_python_blosc2_zfp_frame_decodes_to_its_values() {
+        let (frame, want) = rate_frame();
+        assert_eq!(super::super::decode(&[], &frame, want.len()).unwrap(), want);
     }
 
     #[test]
