@@ -1,6 +1,6 @@
 //! ZFP-compressed data written at test time and read back bit for bit: the H5Z-ZFP filter (32013) as
 //! `hdf5plugin.Zfp` writes it (fixed rate, precision and accuracy, reversible and expert modes over f32, f64,
-//! i32 and i64, 1-D to 4-D arrays whose edges are not multiples of 4, several chunk shapes, chunks with
+//! i32 and i64 (and u32, u64 coded as their signed kin), 1-D to 4-D arrays whose edges are not multiples of 4, several chunk shapes, chunks with
 //! dimensions of 1, random and smooth data, zeros, NaN and infinities), and Blosc2's ZFP codecs (python-blosc2
 //! b2nd frames of f32 and f64 stored as the chunks of Blosc2-filtered datasets). Python writes each
 //! dataset's values as h5py (resp. python-blosc2) decodes them, as raw bytes beside the file; ours must equal
@@ -57,6 +57,7 @@ with h5py.File(out, "w") as f:
         "rate": dict(rate=9.5), "rate_low": dict(rate=1.0), "prec": dict(precision=14), "prec_full": dict(precision=64),
         "acc": dict(accuracy=1e-3), "rev": dict(reversible=True),
         "expert": dict(minbits=0, maxbits=900, maxprec=20, minexp=-30),
+        "expert_pad": dict(minbits=300, maxbits=700, maxprec=40, minexp=-60),
     }
     for dims, (shape, chunk_list) in shapes.items():
         for ci, chunks in enumerate(chunk_list):
@@ -81,6 +82,12 @@ with h5py.File(out, "w") as f:
     save("odd_values_rate", f["odd_values_rate"][()])
     f.create_dataset("odd_values_prec", data=odd.astype("f8"), chunks=(40, 12), **hdf5plugin.Zfp(precision=20))
     save("odd_values_prec", f["odd_values_prec"][()])
+    # Unsigned integers (coded as signed ones of their width).
+    u = rng.integers(0, 1 << 32, size=(30, 17), dtype="u8").astype("u4")
+    f.create_dataset("u4_rev", data=u, chunks=(16, 17), **hdf5plugin.Zfp(reversible=True))
+    save("u4_rev", f["u4_rev"][()])
+    f.create_dataset("u8_rate", data=u.astype("u8") << 20, chunks=(30, 8), **hdf5plugin.Zfp(rate=40))
+    save("u8_rate", f["u8_rate"][()])
     assert f["d2_c0_f4_rate_smooth"].id.get_create_plist().get_filter(0)[0] == 32013
 with open(out + ".names", "w") as n:
     n.write("\n".join(names))
@@ -144,6 +151,8 @@ fn le_bytes(data: &Data) -> Vec<u8> {
         Data::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         other => panic!("unexpected data {}", other.type_name()),
     }
 }
