@@ -224,7 +224,7 @@ impl Pass<'_> {
     fn region_attr(&self, sink: &mut Sink, name: &str, r: &RegionAttr) -> Result<Vec<u8>> {
         let ids = self.region_ids(sink, &r.keys, &r.sels)?;
         let dt = Datatype::Reference { size: 12, kind: 1 };
-        crate::write::object::attribute_message_raw(name, &dt, &r.shape, &ids)
+        crate::write::object::attribute_message_raw(name, &dt, &r.shape, &ids, sink.sizes)
     }
 
     /// A heap object per region reference (its dataset's address as this pass maps it, then its selection);
@@ -240,7 +240,7 @@ impl Pass<'_> {
             };
             let mut body = addr.to_le_bytes().to_vec();
             body.extend_from_slice(sel);
-            let (coll, index, _) = hs.put_located(&body);
+            let (coll, index, _) = hs.put_located(&body)?;
             ids.extend_from_slice(&coll.to_le_bytes());
             ids.extend_from_slice(&index.to_le_bytes());
         }
@@ -413,7 +413,8 @@ fn write_ref_dataset(
         },
     };
     let region = matches!(kind, NewRefs::Regions(_));
-    let msgs = crate::write::dataset::refs_messages(keys.len() as u64, region, &layout)?;
+    let msgs =
+        crate::write::dataset::refs_messages(keys.len() as u64, region, &layout, sink.sizes)?;
     write_object(sink, msgs, None, attrs)
 }
 
@@ -433,7 +434,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
         None => {}
         Some(DataChange::Layout(layout)) => {
             let elem = elem_size(&msgs)?;
-            let body = messages::encode_layout(layout, elem)?;
+            let body = messages::encode_layout(layout, elem, sink.sizes)?;
             replace_msg(&mut msgs, mtype::LAYOUT, body);
         }
         Some(DataChange::Chunked {
@@ -443,13 +444,14 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
             old_leaves,
         }) => {
             let elem = elem_size(&msgs)?;
-            let mut space = dataspace_of(&msgs)?;
+            let mut space = dataspace_of(&msgs, sink.sizes)?;
             space.dims = dims.clone();
             let mut sb = Vec::new();
-            space.encode(&mut sb);
+            space.encode_sized(&mut sb, sink.sizes)?;
             replace_msg(&mut msgs, mtype::DATASPACE, sb);
             let base = sink.base;
-            let root = write_chunk_tree(entries, chunk, base, &mut sink.buf, old_leaves);
+            let root =
+                write_chunk_tree(entries, chunk, base, &mut sink.buf, old_leaves, sink.sizes);
             let layout = Layout::Chunked {
                 chunk: chunk.clone(),
                 index: ChunkIndex::BTreeV1 { addr: root },
@@ -457,7 +459,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
             replace_msg(
                 &mut msgs,
                 mtype::LAYOUT,
-                messages::encode_layout(&layout, elem)?,
+                messages::encode_layout(&layout, elem, sink.sizes)?,
             );
         }
     }

@@ -11,6 +11,7 @@ use crate::io::UNDEF;
 use crate::messages::{self, ChunkIndex, Filter, Layout};
 use crate::object_header::mtype;
 use crate::select::copy_box;
+use crate::sizes::Sizes;
 use crate::write::object::write_object;
 use crate::write::sink::{raw_hash, HeapSink, Replay, Sink, StoredChunk};
 use rayon::prelude::*;
@@ -487,10 +488,15 @@ pub fn encode_data(sink: &mut Sink, data: &Data) -> Result<Vec<u8>> {
     Ok(raw)
 }
 
-/// The messages describing a dataset (dataspace, datatype, fill, layout, filters).
-pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Vec<u8>)>> {
+/// The messages describing a dataset (dataspace, datatype, fill, layout, filters), at the file's field
+/// widths `sizes`.
+pub fn dataset_messages(
+    plan: &Plan,
+    layout: &Layout,
+    sizes: Sizes,
+) -> Result<Vec<(u16, u8, Vec<u8>)>> {
     let mut ds = Vec::new();
-    plan.space.encode(&mut ds);
+    plan.space.encode_sized(&mut ds, sizes)?;
     let mut dt = Vec::new();
     plan.dtype.encode(&mut dt)?;
     let alloc = match layout {
@@ -506,7 +512,7 @@ pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Ve
         (
             mtype::LAYOUT,
             0,
-            messages::encode_layout(layout, plan.dtype.size())?,
+            messages::encode_layout(layout, plan.dtype.size(), sizes)?,
         ),
     ];
     if !plan.filters.is_empty() {
@@ -523,6 +529,9 @@ pub fn write_dataset<N: AsRef<str>>(
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
     let plan = plan(array, opts)?;
+    // The description first: a shape too large for the file's lengths fails before any data is stored.
+    let sizes = sink.sizes;
+    plan.space.encode_sized(&mut Vec::new(), sizes)?;
     let elem = plan.dtype.size();
     let raw = encode_data(sink, &array.data)?;
     let layout = if plan.compact {
@@ -537,7 +546,7 @@ pub fn write_dataset<N: AsRef<str>>(
         let zero = vec![0u64; chunk.len()];
         let entries = write_chunks(sink, &raw, &array.shape, &zero, chunk, elem, &plan.filters)?;
         let base = sink.base;
-        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[]);
+        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[], sizes);
         Layout::Chunked {
             chunk: chunk.clone(),
             index: ChunkIndex::BTreeV1 { addr },
@@ -552,7 +561,7 @@ pub fn write_dataset<N: AsRef<str>>(
         let addr = sink.append(&raw);
         Layout::Contiguous { addr, size }
     };
-    let msgs = dataset_messages(&plan, &layout)?;
+    let msgs = dataset_messages(&plan, &layout, sizes)?;
     write_object(sink, msgs, None, attrs)
 }
 
@@ -562,6 +571,7 @@ pub(crate) fn refs_messages(
     n: u64,
     region: bool,
     layout: &Layout,
+    sizes: Sizes,
 ) -> Result<Vec<(u16, u8, Vec<u8>)>> {
     let plan = Plan {
         space: Dataspace {
@@ -578,7 +588,7 @@ pub(crate) fn refs_messages(
         filters: vec![],
         compact: false,
     };
-    dataset_messages(&plan, layout)
+    dataset_messages(&plan, layout, sizes)
 }
 
 /// Checks an attribute of object references: a name, and a shape holding `n` of them.
