@@ -206,9 +206,10 @@ fn remove_named<T>(v: &mut Vec<(String, T)>, name: &str) -> bool {
 }
 
 impl FileAppender {
-    /// Opens `path` for appending (8-byte addresses, 4- or 8-byte lengths; any superblock version, a version-0/1
-    /// file's changed groups being rewritten in the new link format libhdf5 1.8 and later read). Everything
-    /// written takes the file's size of lengths.
+    /// Opens `path` for appending (4- or 8-byte addresses and lengths, in any combination; any superblock
+    /// version, a version-0/1 file's changed groups being rewritten in the new link format libhdf5 1.8 and later
+    /// read). Everything written takes the file's sizes of offsets and lengths; a commit whose values do not fit
+    /// them fails with [`FormatError::TooWide`] before writing anything.
     pub fn open(path: &Path) -> Result<Self> {
         let h5 = H5File::open(path)?;
         let sb = h5.superblock().clone();
@@ -217,11 +218,10 @@ impl FileAppender {
                 "appending to a file with a file-driver block (family or multi files)",
             );
         }
-        // Variable-length and reference elements hold addresses, and this crate's datatypes give them the
-        // sizes 8-byte addresses give them.
-        if sb.so != 8 {
+        // 2-byte addresses bound a file to 64 KiB, less than one dense-storage heap block of ours.
+        if sb.so < 4 {
             return unsupported(format!(
-                "appending to a file with {}-byte addresses (size of offsets other than 8)",
+                "appending to a file with {}-byte addresses (size of offsets below 4)",
                 sb.so
             ));
         }
@@ -308,7 +308,7 @@ impl FileAppender {
         opts: DatasetOptions,
         replace: bool,
     ) -> Result<()> {
-        crate::write::dataset::plan(&array, &opts)?;
+        crate::write::dataset::plan_for(&array, &opts, self.sink.sizes.offsets)?;
         let parts = components(path)?;
         let (name, parents) = match parts.split_last() {
             Some(x) => x,
@@ -426,11 +426,15 @@ impl FileAppender {
     ) -> Result<()> {
         crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
         components(object_path)?;
-        let mut raw = Vec::with_capacity(8 * targets.len());
+        let sizes = self.sink.sizes;
+        let mut raw = Vec::with_capacity(sizes.offsets * targets.len());
         for t in targets {
-            raw.extend_from_slice(&self.ref_key(t)?.to_le_bytes());
+            sizes.put_offset(&mut raw, self.ref_key(t)?);
         }
-        let dt = Datatype::Reference { size: 8, kind: 0 };
+        let dt = Datatype::Reference {
+            size: sizes.offsets,
+            kind: 0,
+        };
         let msg =
             crate::write::object::attribute_message_raw(name, &dt, shape, &raw, self.sink.sizes)?;
         match self.attr_target(object_path)? {

@@ -220,8 +220,14 @@ pub struct Plan {
     pub compact: bool,
 }
 
-/// Checks options against the array and settles chunking.
+/// Checks options against the array and settles chunking (in a file of 8-byte addresses).
 pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
+    plan_for(array, opts, 8)
+}
+
+/// Checks options against the array and settles chunking, in a file of `offset_size`-byte addresses (which
+/// set the size of variable-length elements).
+pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Result<Plan> {
     let shape = &array.shape;
     if !array.shape_matches() {
         return invalid(format!(
@@ -231,7 +237,7 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
             array.data.len()
         ));
     }
-    let dtype = convert::dtype_for(&array.data)?;
+    let dtype = convert::dtype_for_sized(&array.data, offset_size)?;
     let elem = dtype.size();
     if let Some(m) = &opts.max_shape {
         if m.len() != shape.len() {
@@ -528,7 +534,7 @@ pub fn write_dataset<N: AsRef<str>>(
     opts: &DatasetOptions,
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
-    let plan = plan(array, opts)?;
+    let plan = plan_for(array, opts, sink.sizes.offsets)?;
     // The description first: a shape too large for the file's lengths fails before any data is stored.
     let sizes = sink.sizes;
     plan.space.encode_sized(&mut Vec::new(), sizes)?;
@@ -580,9 +586,15 @@ pub(crate) fn refs_messages(
             null: false,
         },
         dtype: if region {
-            Datatype::Reference { size: 12, kind: 1 }
+            Datatype::Reference {
+                size: sizes.heap_id_size(),
+                kind: 1,
+            }
         } else {
-            Datatype::Reference { size: 8, kind: 0 }
+            Datatype::Reference {
+                size: sizes.offsets,
+                kind: 0,
+            }
         },
         chunk: None,
         filters: vec![],

@@ -22,7 +22,7 @@ const MAX_COMPACT_ATTR_BYTES: usize = 64 * 1024 - 1024;
 
 /// Encodes an attribute value as a complete attribute message body (vlen data go to the heap).
 pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<Vec<u8>> {
-    let dt = convert::dtype_for(&value.data)?;
+    let dt = convert::dtype_for_sized(&value.data, sink.sizes.offsets)?;
     let mut hs = HeapSink::new(sink);
     let raw = convert::encode(&value.data, &mut hs)?;
     hs.finish();

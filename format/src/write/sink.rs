@@ -151,4 +151,8 @@ impl VlenSink for HeapSink<'_> {
         let (coll, index, _) = self.put_located(bytes)?;
         Ok((coll, index))
     }
+
+    fn offset_size(&self) -> usize {
+        self.sink.sizes.offsets
+    }
 }
