@@ -7,20 +7,21 @@
 
 mod common;
 
+use clawhdf5_format::region::Selection;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FormatError, H5File};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Creates `argv[1]` with sizes of offsets `argv[2]` and lengths `argv[3]`, libver bounds `argv[4]`
-/// (earliest: superblock 0; latest: superblock 3).
+/// (earliest: superblock 0; v18: superblock 2; latest: superblock 3).
 const CREATE: &str = r#"
 import sys, h5py, numpy as np
 name, so, sl, libver = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
 fcpl.set_sizes(so, sl)
 fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-low = h5py.h5f.LIBVER_LATEST if libver == "latest" else h5py.h5f.LIBVER_EARLIEST
+low = {"latest": h5py.h5f.LIBVER_LATEST, "v18": h5py.h5f.LIBVER_V18}.get(libver, h5py.h5f.LIBVER_EARLIEST)
 fapl.set_libver_bounds(low, h5py.h5f.LIBVER_LATEST)
 f = h5py.File(h5py.h5f.create(name.encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
 # libhdf5 itself cannot read an unlimited dimension back from 4-byte lengths in a latest-format file (its
@@ -47,6 +48,8 @@ import sys, json, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r")
 skip = sys.argv[2] == "skip"
 def val(v):
+    if isinstance(v, h5py.RegionReference):
+        return {"name": f[v].name, "sel": f[v][v].tolist()}
     if isinstance(v, h5py.Reference):
         return f[v].name
     if isinstance(v, bytes):
@@ -86,6 +89,10 @@ fn create(dir: &Path, so: u8, sl: u8, libver: &str) -> PathBuf {
 
 fn texts(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("vlen {i} ✓")).collect()
+}
+
+fn seqs() -> Data {
+    Data::VarLen(vec![Data::I32(vec![1, 2, 3]), Data::I32(vec![4])])
 }
 
 fn chunked() -> DatasetOptions {
@@ -138,6 +145,13 @@ fn append_everything(path: &Path) {
     a.write_object_refs("/refs", &["/cont", "/new/vs", "/g"])
         .unwrap();
     a.write_object_refs("/ref1", &["/new/vs"]).unwrap();
+    a.write_dataset("/new/seq", Array::vector(seqs()), DatasetOptions::default())
+        .unwrap();
+    let blocks = Selection::Blocks(vec![(vec![2], vec![4])]);
+    a.set_attr_region_refs("/", "rr", &[], &[("/new/chunked", blocks)])
+        .unwrap();
+    let points = Selection::Points(vec![vec![1, 0], vec![3, 1]]);
+    a.write_region_refs("/rr1", &[("/grow", points)]).unwrap();
     a.set_attr_object_refs("/", "r2", &[], &["/new/chunked"])
         .unwrap();
     a.commit().unwrap();
@@ -163,6 +177,10 @@ fn expected(with_ref_array: bool) -> Value {
     attrs.insert("/@r".into(), json!("/g"));
     attrs.insert("/@y".into(), json!(texts(2)));
     attrs.insert("/@r2".into(), json!("/new/chunked"));
+    attrs.insert(
+        "/@rr".into(),
+        json!({"name": "/new/chunked", "sel": [2.0, 3.0, 4.0]}),
+    );
     attrs.insert("cont@after".into(), json!(1));
     for i in 0..10 {
         attrs.insert(format!("grow@a{i}"), json!(i));
@@ -181,6 +199,8 @@ fn expected(with_ref_array: bool) -> Value {
             "s": ["a", "bb", "ccc"],
             "ref": "/cont",
             "ref1": ["/new/vs"],
+            "new/seq": [[1, 2, 3], [4]],
+            "rr1": [{"name": "/grow", "sel": [2, 7]}],
             "new/vs": texts(20),
             "new/chunked": chunked,
         },
@@ -230,6 +250,15 @@ fn check_our_reader(path: &Path) {
         other => panic!("{other:?}"),
     }
     assert_eq!(f.list("/g").unwrap().len(), 10);
+    assert_eq!(f.dataset("/new/seq").unwrap().read().unwrap().data, seqs());
+    match f.attr("/", "rr").unwrap().data {
+        Data::RegionRef(v) => {
+            assert_eq!(v.len(), 1);
+            assert_eq!(v[0].object, f.resolve("/new/chunked").unwrap());
+            assert_eq!(v[0].selection, Selection::Blocks(vec![(vec![2], vec![4])]));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// `h5dump` (Debian's HDF5 1.10), when installed, parses the whole file.
@@ -260,6 +289,9 @@ fn appending_to_files_with_narrow_lengths_reads_back_everywhere() {
         (4, 8, "latest"),
         (8, 4, "earliest"),
         (8, 4, "latest"),
+        (4, 4, "v18"),
+        (4, 8, "v18"),
+        (8, 4, "v18"),
     ] {
         let path = create(dir.path(), so, sl, libver);
         append_everything(&path);

@@ -1128,3 +1128,62 @@ fn append_data(a: &mut crate::Data, b: crate::Data) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Data, FileWriter};
+
+    /// An appender on a small file whose sink pretends the file has 4-byte addresses and already ends
+    /// `from_top` bytes below 4 GiB.
+    fn near_4_gib(dir: &Path, from_top: u64) -> (PathBuf, FileAppender) {
+        let path = dir.join("f.h5");
+        let mut w = FileWriter::new();
+        w.write_dataset(
+            "/d",
+            Array::vector(Data::U8(vec![1, 2, 3])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.write_file(&path).unwrap();
+        let mut a = FileAppender::open(&path).unwrap();
+        a.sink.sizes = Sizes {
+            offsets: 4,
+            lengths: 8,
+        };
+        a.sink.base = (1u64 << 32) - from_top;
+        (path, a)
+    }
+
+    #[test]
+    fn a_commit_past_the_address_width_is_a_typed_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut a) = near_4_gib(dir.path(), 64);
+        let before = std::fs::read(&path).unwrap();
+        a.write_dataset(
+            "/big",
+            Array::vector(Data::U8(vec![7; 4096])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        match a.commit() {
+            Err(FormatError::TooWide { what, bytes, value }) => {
+                assert!(what.contains("end"), "{what}");
+                assert_eq!(bytes, 4);
+                assert!(value > u64::from(u32::MAX), "{value:#x}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn the_end_of_file_must_stay_below_the_stand_in_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = near_4_gib(dir.path(), 64);
+        // The highest address below the undefined one is the first stand-in.
+        let e = a.superblock_update((1u64 << 32) - 2, 0).unwrap_err();
+        assert!(matches!(e, FormatError::TooWide { bytes: 4, .. }), "{e}");
+        assert!(a.superblock_update((1u64 << 32) - 3, 0).is_ok());
+    }
+}
