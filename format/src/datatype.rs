@@ -409,10 +409,13 @@ impl Datatype {
             9 => {
                 let kind = bits & 0x0f;
                 let base = Self::parse_depth(c, depth + 1)?;
-                // A sequence length, then a global heap ID of at least a 2-byte address and an index.
-                if size < 10 {
-                    return corrupt(format!("variable-length type of {size} bytes"));
-                }
+                // A sequence length, then a global heap ID (an address of 2, 4 or 8 bytes and an index); any
+                // other size is read as 8-byte addresses give it, as this reader always read it.
+                let size = if matches!(size, 10 | 12) {
+                    size
+                } else {
+                    VLEN_SIZE
+                };
                 if kind == 1 {
                     Datatype::VarStr {
                         utf8: (bits >> 8) & 0x0f == 1,
