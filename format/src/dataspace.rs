@@ -93,3 +93,41 @@ impl Dataspace {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_lengths_hold_dimensions_and_unlimited_is_all_ones() {
+        let sizes = Sizes {
+            offsets: 8,
+            lengths: 4,
+        };
+        let space = Dataspace {
+            dims: vec![3, 5],
+            max: Some(vec![None, Some(7)]),
+            null: false,
+        };
+        let mut b = Vec::new();
+        space.encode_sized(&mut b, sizes).unwrap();
+        assert_eq!(b.len(), 4 + 4 * 4);
+        assert_eq!(&b[12..16], &[0xff; 4]);
+        assert_eq!(
+            Dataspace::parse(&mut Cursor::new(&b, "t"), 4).unwrap(),
+            space
+        );
+        let wide = Dataspace {
+            dims: vec![1 << 32],
+            max: None,
+            null: false,
+        };
+        let mut b = vec![9];
+        let e = wide.encode_sized(&mut b, sizes).unwrap_err();
+        assert!(
+            matches!(e, crate::FormatError::TooWide { bytes: 4, .. }),
+            "{e}"
+        );
+        assert_eq!(b, [9]);
+    }
+}

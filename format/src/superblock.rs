@@ -193,6 +193,53 @@ mod tests {
     }
 
     #[test]
+    fn superblocks_of_4_byte_fields_read_back() {
+        let sizes = Sizes {
+            offsets: 4,
+            lengths: 4,
+        };
+        let mut b = encode_v2_sized(3, sizes, 0, UNDEF, 4096, 48);
+        assert_eq!(b.len(), 12 + 4 * 4 + 4);
+        b.resize(4096, 0);
+        let sb = read(&b).unwrap();
+        assert_eq!(
+            (sb.version, sb.so, sb.sl, sb.eof, sb.root, sb.ext),
+            (3, 4, 4, 4096, 48, UNDEF)
+        );
+        for (version, sizes) in [
+            (0u8, sizes),
+            (
+                1,
+                Sizes {
+                    offsets: 4,
+                    lengths: 8,
+                },
+            ),
+            (
+                0,
+                Sizes {
+                    offsets: 8,
+                    lengths: 4,
+                },
+            ),
+        ] {
+            let mut b = vec![0u8; 4096];
+            b[..8].copy_from_slice(&SIGNATURE);
+            b[8] = version;
+            b[13] = sizes.offsets as u8;
+            b[14] = sizes.lengths as u8;
+            let (at, tail) = encode_v0_tail(version, 4096, 800, 24, sizes).unwrap();
+            b[at as usize..at as usize + tail.len()].copy_from_slice(&tail);
+            let sb = read(&b).unwrap();
+            assert_eq!(
+                (sb.eof, sb.root, sb.driver),
+                (4096, 800, UNDEF),
+                "{sizes:?}"
+            );
+        }
+    }
+
+    #[test]
     fn v2_roundtrip_and_checksum() {
         let mut b = encode_v2(4096, 48);
         b.resize(4096, 0);

@@ -266,3 +266,38 @@ mod tests {
         assert_eq!(got, e2);
     }
 }
+
+#[cfg(test)]
+mod narrow_tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_of_4_byte_addresses_reads_back() {
+        let e: Vec<ChunkEntry> = (0..200u64)
+            .map(|i| ChunkEntry {
+                offset: vec![i * 4, 0],
+                addr: 1000 + i * 16,
+                size: 16,
+                filter_mask: 0,
+            })
+            .collect();
+        let sizes = Sizes {
+            offsets: 4,
+            lengths: 4,
+        };
+        let mut file = vec![0u8; 64];
+        let root = write_chunk_tree(&e, &[4, 2], 0, &mut file, &[], sizes);
+        // Four leaves and a root, each node with 4-byte sibling and child addresses.
+        let node_size = 8 + 8 + 65 * 32 + 64 * 4;
+        assert_eq!(file.len(), 64 + 5 * node_size);
+        let ctx = Ctx {
+            data: &file,
+            so: 4,
+            sl: 4,
+            base: 0,
+        };
+        let mut got = Vec::new();
+        chunks(&ctx, root, 2, &mut got).unwrap();
+        assert_eq!(got, e);
+    }
+}

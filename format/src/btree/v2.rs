@@ -216,21 +216,27 @@ mod tests {
                 r
             })
             .collect();
-        let mut file = vec![0u8; 8];
-        let h = write_single_leaf(5, 11, &recs.concat(), 0, &mut file, Sizes::DEFAULT).unwrap();
-        let ctx = Ctx {
-            data: &file,
-            so: 8,
-            sl: 8,
-            base: 0,
-        };
-        let bt = BTreeV2::read(&ctx, h).unwrap();
-        let mut got = Vec::new();
-        bt.for_each(&ctx, &mut |r| {
-            got.push(r.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(got, recs);
+        for (so, sl) in [(8, 8), (4, 4), (4, 8), (8, 4)] {
+            let sizes = Sizes {
+                offsets: so,
+                lengths: sl,
+            };
+            let mut file = vec![0u8; 8];
+            let h = write_single_leaf(5, 11, &recs.concat(), 0, &mut file, sizes).unwrap();
+            let ctx = Ctx {
+                data: &file,
+                so,
+                sl,
+                base: 0,
+            };
+            let bt = BTreeV2::read(&ctx, h).unwrap();
+            let mut got = Vec::new();
+            bt.for_each(&ctx, &mut |r| {
+                got.push(r.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, recs, "{so}/{sl}");
+        }
     }
 }

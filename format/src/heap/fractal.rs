@@ -497,19 +497,26 @@ pub fn write_heap<O: AsRef<[u8]>>(
 mod tests {
     use super::*;
 
+    /// Writes `objects` in a heap of each combination of 4- and 8-byte fields and reads each back.
     fn roundtrip(objects: &[Vec<u8>], kind: HeapKind) {
-        let mut file = vec![0u8; 16];
-        let h = write_heap(objects, kind, 16, &mut file, Sizes::DEFAULT).unwrap();
-        let ctx = Ctx {
-            data: &file,
-            so: 8,
-            sl: 8,
-            base: 0,
-        };
-        let heap = FractalHeap::read(&ctx, h.header).unwrap();
-        for (i, o) in objects.iter().enumerate() {
-            let id = h.id(i);
-            assert_eq!(heap.object(&ctx, id).unwrap(), &o[..]);
+        for (so, sl) in [(8, 8), (4, 4), (4, 8), (8, 4)] {
+            let sizes = Sizes {
+                offsets: so,
+                lengths: sl,
+            };
+            let mut file = vec![0u8; 16];
+            let h = write_heap(objects, kind, 16, &mut file, sizes).unwrap();
+            let ctx = Ctx {
+                data: &file,
+                so,
+                sl,
+                base: 0,
+            };
+            let heap = FractalHeap::read(&ctx, h.header).unwrap();
+            for (i, o) in objects.iter().enumerate() {
+                let id = h.id(i);
+                assert_eq!(heap.object(&ctx, id).unwrap(), &o[..], "{so}/{sl}");
+            }
         }
     }
 

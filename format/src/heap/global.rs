@@ -174,6 +174,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn collections_of_4_byte_lengths_pad_their_headers_to_8_bytes() {
+        let sizes = Sizes {
+            offsets: 4,
+            lengths: 4,
+        };
+        let mut file = vec![0u8; 8];
+        let mut b = CollectionBuilder::start_sized(&mut file, sizes);
+        assert_eq!(file.len(), 8 + 16);
+        let i1 = b.add(&mut file, b"abc");
+        // Index, reference count, reserved, 4-byte size, 4 bytes of padding, then the object.
+        assert_eq!(
+            &file[24..40],
+            &[1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
+        );
+        b.finish(&mut file);
+        let ctx = Ctx {
+            data: &file,
+            so: 4,
+            sl: 4,
+            base: 0,
+        };
+        let idx = read_collection(&ctx, 8).unwrap();
+        let (s, n) = idx.get(i1).unwrap();
+        assert_eq!(&file[s..s + n], b"abc");
+    }
+
+    #[test]
     fn collection_roundtrip() {
         let mut file = vec![0u8; 8];
         let mut b = CollectionBuilder::start(&mut file);
