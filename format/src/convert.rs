@@ -18,6 +18,11 @@ pub trait VlenSource {
 pub trait VlenSink {
     /// Stores `bytes` as one global-heap object; returns (collection address, index).
     fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)>;
+
+    /// Bytes of the file's addresses (and so of a heap ID's collection address).
+    fn offset_size(&self) -> usize {
+        8
+    }
 }
 
 fn raw_uint(raw: &[u8], be: bool) -> u64 {
@@ -369,6 +374,9 @@ fn decode_depth(
         },
         Datatype::VarStr { .. } => {
             let so = src.offset_size();
+            if size < 8 + so {
+                return corrupt("variable-length element shorter than its length and heap ID");
+            }
             let mut out = Vec::with_capacity(n);
             for c in raw.chunks_exact(size) {
                 let len = le_uint(&c[0..4]) as usize;
@@ -392,8 +400,11 @@ fn decode_depth(
             }
             Data::VarStr(out)
         }
-        Datatype::VarSeq(base) => {
+        Datatype::VarSeq(base, _) => {
             let so = src.offset_size();
+            if size < 8 + so {
+                return corrupt("variable-length element shorter than its length and heap ID");
+            }
             let bsize = base.size();
             let mut out = Vec::with_capacity(n);
             for c in raw.chunks_exact(size) {
@@ -511,8 +522,15 @@ fn decode_depth(
     })
 }
 
-/// The datatype the writer uses for `data`.
+/// The datatype the writer uses for `data` (in a file of 8-byte addresses).
 pub fn dtype_for(data: &Data) -> Result<Datatype> {
+    dtype_for_sized(data, 8)
+}
+
+/// The datatype the writer uses for `data` in a file of `offset_size`-byte addresses (which set the size of
+/// variable-length elements).
+pub fn dtype_for_sized(data: &Data, offset_size: usize) -> Result<Datatype> {
+    let vlen_size = 4 + offset_size + 4;
     let int = |size: usize, signed: bool| Datatype::Int {
         size,
         signed,
@@ -535,7 +553,10 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         Data::F16(_) => float(2),
         Data::F32(_) => float(4),
         Data::F64(_) => float(8),
-        Data::VarStr(_) => Datatype::VarStr { utf8: true },
+        Data::VarStr(_) => Datatype::VarStr {
+            utf8: true,
+            size: vlen_size,
+        },
         Data::FixedStr { len, values } => {
             if *len == 0 {
                 return invalid("fixed-length strings need len >= 1");
@@ -560,7 +581,7 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
                         d.len()
                     ));
                 }
-                let dt = dtype_for(d)?;
+                let dt = dtype_for_sized(d, offset_size)?;
                 let sz = dt.size();
                 members.push(crate::datatype::Member {
                     name: name.clone(),
@@ -600,7 +621,7 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
             }
             Datatype::Array {
                 dims: dims.clone(),
-                base: Box::new(dtype_for(data)?),
+                base: Box::new(dtype_for_sized(data, offset_size)?),
             }
         }
         Data::Opaque { size, tag, bytes } => {
@@ -623,17 +644,17 @@ pub fn dtype_for(data: &Data) -> Result<Datatype> {
         }
         Data::VarLen(seqs) => {
             let base = match seqs.first() {
-                Some(d) => dtype_for(d)?,
+                Some(d) => dtype_for_sized(d, offset_size)?,
                 None => int(1, false),
             };
             for d in seqs {
-                if dtype_for(d)? != base {
+                if dtype_for_sized(d, offset_size)? != base {
                     return invalid(
                         "variable-length sequences must all have the same element type",
                     );
                 }
             }
-            Datatype::VarSeq(Box::new(base))
+            Datatype::VarSeq(Box::new(base), vlen_size)
         }
         Data::ObjectRef(_) => {
             return unsupported("writing object references");
@@ -654,9 +675,11 @@ fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut V
     }
 }
 
-/// Encodes `data` as raw little-endian elements of the writer's datatype for it.
+/// Encodes `data` as raw little-endian elements of the writer's datatype for it (in the sink's file: its
+/// address width sets variable-length elements').
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
-    let elem = dtype_for(data).map_or(8, |d| d.size());
+    let so = sink.offset_size();
+    let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
     let mut out = Vec::with_capacity(data.len().saturating_mul(elem).min(1 << 30));
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
@@ -693,12 +716,12 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
                 }
                 let (coll, idx) = if b.is_empty() { (0, 0) } else { sink.put(b)? };
                 out.put_u32(b.len() as u32);
-                out.put_u64(coll);
+                out.put_uint(coll, so);
                 out.put_u32(idx);
             }
         }
         Data::Compound(fields) => {
-            let dt = dtype_for(data)?;
+            let dt = dtype_for_sized(data, so)?;
             let (size, members) = match &dt {
                 Datatype::Compound { size, members } => (*size, members),
                 _ => return invalid("compound layout"),
@@ -715,7 +738,7 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
             }
         }
         Data::Enum { values, .. } => {
-            let size = dtype_for(data)?.size();
+            let size = dtype_for_sized(data, so)?.size();
             for v in values {
                 out.extend_from_slice(&v.to_le_bytes()[..size]);
             }
@@ -736,7 +759,7 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
                     sink.put(&body)?
                 };
                 out.put_u32(d.len() as u32);
-                out.put_u64(coll);
+                out.put_uint(coll, so);
                 out.put_u32(idx);
             }
         }
@@ -847,7 +870,7 @@ mod tests {
             }
         }
         // A sequence of 2-byte ints whose reference points at no heap: an error, not a panic.
-        let seq = Datatype::VarSeq(Box::new(int(2)));
+        let seq = Datatype::VarSeq(Box::new(int(2)), 16);
         let mut raw = vec![0u8; 16];
         raw[0] = 1;
         raw[4] = 0x40;
@@ -865,8 +888,14 @@ mod tests {
         };
         assert_eq!(int(1).decoded_size(), 1);
         assert_eq!(int(3).decoded_size(), 4);
-        assert!(Datatype::VarStr { utf8: true }.decoded_size() >= std::mem::size_of::<String>());
-        assert!(Datatype::VarSeq(Box::new(int(1))).decoded_size() >= std::mem::size_of::<Data>());
+        let vs = Datatype::VarStr {
+            utf8: true,
+            size: 16,
+        };
+        assert!(vs.decoded_size() >= std::mem::size_of::<String>());
+        assert!(
+            Datatype::VarSeq(Box::new(int(1)), 16).decoded_size() >= std::mem::size_of::<Data>()
+        );
         let fixed = Datatype::FixedStr {
             size: 1,
             pad: StrPad::NullPad,

@@ -52,10 +52,11 @@ pub enum Datatype {
         pad: StrPad,
         utf8: bool,
     },
-    /// Variable-length string (global heap).
-    VarStr { utf8: bool },
-    /// Variable-length sequence of `base`.
-    VarSeq(Box<Datatype>),
+    /// Variable-length string (global heap); `size` is its element's stored size (length, then the global
+    /// heap ID: [`VLEN_SIZE`] in a file of 8-byte addresses, 12 bytes with 4-byte ones).
+    VarStr { utf8: bool, size: usize },
+    /// Variable-length sequence of `base`, each element stored in `.1` bytes (as [`Datatype::VarStr`]).
+    VarSeq(Box<Datatype>, usize),
     /// Compound of named members at byte offsets.
     Compound { size: usize, members: Vec<Member> },
     /// Enumeration over an integer base type.
@@ -82,6 +83,10 @@ pub(crate) fn array_elements(dims: &[u64]) -> usize {
     usize::try_from(dims.iter().fold(1u64, |a, &d| a.saturating_mul(d))).unwrap_or(usize::MAX)
 }
 
+/// Bytes of a variable-length element in a file of 8-byte addresses: a 4-byte length, an 8-byte collection
+/// address and a 4-byte object index.
+pub const VLEN_SIZE: usize = 16;
+
 /// The widest integer type read: 16-bit bit offset plus 16-bit precision (values of more than 128 bits are
 /// refused element by element).
 const MAX_INT_BYTES: usize = 2 * 65536 / 8;
@@ -99,7 +104,7 @@ impl Datatype {
             | Datatype::Bitfield { size, .. }
             | Datatype::Reference { size, .. }
             | Datatype::Time { size, .. } => *size,
-            Datatype::VarStr { .. } | Datatype::VarSeq(_) => 16,
+            Datatype::VarStr { size, .. } | Datatype::VarSeq(_, size) => *size,
             Datatype::Enum { base, .. } => base.size(),
             // Saturating: a damaged file's dims must not overflow (the data length check refuses it).
             Datatype::Array { dims, base } => array_elements(dims).saturating_mul(base.size()),
@@ -117,7 +122,7 @@ impl Datatype {
             Datatype::Complex { base, .. } => base.decoded_size().saturating_mul(2),
             Datatype::FixedStr { size, .. } => std::mem::size_of::<String>().saturating_add(*size),
             Datatype::VarStr { .. } => std::mem::size_of::<String>(),
-            Datatype::VarSeq(_) => std::mem::size_of::<crate::Data>(),
+            Datatype::VarSeq(..) => std::mem::size_of::<crate::Data>(),
             Datatype::Compound { members, .. } => members
                 .iter()
                 .fold(0usize, |a, m| a.saturating_add(m.dtype.decoded_size())),
@@ -203,7 +208,7 @@ impl Datatype {
                 format!("str[{}]{}", size, if *utf8 { " utf8" } else { "" })
             }
             Datatype::VarStr { .. } => "vlen-str".into(),
-            Datatype::VarSeq(b) => format!("vlen<{}>", b.describe()),
+            Datatype::VarSeq(b, _) => format!("vlen<{}>", b.describe()),
             Datatype::Compound { members, .. } => format!(
                 "compound{{{}}}",
                 members
@@ -404,12 +409,20 @@ impl Datatype {
             9 => {
                 let kind = bits & 0x0f;
                 let base = Self::parse_depth(c, depth + 1)?;
+                // A sequence length, then a global heap ID (an address of 2, 4 or 8 bytes and an index); any
+                // other size is read as 8-byte addresses give it, as this reader always read it.
+                let size = if matches!(size, 10 | 12) {
+                    size
+                } else {
+                    VLEN_SIZE
+                };
                 if kind == 1 {
                     Datatype::VarStr {
                         utf8: (bits >> 8) & 0x0f == 1,
+                        size,
                     }
                 } else {
-                    Datatype::VarSeq(Box::new(base))
+                    Datatype::VarSeq(Box::new(base), size)
                 }
             }
             10 => {
@@ -512,10 +525,10 @@ impl Datatype {
                 out.put_uint(p | if *utf8 { 0x10 } else { 0 }, 3);
                 out.put_u32(*size as u32);
             }
-            Datatype::VarStr { utf8 } => {
+            Datatype::VarStr { utf8, size } => {
                 out.put_u8(0x19);
                 out.put_uint(1 | if *utf8 { 0x100 } else { 0 }, 3);
-                out.put_u32(16);
+                out.put_u32(*size as u32);
                 // Base type: unsigned 8-bit integer, as libhdf5 writes it.
                 Datatype::Int {
                     size: 1,
@@ -576,23 +589,29 @@ impl Datatype {
                 out.put_u16(0);
                 out.put_u16((*size * 8) as u16);
             }
-            Datatype::VarSeq(base) => {
+            Datatype::VarSeq(base, size) => {
                 out.put_u8(0x19);
                 out.put_uint(0, 3);
-                out.put_u32(16);
+                out.put_u32(*size as u32);
                 base.encode(out)?;
             }
-            Datatype::Reference { size: 8, kind: 0 } => {
-                // Version 1, class 7 (reference), type 0: object reference (an address).
+            Datatype::Reference {
+                size: size @ (2 | 4 | 8),
+                kind: 0,
+            } => {
+                // Version 1, class 7 (reference), type 0: object reference (an address of the file's width).
                 out.put_u8(0x17);
                 out.put_uint(0, 3);
-                out.put_u32(8);
+                out.put_u32(*size as u32);
             }
-            Datatype::Reference { size: 12, kind: 1 } => {
-                // Type 1: dataset region reference (a global heap ID).
+            Datatype::Reference {
+                size: size @ (6 | 8 | 12),
+                kind: 1,
+            } => {
+                // Type 1: dataset region reference (a global heap ID: an address and an index).
                 out.put_u8(0x17);
                 out.put_uint(1, 3);
-                out.put_u32(12);
+                out.put_u32(*size as u32);
             }
             other => return unsupported(format!("writing datatype {}", other.describe())),
         }

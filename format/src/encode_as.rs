@@ -143,6 +143,14 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
             }
             Ok(out)
         }
+        Datatype::VarStr { size, .. } | Datatype::VarSeq(_, size)
+            if *size != 8 + sink.offset_size() =>
+        {
+            Err(FormatError::Unsupported(format!(
+                "writing variable-length elements of {size} bytes into a file of {}-byte addresses",
+                sink.offset_size()
+            )))
+        }
         Datatype::VarStr { .. } => match data {
             Data::VarStr(_) => encode(data, sink),
             Data::FixedStr { values, .. } => encode(&Data::VarStr(values.clone()), sink),
@@ -206,7 +214,7 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
             Data::Opaque { size: s, bytes, .. } if s == size => Ok(bytes.clone()),
             _ => Err(mismatch()),
         },
-        Datatype::VarSeq(base) => {
+        Datatype::VarSeq(base, _) => {
             let Data::VarLen(seqs) = data else {
                 return Err(mismatch());
             };
@@ -222,7 +230,7 @@ pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> 
                     sink.put(&body)?
                 };
                 out.extend_from_slice(&len.to_le_bytes());
-                out.extend_from_slice(&coll.to_le_bytes());
+                out.extend_from_slice(&coll.to_le_bytes()[..sink.offset_size()]);
                 out.extend_from_slice(&idx.to_le_bytes());
             }
             Ok(out)
@@ -626,7 +634,10 @@ mod tests {
         };
         assert_eq!(enc(&dt, &Data::VarStr(vec!["ab".into()])).unwrap(), b"ab  ");
         assert!(enc(&dt, &Data::VarStr(vec!["abcde".into()])).is_err());
-        let vl = Datatype::VarStr { utf8: true };
+        let vl = Datatype::VarStr {
+            utf8: true,
+            size: crate::datatype::VLEN_SIZE,
+        };
         let mut bodies = Bodies(Vec::new());
         let raw = encode_as(
             &vl,
@@ -681,7 +692,7 @@ mod tests {
             }
             assert_eq!(got, want);
         }
-        let seq = Datatype::VarSeq(Box::new(int(2, false, true)));
+        let seq = Datatype::VarSeq(Box::new(int(2, false, true)), crate::datatype::VLEN_SIZE);
         let mut bodies = Bodies(Vec::new());
         let raw = encode_as(
             &seq,

@@ -24,6 +24,15 @@ pub enum FormatError {
     /// The caller passed an invalid argument (bad shape, bad path, ...).
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A value does not fit the file's field width (size of offsets or lengths): nothing was written.
+    #[error("{what} ({value:#x}) does not fit the file's {bytes}-byte fields")]
+    TooWide {
+        /// What overflowed (an end of file, a dimension, a size).
+        what: String,
+        value: u64,
+        /// The field width in bytes.
+        bytes: usize,
+    },
 }
 
 /// Result alias used throughout the crate.

@@ -46,6 +46,7 @@ pub mod region;
 pub mod scaleoffset;
 pub mod select;
 mod selection_encode;
+pub mod sizes;
 pub mod superblock;
 pub mod szip;
 #[cfg(test)]

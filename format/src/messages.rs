@@ -6,6 +6,7 @@ use crate::dataspace::Dataspace;
 use crate::datatype::Datatype;
 use crate::error::{corrupt, unsupported, Result};
 use crate::io::{bytes_for, Cursor, PutLe, UNDEF};
+use crate::sizes::Sizes;
 
 /// Where a link points.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,8 +75,8 @@ pub fn parse_link(data: &[u8], so: usize) -> Result<Link> {
     })
 }
 
-/// Encodes a link message (UTF-8 names, 8-byte addresses).
-pub fn encode_link(name: &str, target: &LinkTarget) -> Result<Vec<u8>> {
+/// Encodes a link message (UTF-8 names, addresses at the file's offset width).
+pub fn encode_link(name: &str, target: &LinkTarget, sizes: Sizes) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(16 + name.len());
     let nb = name.as_bytes();
     let w = bytes_for(nb.len() as u64);
@@ -101,7 +102,7 @@ pub fn encode_link(name: &str, target: &LinkTarget) -> Result<Vec<u8>> {
     out.put_uint(nb.len() as u64, width);
     out.extend_from_slice(nb);
     match target {
-        LinkTarget::Hard(a) => out.put_u64(*a),
+        LinkTarget::Hard(a) => sizes.put_offset(&mut out, *a),
         LinkTarget::Soft(s) => {
             out.put_u16(s.len() as u16);
             out.extend_from_slice(s.as_bytes());
@@ -155,30 +156,31 @@ pub fn parse_attr_info(data: &[u8], so: usize) -> Result<DenseInfo> {
     })
 }
 
-/// Encodes a link-info message (no creation-order tracking).
+/// Encodes a link-info message (no creation-order tracking, 8-byte addresses).
 pub fn encode_link_info(dense: Option<DenseInfo>) -> Vec<u8> {
-    link_info_bytes(dense).to_vec()
+    link_info_bytes(dense, Sizes::DEFAULT)
 }
 
-/// [`encode_link_info`] without an allocation: version 0, no flags, then the heap and name-index
-/// addresses (undefined for a compact group).
-pub fn link_info_bytes(dense: Option<DenseInfo>) -> [u8; 18] {
+/// A link-info message: version 0, no flags, then the heap and name-index addresses at the file's offset
+/// width (undefined for a compact group).
+pub fn link_info_bytes(dense: Option<DenseInfo>, sizes: Sizes) -> Vec<u8> {
     let d = dense.unwrap_or(DenseInfo {
         heap: UNDEF,
         name_btree: UNDEF,
     });
-    let mut out = [0u8; 18];
-    out[2..10].copy_from_slice(&d.heap.to_le_bytes());
-    out[10..18].copy_from_slice(&d.name_btree.to_le_bytes());
+    let mut out = Vec::with_capacity(2 + 2 * sizes.offsets);
+    out.extend_from_slice(&[0, 0]);
+    sizes.put_offset(&mut out, d.heap);
+    sizes.put_offset(&mut out, d.name_btree);
     out
 }
 
-/// Encodes an attribute-info message (no creation-order tracking).
-pub fn encode_attr_info(dense: DenseInfo) -> Vec<u8> {
-    let mut out = Vec::with_capacity(18);
+/// Encodes an attribute-info message (no creation-order tracking), addresses at the file's offset width.
+pub fn encode_attr_info(dense: DenseInfo, sizes: Sizes) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + 2 * sizes.offsets);
     out.extend_from_slice(&[0, 0]);
-    out.put_u64(dense.heap);
-    out.put_u64(dense.name_btree);
+    sizes.put_offset(&mut out, dense.heap);
+    sizes.put_offset(&mut out, dense.name_btree);
     out
 }
 
@@ -464,8 +466,8 @@ pub fn parse_layout(data: &[u8], ctx: &Ctx<'_>, rank: usize) -> Result<(u8, Layo
     Ok((v, layout))
 }
 
-/// Encodes a layout message version 3 (chunked: v1 B-tree index at `addr`).
-pub fn encode_layout(layout: &Layout, elem_size: usize) -> Result<Vec<u8>> {
+/// Encodes a layout message version 3 (chunked: v1 B-tree index at `addr`) with the file's field widths.
+pub fn encode_layout(layout: &Layout, elem_size: usize, sizes: Sizes) -> Result<Vec<u8>> {
     let mut out = vec![3u8];
     match layout {
         Layout::Compact(d) => {
@@ -475,8 +477,8 @@ pub fn encode_layout(layout: &Layout, elem_size: usize) -> Result<Vec<u8>> {
         }
         Layout::Contiguous { addr, size } => {
             out.put_u8(1);
-            out.put_u64(*addr);
-            out.put_u64(*size);
+            sizes.put_offset(&mut out, *addr);
+            sizes.put_length(&mut out, *size, "the size of a contiguous dataset")?;
         }
         Layout::Chunked {
             chunk,
@@ -484,7 +486,7 @@ pub fn encode_layout(layout: &Layout, elem_size: usize) -> Result<Vec<u8>> {
         } => {
             out.put_u8(2);
             out.put_u8((chunk.len() + 1) as u8);
-            out.put_u64(*addr);
+            sizes.put_offset(&mut out, *addr);
             for d in chunk {
                 out.put_u32(*d as u32);
             }

@@ -223,14 +223,18 @@ impl Pass<'_> {
     /// The message of an attribute of region references set in this session.
     fn region_attr(&self, sink: &mut Sink, name: &str, r: &RegionAttr) -> Result<Vec<u8>> {
         let ids = self.region_ids(sink, &r.keys, &r.sels)?;
-        let dt = Datatype::Reference { size: 12, kind: 1 };
-        crate::write::object::attribute_message_raw(name, &dt, &r.shape, &ids)
+        let dt = Datatype::Reference {
+            size: sink.sizes.heap_id_size(),
+            kind: 1,
+        };
+        crate::write::object::attribute_message_raw(name, &dt, &r.shape, &ids, sink.sizes)
     }
 
     /// A heap object per region reference (its dataset's address as this pass maps it, then its selection);
     /// returns their heap IDs.
     fn region_ids(&self, sink: &mut Sink, keys: &[u64], sels: &[Vec<u8>]) -> Result<Vec<u8>> {
-        let mut ids = Vec::with_capacity(12 * keys.len());
+        let sizes = sink.sizes;
+        let mut ids = Vec::with_capacity(sizes.heap_id_size() * keys.len());
         let mut hs = HeapSink::new(sink);
         for (key, sel) in keys.iter().zip(sels) {
             let addr = match self.map.and_then(|m| m.get(key)) {
@@ -238,10 +242,11 @@ impl Pass<'_> {
                 None if self.stand_ins.contains(key) => return Err(refs::unlinked_target()),
                 None => *key,
             };
-            let mut body = addr.to_le_bytes().to_vec();
+            let mut body = Vec::with_capacity(sizes.offsets + sel.len());
+            sizes.put_offset(&mut body, addr);
             body.extend_from_slice(sel);
-            let (coll, index, _) = hs.put_located(&body);
-            ids.extend_from_slice(&coll.to_le_bytes());
+            let (coll, index, _) = hs.put_located(&body)?;
+            sizes.put_offset(&mut ids, coll);
             ids.extend_from_slice(&index.to_le_bytes());
         }
         hs.finish();
@@ -393,11 +398,15 @@ fn write_ref_dataset(
     };
     let raw = match kind {
         NewRefs::Objects => {
-            let mut raw: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+            let so = sink.sizes.offsets;
+            let mut raw = Vec::with_capacity(so * keys.len());
+            for k in keys {
+                sink.sizes.put_offset(&mut raw, *k);
+            }
             if let Some(map) = pass.map {
                 let mut hs = HeapSink::new(sink);
-                let slots = [refs::Slot::Object(0)];
-                refs::remap(pass.h5, &slots, 8, &mut raw, map, pass.stand_ins, &mut hs)?;
+                let slots = [refs::Slot::Object(0, so)];
+                refs::remap(pass.h5, &slots, so, &mut raw, map, pass.stand_ins, &mut hs)?;
                 hs.finish();
             }
             raw
@@ -413,7 +422,8 @@ fn write_ref_dataset(
         },
     };
     let region = matches!(kind, NewRefs::Regions(_));
-    let msgs = crate::write::dataset::refs_messages(keys.len() as u64, region, &layout)?;
+    let msgs =
+        crate::write::dataset::refs_messages(keys.len() as u64, region, &layout, sink.sizes)?;
     write_object(sink, msgs, None, attrs)
 }
 
@@ -433,7 +443,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
         None => {}
         Some(DataChange::Layout(layout)) => {
             let elem = elem_size(&msgs)?;
-            let body = messages::encode_layout(layout, elem)?;
+            let body = messages::encode_layout(layout, elem, sink.sizes)?;
             replace_msg(&mut msgs, mtype::LAYOUT, body);
         }
         Some(DataChange::Chunked {
@@ -443,13 +453,14 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
             old_leaves,
         }) => {
             let elem = elem_size(&msgs)?;
-            let mut space = dataspace_of(&msgs)?;
+            let mut space = dataspace_of(&msgs, sink.sizes)?;
             space.dims = dims.clone();
             let mut sb = Vec::new();
-            space.encode(&mut sb);
+            space.encode_sized(&mut sb, sink.sizes)?;
             replace_msg(&mut msgs, mtype::DATASPACE, sb);
             let base = sink.base;
-            let root = write_chunk_tree(entries, chunk, base, &mut sink.buf, old_leaves);
+            let root =
+                write_chunk_tree(entries, chunk, base, &mut sink.buf, old_leaves, sink.sizes);
             let layout = Layout::Chunked {
                 chunk: chunk.clone(),
                 index: ChunkIndex::BTreeV1 { addr: root },
@@ -457,7 +468,7 @@ fn write_changed_dataset(sink: &mut Sink, d: &DatasetState, pass: &mut Pass) -> 
             replace_msg(
                 &mut msgs,
                 mtype::LAYOUT,
-                messages::encode_layout(&layout, elem)?,
+                messages::encode_layout(&layout, elem, sink.sizes)?,
             );
         }
     }

@@ -32,6 +32,7 @@ use crate::read::attrs::raw_attrs;
 use crate::read::file::H5File;
 use crate::read::groups::{self, ObjectKind};
 use crate::region::Selection;
+use crate::sizes::Sizes;
 use crate::superblock;
 use crate::write::dataset::{write_chunks, DatasetOptions};
 use crate::write::object::attribute_message;
@@ -185,8 +186,11 @@ pub struct FileAppender {
     incoming: Option<HashMap<u64, u32>>,
 }
 
-/// The first stand-in address (counting down); above any address a file can hold.
-const STAND_IN_TOP: u64 = u64::MAX - 1;
+/// The first stand-in address (counting down) in a file of these field widths: below the undefined address,
+/// above any address the file holds (its end of file is checked against the lowest at commit).
+fn stand_in_top(sizes: Sizes) -> u64 {
+    sizes.undef() - 1
+}
 
 fn set_named<T>(v: &mut Vec<(String, T)>, name: &str, value: T) {
     match v.iter_mut().find(|(n, _)| n == name) {
@@ -202,8 +206,10 @@ fn remove_named<T>(v: &mut Vec<(String, T)>, name: &str) -> bool {
 }
 
 impl FileAppender {
-    /// Opens `path` for appending (8-byte addresses; any superblock version, a version-0/1 file's changed groups
-    /// being rewritten in the new link format libhdf5 1.8 and later read).
+    /// Opens `path` for appending (4- or 8-byte addresses and lengths, in any combination; any superblock
+    /// version, a version-0/1 file's changed groups being rewritten in the new link format libhdf5 1.8 and later
+    /// read). Everything written takes the file's sizes of offsets and lengths; a commit whose values do not fit
+    /// them fails with [`FormatError::TooWide`] before writing anything.
     pub fn open(path: &Path) -> Result<Self> {
         let h5 = H5File::open(path)?;
         let sb = h5.superblock().clone();
@@ -212,11 +218,31 @@ impl FileAppender {
                 "appending to a file with a file-driver block (family or multi files)",
             );
         }
+        // 2-byte addresses bound a file to 64 KiB, less than one dense-storage heap block of ours.
+        if sb.so < 4 {
+            return unsupported(format!(
+                "appending to a file with {}-byte addresses (size of offsets below 4)",
+                sb.so
+            ));
+        }
+        // 2-byte lengths cannot describe the 64 KiB heap blocks of dense storage this crate writes.
+        if sb.sl < 4 {
+            return unsupported(format!(
+                "appending to a file with {}-byte lengths (size of lengths below 4)",
+                sb.sl
+            ));
+        }
         // Addresses are relative to the base, which a user block (h5py's `userblock_size`) moves to the
         // superblock; another base is refused.
-        if sb.so != 8 || sb.sl != 8 || sb.base != sb.at {
-            return unsupported("appending to a file with non-default address sizes or base");
+        if sb.base != sb.at {
+            return unsupported(
+                "appending to a file whose base address is not its superblock's position",
+            );
         }
+        let sizes = Sizes {
+            offsets: sb.so,
+            lengths: sb.sl,
+        };
         let file_len = h5.bytes().len() as u64;
         // New bytes go after both the committed EOF and anything a crashed commit left behind. The stored end
         // of file counts the user block (libhdf5 compares it with the file's size); the sink's addresses do not.
@@ -228,7 +254,7 @@ impl FileAppender {
             h5,
             sb,
             root,
-            sink: Sink::new(start),
+            sink: Sink::with_sizes(start, sizes),
             dirty: false,
             superseded: 0,
             stand_ins: HashSet::new(),
@@ -238,14 +264,15 @@ impl FileAppender {
         })
     }
 
-    /// The link-name offset of a version-0/1 superblock's root entry, kept as it was.
+    /// The link-name offset of a version-0/1 superblock's root entry (a length, after four addresses), kept
+    /// as it was.
     fn root_name_offset(&self) -> Result<u64> {
-        let at = self.sb.at as usize + 24 + if self.sb.version == 1 { 4 } else { 0 } + 32;
+        let at =
+            self.sb.at as usize + 24 + if self.sb.version == 1 { 4 } else { 0 } + 4 * self.sb.so;
         self.h5
             .bytes()
-            .get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
+            .get(at..at + self.sb.sl)
+            .map(crate::io::le_uint)
             .ok_or_else(|| FormatError::Corrupt("superblock shorter than its root entry".into()))
     }
 }
@@ -281,7 +308,7 @@ impl FileAppender {
         opts: DatasetOptions,
         replace: bool,
     ) -> Result<()> {
-        crate::write::dataset::plan(&array, &opts)?;
+        crate::write::dataset::plan_for(&array, &opts, self.sink.sizes.offsets)?;
         let parts = components(path)?;
         let (name, parents) = match parts.split_last() {
             Some(x) => x,
@@ -399,12 +426,17 @@ impl FileAppender {
     ) -> Result<()> {
         crate::write::dataset::check_ref_attr(name, shape, targets.len())?;
         components(object_path)?;
-        let mut raw = Vec::with_capacity(8 * targets.len());
+        let sizes = self.sink.sizes;
+        let mut raw = Vec::with_capacity(sizes.offsets * targets.len());
         for t in targets {
-            raw.extend_from_slice(&self.ref_key(t)?.to_le_bytes());
+            sizes.put_offset(&mut raw, self.ref_key(t)?);
         }
-        let dt = Datatype::Reference { size: 8, kind: 0 };
-        let msg = crate::write::object::attribute_message_raw(name, &dt, shape, &raw)?;
+        let dt = Datatype::Reference {
+            size: sizes.offsets,
+            kind: 0,
+        };
+        let msg =
+            crate::write::object::attribute_message_raw(name, &dt, shape, &raw, self.sink.sizes)?;
         match self.attr_target(object_path)? {
             AttrTarget::Loaded(attrs) => attrs.set(name, msg),
             AttrTarget::New(attrs) => set_named(attrs, name, NewAttr::Message(msg)),
@@ -511,7 +543,7 @@ impl FileAppender {
         if self.names_root(&components(target)?)? {
             return Ok(self.sb.root);
         }
-        let stand_in = STAND_IN_TOP - self.stand_ins.len() as u64;
+        let stand_in = stand_in_top(self.sink.sizes) - self.stand_ins.len() as u64;
         let key = match self.child(target)? {
             Node::Group(g) => *g.addr.get_or_insert(stand_in),
             Node::Dataset(d) => d.addr,
@@ -683,10 +715,11 @@ impl FileAppender {
     }
 
     fn current_dims(&mut self, path: &str) -> Result<Vec<u64>> {
+        let sizes = self.sink.sizes;
         match self.child(path)? {
             Node::Dataset(d) => match &d.change {
                 Some(DataChange::Chunked { dims, .. }) => Ok(dims.clone()),
-                _ => Ok(dataspace_of(&d.msgs)?.dims),
+                _ => Ok(dataspace_of(&d.msgs, sizes)?.dims),
             },
             Node::New { array, .. } => Ok(array.shape.clone()),
             Node::Group(_) => Err(FormatError::TypeMismatch(format!("{path} is a group"))),
@@ -903,28 +936,47 @@ impl FileAppender {
         let root = self.write_all()?;
         // Stored as libhdf5 stores it: past the user block too.
         let new_eof = self.sink.pos() + self.sb.base;
+        let superblock = self.superblock_update(new_eof, root)?;
         let f = OpenOptions::new().write(true).open(&self.path)?;
         f.write_all_at(&self.sink.buf, self.sink.base + self.sb.base)?;
         f.sync_all()?;
-        if self.sb.version < 2 {
-            // The end of file and the root's symbol-table entry: one write within the first sector.
-            let name_offset = self.root_name_offset()?;
-            let (at, tail) =
-                superblock::encode_v0_tail(self.sb.version, new_eof, root, name_offset);
-            f.write_all_at(&tail, self.sb.at + at)?;
-            f.sync_all()?;
-            return Ok(());
-        }
-        let mut sb = superblock::encode_v2(new_eof, root);
-        sb[8] = self.sb.version;
-        sb[12..20].copy_from_slice(&self.sb.base.to_le_bytes());
-        sb[20..28].copy_from_slice(&self.sb.ext.to_le_bytes());
-        let n = sb.len() - 4;
-        let sum = crate::checksum::lookup3(&sb[..n], 0);
-        sb[n..].copy_from_slice(&sum.to_le_bytes());
-        f.write_all_at(&sb, self.sb.at)?;
+        // A version-0/1 superblock: the end of file and the root's symbol-table entry, one write within the
+        // first sector; a version-2/3 one whole.
+        let (at, bytes) = superblock;
+        f.write_all_at(&bytes, self.sb.at + at)?;
         f.sync_all()?;
         Ok(())
+    }
+}
+
+impl FileAppender {
+    /// The superblock bytes that switch the file to the new root and end of file, and their offset in the
+    /// superblock; an end of file (every address lies below it) or the stand-in addresses beyond the file's
+    /// address width is an error, before anything is written.
+    fn superblock_update(&self, new_eof: u64, root: u64) -> Result<(u64, Vec<u8>)> {
+        let sizes = self.sink.sizes;
+        sizes.check_offset(new_eof, "the file's end (every address in it)")?;
+        let lowest_stand_in = stand_in_top(sizes) - self.stand_ins.len() as u64;
+        if new_eof >= lowest_stand_in {
+            return Err(FormatError::TooWide {
+                what: "the file's end, among the addresses kept for new objects".into(),
+                value: new_eof,
+                bytes: sizes.offsets,
+            });
+        }
+        if self.sb.version < 2 {
+            let name_offset = self.root_name_offset()?;
+            return superblock::encode_v0_tail(self.sb.version, new_eof, root, name_offset, sizes);
+        }
+        let sb = superblock::encode_v2_sized(
+            self.sb.version,
+            sizes,
+            self.sb.base,
+            self.sb.ext,
+            new_eof,
+            root,
+        );
+        Ok((0, sb))
     }
 }
 
@@ -983,12 +1035,13 @@ fn load_node(h5: &H5File, addr: u64) -> Result<Node> {
     }
 }
 
-fn dataspace_of(msgs: &Msgs) -> Result<Dataspace> {
+/// The dataspace among a dataset's header messages, stored with the file's length width.
+fn dataspace_of(msgs: &Msgs, sizes: Sizes) -> Result<Dataspace> {
     let m = msgs
         .iter()
         .find(|m| m.0 == mtype::DATASPACE)
         .ok_or_else(|| FormatError::Corrupt("dataset without dataspace".into()))?;
-    Dataspace::parse(&mut Cursor::new(&m.2, "dataspace"), 8)
+    Dataspace::parse(&mut Cursor::new(&m.2, "dataspace"), sizes.lengths)
 }
 
 /// Reads raw elements of a box of a chunked dataset using an explicit chunk list, which may
@@ -1074,4 +1127,63 @@ fn append_data(a: &mut crate::Data, b: crate::Data) -> Result<()> {
         _ => return invalid("rows do not match the dataset's type"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Data, FileWriter};
+
+    /// An appender on a small file whose sink pretends the file has 4-byte addresses and already ends
+    /// `from_top` bytes below 4 GiB.
+    fn near_4_gib(dir: &Path, from_top: u64) -> (PathBuf, FileAppender) {
+        let path = dir.join("f.h5");
+        let mut w = FileWriter::new();
+        w.write_dataset(
+            "/d",
+            Array::vector(Data::U8(vec![1, 2, 3])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        w.write_file(&path).unwrap();
+        let mut a = FileAppender::open(&path).unwrap();
+        a.sink.sizes = Sizes {
+            offsets: 4,
+            lengths: 8,
+        };
+        a.sink.base = (1u64 << 32) - from_top;
+        (path, a)
+    }
+
+    #[test]
+    fn a_commit_past_the_address_width_is_a_typed_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut a) = near_4_gib(dir.path(), 64);
+        let before = std::fs::read(&path).unwrap();
+        a.write_dataset(
+            "/big",
+            Array::vector(Data::U8(vec![7; 4096])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        match a.commit() {
+            Err(FormatError::TooWide { what, bytes, value }) => {
+                assert!(what.contains("end"), "{what}");
+                assert_eq!(bytes, 4);
+                assert!(value > u64::from(u32::MAX), "{value:#x}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn the_end_of_file_must_stay_below_the_stand_in_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = near_4_gib(dir.path(), 64);
+        // The highest address below the undefined one is the first stand-in.
+        let e = a.superblock_update((1u64 << 32) - 2, 0).unwrap_err();
+        assert!(matches!(e, FormatError::TooWide { bytes: 4, .. }), "{e}");
+        assert!(a.superblock_update((1u64 << 32) - 3, 0).is_ok());
+    }
 }

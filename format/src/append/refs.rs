@@ -20,13 +20,14 @@ use std::collections::{HashMap, HashSet};
 /// Where one element of a datatype holds a reference.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Slot {
-    /// An 8-byte object address (reference kind 0) at this offset.
-    Object(usize),
-    /// The 12-byte global heap ID of a region reference (kind 1) at this offset.
+    /// An object address (reference kind 0) at this offset (`.0`), `.1` bytes wide (the file's address width
+    /// as libhdf5 1.12 and later store it; 8 bytes in older files).
+    Object(usize, usize),
+    /// The global heap ID (collection address, object index) of a region reference (kind 1) at this offset.
     Region(usize),
     /// An HDF5 1.12 reference at this offset.
     Revised(usize),
-    /// The 16-byte descriptor of a variable-length sequence (length, heap ID) at `at`, whose elements of
+    /// The descriptor of a variable-length sequence (length, heap ID) at `at`, whose elements of
     /// `elem` bytes hold references at `inner`.
     Seq {
         at: usize,
@@ -53,12 +54,18 @@ fn push_slots(dt: &Datatype, base: usize, out: &mut Vec<Slot>) {
         return;
     }
     match dt {
-        Datatype::Reference { size: 8, kind: 0 } => out.push(Slot::Object(base)),
-        Datatype::Reference { size: 12, kind: 1 } => out.push(Slot::Region(base)),
+        Datatype::Reference {
+            size: size @ (2 | 4 | 8),
+            kind: 0,
+        } => out.push(Slot::Object(base, *size)),
+        Datatype::Reference {
+            size: 6 | 8 | 12,
+            kind: 1,
+        } => out.push(Slot::Region(base)),
         Datatype::Reference { size, kind } if *kind >= 2 && *size >= 18 => {
             out.push(Slot::Revised(base))
         }
-        Datatype::VarSeq(inner) => {
+        Datatype::VarSeq(inner, _) => {
             let one = slots(inner);
             if !one.is_empty() {
                 out.push(Slot::Seq {
@@ -96,14 +103,14 @@ fn push_slots(dt: &Datatype, base: usize, out: &mut Vec<Slot>) {
 impl Slot {
     fn offset(&self) -> usize {
         match self {
-            Slot::Object(o) | Slot::Region(o) | Slot::Revised(o) => *o,
+            Slot::Object(o, _) | Slot::Region(o) | Slot::Revised(o) => *o,
             Slot::Seq { at, .. } => *at,
         }
     }
 
     fn shifted(&self, by: usize) -> Slot {
         match self {
-            Slot::Object(o) => Slot::Object(o.saturating_add(by)),
+            Slot::Object(o, n) => Slot::Object(o.saturating_add(by), *n),
             Slot::Region(o) => Slot::Region(o.saturating_add(by)),
             Slot::Revised(o) => Slot::Revised(o.saturating_add(by)),
             Slot::Seq { at, elem, inner } => Slot::Seq {
@@ -119,15 +126,30 @@ impl Slot {
 /// elements), and where the descriptor's heap ID lies; `None` for an empty or unreadable sequence.
 fn sequence<'h>(h5: &'h H5File, elem: &[u8], at: usize) -> Option<(usize, &'h [u8])> {
     let len = u32_at(elem, at)?;
-    let coll = u64_at(elem, at + 4)?;
+    let (coll, index) = heap_id_at(h5, elem, at + 4)?;
     if len == 0 || coll == 0 {
         return None;
     }
-    Some((at + 4, h5.vlen_object(coll, u32_at(elem, at + 12)?).ok()?))
+    Some((at + 4, h5.vlen_object(coll, index).ok()?))
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+/// The file's address width.
+fn offset_size(h5: &H5File) -> usize {
+    h5.superblock().so
+}
+
+/// The global heap ID (collection address of the file's width, object index) at `at`.
+fn heap_id_at(h5: &H5File, b: &[u8], at: usize) -> Option<(u64, u32)> {
+    let so = offset_size(h5);
+    Some((token_at(b, at, so)?, u32_at(b, at + so)?))
+}
+
+/// Writes the global heap ID (`coll`, `index`) at `at`, the address at the file's width.
+fn put_heap_id(h5: &H5File, b: &mut [u8], at: usize, coll: u64, index: u32) -> Result<()> {
+    let so = offset_size(h5);
+    put_token(b, at, so, coll)?;
+    b[at + so..at + so + 4].copy_from_slice(&index.to_le_bytes());
+    Ok(())
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -175,26 +197,24 @@ fn find<'h>(h5: &'h H5File, elem: &[u8], slot: &Slot) -> Option<Found<'h>> {
     match *slot {
         // A sequence is not one reference: its elements are walked where it is met.
         Slot::Seq { .. } => None,
-        Slot::Object(o) => {
-            let target = u64_at(elem, o)?;
-            (target != 0 && target != crate::io::UNDEF).then_some(Found::Inline {
-                at: o,
-                n: 8,
-                target,
-            })
+        Slot::Object(o, n) => {
+            let target = token_at(elem, o, n)?;
+            let undefined = n < 8 && target == (1u64 << (8 * n)) - 1 || target == crate::io::UNDEF;
+            (target != 0 && !undefined).then_some(Found::Inline { at: o, n, target })
         }
         Slot::Region(o) => {
-            let coll = u64_at(elem, o)?;
+            let (coll, index) = heap_id_at(h5, elem, o)?;
             if coll == 0 {
                 return None;
             }
-            let body = h5.vlen_object(coll, u32_at(elem, o + 8)?).ok()?;
-            let target = u64_at(body, 0)?;
+            let body = h5.vlen_object(coll, index).ok()?;
+            let n = offset_size(h5);
+            let target = token_at(body, 0, n)?;
             (target != 0).then_some(Found::Heap {
                 id_at: o,
                 body,
                 at: 0,
-                n: 8,
+                n,
                 target,
             })
         }
@@ -213,8 +233,8 @@ fn find<'h>(h5: &'h H5File, elem: &[u8], slot: &Slot) -> Option<Found<'h>> {
                     target,
                 });
             }
-            let coll = u64_at(elem, o + 6)?;
-            let body = h5.vlen_object(coll, u32_at(elem, o + 14)?).ok()?;
+            let (coll, index) = heap_id_at(h5, elem, o + 6)?;
+            let body = h5.vlen_object(coll, index).ok()?;
             let n = *body.first()? as usize;
             let target = token_at(body, 1, n)?;
             Some(Found::Heap {
@@ -281,8 +301,7 @@ pub(super) fn remap(
                 let mut copy = body.to_vec();
                 remap(h5, inner, *elem, &mut copy, map, stand_ins, heap)?;
                 let (coll, index) = heap.put(&copy)?;
-                e[id_at..id_at + 8].copy_from_slice(&coll.to_le_bytes());
-                e[id_at + 8..id_at + 12].copy_from_slice(&index.to_le_bytes());
+                put_heap_id(h5, e, id_at, coll, index)?;
                 continue;
             }
             let Some(found) = find(h5, e, s) else {
@@ -302,8 +321,7 @@ pub(super) fn remap(
                     let mut copy = body.to_vec();
                     put_token(&mut copy, at, n, new)?;
                     let (coll, index) = heap.put(&copy)?;
-                    e[id_at..id_at + 8].copy_from_slice(&coll.to_le_bytes());
-                    e[id_at + 8..id_at + 12].copy_from_slice(&index.to_le_bytes());
+                    put_heap_id(h5, e, id_at, coll, index)?;
                 }
             }
         }
@@ -486,7 +504,7 @@ mod tests {
     fn slots_follow_compound_members_and_array_elements() {
         let obj = Datatype::Reference { size: 8, kind: 0 };
         let reg = Datatype::Reference { size: 12, kind: 1 };
-        assert_eq!(slots(&obj), vec![Slot::Object(0)]);
+        assert_eq!(slots(&obj), vec![Slot::Object(0, 8)]);
         let arr = Datatype::Array {
             dims: vec![3],
             base: Box::new(obj.clone()),
@@ -521,22 +539,22 @@ mod tests {
         assert_eq!(
             slots(&c),
             vec![
-                Slot::Object(4),
-                Slot::Object(12),
-                Slot::Object(20),
+                Slot::Object(4, 8),
+                Slot::Object(12, 8),
+                Slot::Object(20, 8),
                 Slot::Region(28)
             ]
         );
         assert!(slots(&int).is_empty());
         assert_eq!(
-            slots(&Datatype::VarSeq(Box::new(obj.clone()))),
+            slots(&Datatype::VarSeq(Box::new(obj.clone()), 16)),
             vec![Slot::Seq {
                 at: 0,
                 elem: 8,
-                inner: vec![Slot::Object(0)].into()
+                inner: vec![Slot::Object(0, 8)].into()
             }]
         );
-        assert!(slots(&Datatype::VarSeq(Box::new(int.clone()))).is_empty());
+        assert!(slots(&Datatype::VarSeq(Box::new(int.clone()), 16)).is_empty());
     }
 
     #[test]

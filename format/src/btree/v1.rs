@@ -3,6 +3,7 @@
 use crate::ctx::Ctx;
 use crate::error::{corrupt, Result};
 use crate::io::{PutLe, UNDEF};
+use crate::sizes::Sizes;
 
 /// One chunk as recorded in a chunk index.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,20 +129,23 @@ pub const CHUNK_FANOUT: usize = 64;
 /// Writes a chunk B-tree for `entries` (sorted by offset) into `out` at file address `base`;
 /// returns the root address (UNDEF when there are no chunks). Leaves of `reuse` whose entries
 /// equal a new leaf's are referenced instead of rewritten. Sibling pointers are left undefined
-/// (readers do not use them; libhdf5 skips undefined siblings when it edits the tree).
+/// (readers do not use them; libhdf5 skips undefined siblings when it edits the tree). Addresses take the
+/// file's offset width (`sizes`); the keys' chunk offsets are 8 bytes whatever it is.
 pub fn write_chunk_tree(
     entries: &[ChunkEntry],
     chunk: &[u64],
     base: u64,
     out: &mut Vec<u8>,
     reuse: &[(u64, Vec<ChunkEntry>)],
+    sizes: Sizes,
 ) -> u64 {
+    let so = sizes.offsets;
     if entries.is_empty() {
         return UNDEF;
     }
     let rank = chunk.len();
     let key_size = 8 + 8 * (rank + 1);
-    let node_size = 8 + 16 + (CHUNK_FANOUT + 1) * key_size + CHUNK_FANOUT * 8;
+    let node_size = 8 + 2 * so + (CHUNK_FANOUT + 1) * key_size + CHUNK_FANOUT * so;
     let leaf_key = |e: &ChunkEntry| {
         let mut k = Vec::with_capacity(key_size);
         k.put_u32(e.size as u32);
@@ -188,11 +192,11 @@ pub fn write_chunk_tree(
             node.put_u8(1);
             node.put_u8(level);
             node.put_u16(g.len() as u16);
-            node.put_u64(UNDEF);
-            node.put_u64(UNDEF);
+            sizes.put_offset(&mut node, UNDEF);
+            sizes.put_offset(&mut node, UNDEF);
             for (k, child) in g.iter() {
                 node.extend_from_slice(k);
-                node.put_u64(*child);
+                sizes.put_offset(&mut node, *child);
             }
             // Right key: first key of the next group, or the tree's final key.
             match groups.get(gi + 1) {
@@ -230,7 +234,7 @@ mod tests {
     fn multi_level_tree_roundtrips_and_reuses_leaves() {
         let e = entries(300);
         let mut file = vec![0u8; 64];
-        let root = write_chunk_tree(&e, &[4], 0, &mut file, &[]);
+        let root = write_chunk_tree(&e, &[4], 0, &mut file, &[], Sizes::DEFAULT);
         file.resize(file.len() + 8, 0);
         let ctx = Ctx {
             data: &file,
@@ -247,7 +251,7 @@ mod tests {
         let e2 = entries(310);
         let before = file.len();
         let mut tail = Vec::new();
-        let root2 = write_chunk_tree(&e2, &[4], before as u64, &mut tail, &leaves);
+        let root2 = write_chunk_tree(&e2, &[4], before as u64, &mut tail, &leaves, Sizes::DEFAULT);
         let node_size = 8 + 16 + 65 * 24 + 64 * 8;
         assert_eq!(tail.len(), 2 * node_size);
         file.extend_from_slice(&tail);
@@ -260,5 +264,40 @@ mod tests {
         let mut got = Vec::new();
         chunks(&ctx, root2, 1, &mut got).unwrap();
         assert_eq!(got, e2);
+    }
+}
+
+#[cfg(test)]
+mod narrow_tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_of_4_byte_addresses_reads_back() {
+        let e: Vec<ChunkEntry> = (0..200u64)
+            .map(|i| ChunkEntry {
+                offset: vec![i * 4, 0],
+                addr: 1000 + i * 16,
+                size: 16,
+                filter_mask: 0,
+            })
+            .collect();
+        let sizes = Sizes {
+            offsets: 4,
+            lengths: 4,
+        };
+        let mut file = vec![0u8; 64];
+        let root = write_chunk_tree(&e, &[4, 2], 0, &mut file, &[], sizes);
+        // Four leaves and a root, each node with 4-byte sibling and child addresses.
+        let node_size = 8 + 8 + 65 * 32 + 64 * 4;
+        assert_eq!(file.len(), 64 + 5 * node_size);
+        let ctx = Ctx {
+            data: &file,
+            so: 4,
+            sl: 4,
+            base: 0,
+        };
+        let mut got = Vec::new();
+        chunks(&ctx, root, 2, &mut got).unwrap();
+        assert_eq!(got, e);
     }
 }

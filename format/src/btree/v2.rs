@@ -4,6 +4,7 @@ use crate::checksum::lookup3;
 use crate::ctx::Ctx;
 use crate::error::{corrupt, invalid, Result};
 use crate::io::{Cursor, PutLe, UNDEF};
+use crate::sizes::Sizes;
 
 /// A parsed v2 B-tree header.
 #[derive(Clone, Debug)]
@@ -152,13 +153,14 @@ impl BTreeV2 {
 
 /// Writes a v2 B-tree of type `btype` whose records (already sorted, `rec_size` bytes each, back
 /// to back in `records`) fit one leaf; the node size grows (power of two ≥ 512) to hold them all.
-/// Appends to `out` at file address `base`.
+/// Appends to `out` at file address `base`, with the file's field widths `sizes`.
 pub fn write_single_leaf(
     btype: u8,
     rec_size: usize,
     records: &[u8],
     base: u64,
     out: &mut Vec<u8>,
+    sizes: Sizes,
 ) -> Result<u64> {
     if rec_size == 0 || !records.len().is_multiple_of(rec_size) {
         return invalid("dense index records are not a whole number of records");
@@ -170,7 +172,8 @@ pub fn write_single_leaf(
     let need = 10 + records.len();
     let node_size = need.next_power_of_two().max(512);
     let header_addr = base + out.len() as u64;
-    let leaf_addr = header_addr + (4 + 1 + 1 + 4 + 2 + 2 + 1 + 1 + 8 + 2 + 8 + 4) as u64;
+    let leaf_addr = header_addr
+        + (4 + 1 + 1 + 4 + 2 + 2 + 1 + 1 + sizes.offsets + 2 + sizes.lengths + 4) as u64;
     let mut h = Vec::new();
     h.extend_from_slice(b"BTHD");
     h.put_u8(0);
@@ -180,9 +183,9 @@ pub fn write_single_leaf(
     h.put_u16(0);
     h.put_u8(100);
     h.put_u8(40);
-    h.put_u64(if records.is_empty() { UNDEF } else { leaf_addr });
+    sizes.put_offset(&mut h, if records.is_empty() { UNDEF } else { leaf_addr });
     h.put_u16(count as u16);
-    h.put_u64(count as u64);
+    sizes.put_length(&mut h, count as u64, "a B-tree's record count")?;
     let sum = lookup3(&h, 0);
     h.put_u32(sum);
     out.extend_from_slice(&h);
@@ -213,21 +216,27 @@ mod tests {
                 r
             })
             .collect();
-        let mut file = vec![0u8; 8];
-        let h = write_single_leaf(5, 11, &recs.concat(), 0, &mut file).unwrap();
-        let ctx = Ctx {
-            data: &file,
-            so: 8,
-            sl: 8,
-            base: 0,
-        };
-        let bt = BTreeV2::read(&ctx, h).unwrap();
-        let mut got = Vec::new();
-        bt.for_each(&ctx, &mut |r| {
-            got.push(r.to_vec());
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(got, recs);
+        for (so, sl) in [(8, 8), (4, 4), (4, 8), (8, 4)] {
+            let sizes = Sizes {
+                offsets: so,
+                lengths: sl,
+            };
+            let mut file = vec![0u8; 8];
+            let h = write_single_leaf(5, 11, &recs.concat(), 0, &mut file, sizes).unwrap();
+            let ctx = Ctx {
+                data: &file,
+                so,
+                sl,
+                base: 0,
+            };
+            let bt = BTreeV2::read(&ctx, h).unwrap();
+            let mut got = Vec::new();
+            bt.for_each(&ctx, &mut |r| {
+                got.push(r.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, recs, "{so}/{sl}");
+        }
     }
 }

@@ -5,6 +5,7 @@ use crate::checksum::lookup3;
 use crate::ctx::Ctx;
 use crate::error::{corrupt, invalid, unsupported, Result};
 use crate::io::{Cursor, PutLe, UNDEF};
+use crate::sizes::Sizes;
 
 /// A parsed fractal heap header.
 #[derive(Clone, Debug)]
@@ -289,20 +290,23 @@ impl WrittenHeap {
 }
 
 /// Serialises a fractal heap holding `objects` into `out`, which will live at file address
-/// `base` (the bytes are appended to `out`, whose current length corresponds to `base`).
+/// `base` (the bytes are appended to `out`, whose current length corresponds to `base`), its address and
+/// length fields at the file's widths `sizes`.
 pub fn write_heap<O: AsRef<[u8]>>(
     objects: &[O],
     kind: HeapKind,
     base: u64,
     out: &mut Vec<u8>,
+    sizes: Sizes,
 ) -> Result<WrittenHeap> {
+    let (so, sl) = (sizes.offsets, sizes.lengths);
     let (id_len, heap_bits) = match kind {
         HeapKind::Links => (7usize, 32u16),
         HeapKind::Attributes => (8usize, 40u16),
     };
     let off_bytes = (heap_bits as usize).div_ceil(8);
     let len_bytes = limit_enc_size(65536).min(limit_enc_size(MAX_MANAGED as u64));
-    let dhdr = 5 + 8 + off_bytes + 4; // sig, version, heap addr, block offset, checksum
+    let dhdr = 5 + so + off_bytes + 4; // sig, version, heap addr, block offset, checksum
     let out0 = base - out.len() as u64;
     let mut ids = vec![0u8; objects.len() * id_len];
     // Huge objects (> MAX_MANAGED): stored as plain blocks, indexed by a v2 B-tree of type 1
@@ -317,9 +321,13 @@ pub fn write_heap<O: AsRef<[u8]>>(
             let key = huge_count;
             let addr = out0 + out.len() as u64;
             out.extend_from_slice(o);
-            huge_recs.put_u64(addr);
-            huge_recs.put_u64(o.len() as u64);
-            huge_recs.put_u64(key);
+            sizes.put_offset(&mut huge_recs, addr);
+            sizes.put_length(
+                &mut huge_recs,
+                o.len() as u64,
+                "a huge dense-storage object",
+            )?;
+            sizes.put_length(&mut huge_recs, key, "a huge object ID")?;
             huge_size += o.len() as u64;
             let id = &mut ids[i * id_len..(i + 1) * id_len];
             id[0] = 0x10;
@@ -329,7 +337,7 @@ pub fn write_heap<O: AsRef<[u8]>>(
     let huge_btree = if huge_recs.is_empty() {
         UNDEF
     } else {
-        crate::btree::v2::write_single_leaf(1, 24, &huge_recs, out0, out)?
+        crate::btree::v2::write_single_leaf(1, so + 2 * sl, &huge_recs, out0, out, sizes)?
     };
     let managed: Vec<usize> = (0..objects.len())
         .filter(|&i| objects[i].as_ref().len() <= MAX_MANAGED)
@@ -370,14 +378,15 @@ pub fn write_heap<O: AsRef<[u8]>>(
         let nrows = if nblocks <= width { 1 } else { 2 };
         (width, nrows)
     };
-    let header_size = 4 + 1 + 2 + 2 + 1 + 4 + 8 * 12 + 2 + 8 + 8 + 2 + 2 + 8 + 2 + 4;
+    // Fixed fields, 12 lengths and 3 addresses.
+    let header_size = 26 + 12 * sl + 3 * so;
     let header_addr = out0 + out.len() as u64;
     let mut pos = header_addr + header_size as u64;
     let iblock_addr = if single { UNDEF } else { pos };
     let iblock_size = if single {
         0
     } else {
-        4 + 1 + 8 + off_bytes + (nrows * width) as usize * 8 + 4
+        4 + 1 + so + off_bytes + (nrows * width) as usize * so + 4
     };
     pos += iblock_size as u64;
     let block_addrs: Vec<u64> = (0..nblocks).map(|i| pos + i * start_block).collect();
@@ -388,7 +397,7 @@ pub fn write_heap<O: AsRef<[u8]>>(
         let mut b = Vec::with_capacity(start_block as usize);
         b.extend_from_slice(b"FHDB");
         b.put_u8(0);
-        b.put_u64(header_addr);
+        sizes.put_offset(&mut b, header_addr);
         b.put_uint(block_off, off_bytes);
         b.put_u32(0);
         for &i in members {
@@ -404,7 +413,7 @@ pub fn write_heap<O: AsRef<[u8]>>(
         free_total += start_block - b.len() as u64;
         b.resize(start_block as usize, 0);
         let sum = lookup3(&b, 0);
-        let ck = 5 + 8 + off_bytes;
+        let ck = 5 + so + off_bytes;
         b[ck..ck + 4].copy_from_slice(&sum.to_le_bytes());
         blocks_bytes.extend_from_slice(&b);
     }
@@ -421,33 +430,36 @@ pub fn write_heap<O: AsRef<[u8]>>(
     h.put_u16(0);
     h.put_u8(2); // direct blocks checksummed
     h.put_u32(MAX_MANAGED as u32);
-    h.put_u64(huge_count); // the last huge object ID handed out (libhdf5 gives the next one + 1)
-    h.put_u64(huge_btree);
-    h.put_u64(
+    let len =
+        |h: &mut Vec<u8>, v: u64| sizes.put_length(h, v, "a dense-storage heap's size or count");
+    len(&mut h, huge_count)?; // the last huge object ID handed out (libhdf5 gives the next one + 1)
+    sizes.put_offset(&mut h, huge_btree);
+    len(
+        &mut h,
         free_total
             + if single {
                 0
             } else {
                 (nrows * width - nblocks) * start_block
             },
-    );
-    h.put_u64(UNDEF); // free-space manager
-    h.put_u64(managed_space); // managed space the root spans
-    h.put_u64(nblocks * start_block); // of which allocated (direct blocks written)
-    h.put_u64(if single { 0 } else { nblocks * start_block }); // allocation iterator
-    h.put_u64(managed.len() as u64);
-    h.put_u64(huge_size);
-    h.put_u64(huge_count);
-    h.put_u64(0);
-    h.put_u64(0);
+    )?;
+    sizes.put_offset(&mut h, UNDEF); // free-space manager
+    len(&mut h, managed_space)?; // managed space the root spans
+    len(&mut h, nblocks * start_block)?; // of which allocated (direct blocks written)
+    len(&mut h, if single { 0 } else { nblocks * start_block })?; // allocation iterator
+    len(&mut h, managed.len() as u64)?;
+    len(&mut h, huge_size)?;
+    len(&mut h, huge_count)?;
+    len(&mut h, 0)?;
+    len(&mut h, 0)?;
     h.put_u16(width as u16);
-    h.put_u64(start_block);
-    h.put_u64(max_direct);
+    len(&mut h, start_block)?;
+    len(&mut h, max_direct)?;
     h.put_u16(heap_bits);
     // Starting rows of a root indirect block: libhdf5 builds one from this when it outgrows a root direct
     // block, so it must not be 0 (libhdf5's default is 1).
     h.put_u16(if single { 1 } else { nrows as u16 });
-    h.put_u64(if single { block_addrs[0] } else { iblock_addr });
+    sizes.put_offset(&mut h, if single { block_addrs[0] } else { iblock_addr });
     h.put_u16(nrows as u16);
     let sum = lookup3(&h, 0);
     h.put_u32(sum);
@@ -457,14 +469,17 @@ pub fn write_heap<O: AsRef<[u8]>>(
         let mut ib = Vec::with_capacity(iblock_size);
         ib.extend_from_slice(b"FHIB");
         ib.put_u8(0);
-        ib.put_u64(header_addr);
+        sizes.put_offset(&mut ib, header_addr);
         ib.put_uint(0, off_bytes);
         for i in 0..nrows * width {
-            ib.put_u64(if i < nblocks {
-                block_addrs[i as usize]
-            } else {
-                UNDEF
-            });
+            sizes.put_offset(
+                &mut ib,
+                if i < nblocks {
+                    block_addrs[i as usize]
+                } else {
+                    UNDEF
+                },
+            );
         }
         let sum = lookup3(&ib, 0);
         ib.put_u32(sum);
@@ -482,19 +497,26 @@ pub fn write_heap<O: AsRef<[u8]>>(
 mod tests {
     use super::*;
 
+    /// Writes `objects` in a heap of each combination of 4- and 8-byte fields and reads each back.
     fn roundtrip(objects: &[Vec<u8>], kind: HeapKind) {
-        let mut file = vec![0u8; 16];
-        let h = write_heap(objects, kind, 16, &mut file).unwrap();
-        let ctx = Ctx {
-            data: &file,
-            so: 8,
-            sl: 8,
-            base: 0,
-        };
-        let heap = FractalHeap::read(&ctx, h.header).unwrap();
-        for (i, o) in objects.iter().enumerate() {
-            let id = h.id(i);
-            assert_eq!(heap.object(&ctx, id).unwrap(), &o[..]);
+        for (so, sl) in [(8, 8), (4, 4), (4, 8), (8, 4)] {
+            let sizes = Sizes {
+                offsets: so,
+                lengths: sl,
+            };
+            let mut file = vec![0u8; 16];
+            let h = write_heap(objects, kind, 16, &mut file, sizes).unwrap();
+            let ctx = Ctx {
+                data: &file,
+                so,
+                sl,
+                base: 0,
+            };
+            let heap = FractalHeap::read(&ctx, h.header).unwrap();
+            for (i, o) in objects.iter().enumerate() {
+                let id = h.id(i);
+                assert_eq!(heap.object(&ctx, id).unwrap(), &o[..], "{so}/{sl}");
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 use crate::ctx::Ctx;
 use crate::error::{corrupt, Result};
 use crate::io::PutLe;
+use crate::sizes::Sizes;
 /// The objects of one collection: (index, absolute start, length), sorted by index.
 #[derive(Debug, Default)]
 pub struct CollectionIndex {
@@ -38,6 +39,12 @@ impl CollectionIndex {
     }
 }
 
+/// Bytes of a collection's header ("GCOL", version, reserved, collection size) and of each object's header
+/// (index, reference count, reserved, object size): both hold one length and are padded to 8 bytes.
+fn aligned_header(lengths: usize) -> usize {
+    (8 + lengths).div_ceil(8) * 8
+}
+
 /// Parses the collection at `addr` into an index of its objects.
 pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
     let mut c = ctx.cursor(addr, "global heap collection")?;
@@ -50,13 +57,13 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
     let size = c.uint(ctx.sl)?;
     let base = ctx.pos(addr)?;
     let block = ctx.slice(addr, size)?;
-    let hdr = 8 + ctx.sl;
+    let hdr = aligned_header(ctx.sl);
     let mut pos = hdr;
     let mut objects = Vec::new();
-    while pos + 8 + ctx.sl <= block.len() {
+    while pos + hdr <= block.len() {
         let idx = u16::from_le_bytes([block[pos], block[pos + 1]]);
         let osize = crate::io::le_uint(&block[pos + 8..pos + 8 + ctx.sl]);
-        let start = pos + 8 + ctx.sl;
+        let start = pos + hdr;
         if idx == 0 {
             break;
         }
@@ -75,19 +82,35 @@ pub struct CollectionBuilder {
     /// Where the collection starts in the buffer it is written into.
     start: usize,
     next: u16,
+    /// The file's field widths (collection and object sizes are lengths).
+    sizes: Sizes,
 }
 
 /// Smallest collection libhdf5 accepts ("global heap size is too small" below it).
 pub const MIN_COLLECTION: usize = 4096;
 
 impl CollectionBuilder {
-    /// Starts a collection at the end of `buf`; objects are then added to `buf` in place.
+    /// Starts a collection at the end of `buf` (8-byte lengths); objects are then added to `buf` in place.
     pub fn start(buf: &mut Vec<u8>) -> Self {
+        Self::start_sized(buf, Sizes::DEFAULT)
+    }
+
+    /// Starts a collection at the end of `buf` for a file of these field widths.
+    pub fn start_sized(buf: &mut Vec<u8>, sizes: Sizes) -> Self {
         let start = buf.len();
         buf.extend_from_slice(b"GCOL");
         buf.extend_from_slice(&[1, 0, 0, 0]);
-        buf.put_u64(0);
-        CollectionBuilder { start, next: 1 }
+        buf.resize(start + aligned_header(sizes.lengths), 0);
+        CollectionBuilder {
+            start,
+            next: 1,
+            sizes,
+        }
+    }
+
+    /// Bytes of an object's header (index, reference count, reserved, size).
+    fn object_header(&self) -> usize {
+        aligned_header(self.sizes.lengths)
     }
 
     /// True when no more objects fit (index space exhausted).
@@ -105,16 +128,26 @@ impl CollectionBuilder {
         self.next == 1
     }
 
-    /// Adds an object at the end of `buf`; returns its index.
+    /// Whether an object of `n` bytes still fits this collection's length fields (with the free-space object
+    /// that closes it, and the minimum size).
+    pub fn fits(&self, buf: &[u8], n: usize) -> bool {
+        let total =
+            self.len(buf) as u64 + 2 * self.object_header() as u64 + (n as u64).div_ceil(8) * 8;
+        total.max(MIN_COLLECTION as u64) <= self.sizes.max_length()
+    }
+
+    /// Adds an object at the end of `buf`; returns its index. The object must [fit](Self::fits).
     pub fn add(&mut self, buf: &mut Vec<u8>, data: &[u8]) -> u16 {
         let idx = self.next;
         self.next += 1;
         let padded = data.len().div_ceil(8) * 8;
-        buf.reserve(16 + padded);
+        buf.reserve(self.object_header() + padded);
         buf.put_u16(idx);
         buf.put_u16(0);
         buf.put_u32(0);
-        buf.put_u64(data.len() as u64);
+        let header_end = buf.len() - 8 + self.object_header();
+        buf.extend_from_slice(&(data.len() as u64).to_le_bytes()[..self.sizes.lengths]);
+        buf.resize(header_end, 0);
         buf.extend_from_slice(data);
         buf.resize(buf.len() + padded - data.len(), 0);
         idx
@@ -123,21 +156,49 @@ impl CollectionBuilder {
     /// Finishes: appends the free-space object, pads to the minimum size, fills the size field.
     pub fn finish(self, buf: &mut Vec<u8>) {
         let len = buf.len() - self.start;
-        let target = (len + 16).max(MIN_COLLECTION);
+        let target = (len + self.object_header()).max(MIN_COLLECTION);
         let free = target - len;
+        let sl = self.sizes.lengths;
         buf.put_u16(0);
         buf.put_u16(0);
         buf.put_u32(0);
-        buf.put_u64(free as u64);
+        buf.extend_from_slice(&(free as u64).to_le_bytes()[..sl]);
         buf.resize(self.start + target, 0);
         let at = self.start + 8;
-        buf[at..at + 8].copy_from_slice(&(target as u64).to_le_bytes());
+        buf[at..at + sl].copy_from_slice(&(target as u64).to_le_bytes()[..sl]);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn collections_of_4_byte_lengths_pad_their_headers_to_8_bytes() {
+        let sizes = Sizes {
+            offsets: 4,
+            lengths: 4,
+        };
+        let mut file = vec![0u8; 8];
+        let mut b = CollectionBuilder::start_sized(&mut file, sizes);
+        assert_eq!(file.len(), 8 + 16);
+        let i1 = b.add(&mut file, b"abc");
+        // Index, reference count, reserved, 4-byte size, 4 bytes of padding, then the object.
+        assert_eq!(
+            &file[24..40],
+            &[1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
+        );
+        b.finish(&mut file);
+        let ctx = Ctx {
+            data: &file,
+            so: 4,
+            sl: 4,
+            base: 0,
+        };
+        let idx = read_collection(&ctx, 8).unwrap();
+        let (s, n) = idx.get(i1).unwrap();
+        assert_eq!(&file[s..s + n], b"abc");
+    }
 
     #[test]
     fn collection_roundtrip() {

@@ -132,7 +132,7 @@ pub(crate) fn named_file(naming_file: Option<&Path>, name: &str) -> PathBuf {
 /// mean nothing in another file.
 fn points_into_file(dt: &Datatype) -> bool {
     match dt {
-        Datatype::VarStr { .. } | Datatype::VarSeq(_) | Datatype::Reference { .. } => true,
+        Datatype::VarStr { .. } | Datatype::VarSeq(..) | Datatype::Reference { .. } => true,
         Datatype::Compound { members, .. } => members.iter().any(|m| points_into_file(&m.dtype)),
         Datatype::Array { base, .. } | Datatype::Enum { base, .. } => points_into_file(base),
         _ => false,

@@ -11,6 +11,7 @@ use crate::io::UNDEF;
 use crate::messages::{self, ChunkIndex, Filter, Layout};
 use crate::object_header::mtype;
 use crate::select::copy_box;
+use crate::sizes::Sizes;
 use crate::write::object::write_object;
 use crate::write::sink::{raw_hash, HeapSink, Replay, Sink, StoredChunk};
 use rayon::prelude::*;
@@ -219,8 +220,14 @@ pub struct Plan {
     pub compact: bool,
 }
 
-/// Checks options against the array and settles chunking.
+/// Checks options against the array and settles chunking (in a file of 8-byte addresses).
 pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
+    plan_for(array, opts, 8)
+}
+
+/// Checks options against the array and settles chunking, in a file of `offset_size`-byte addresses (which
+/// set the size of variable-length elements).
+pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Result<Plan> {
     let shape = &array.shape;
     if !array.shape_matches() {
         return invalid(format!(
@@ -230,7 +237,7 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
             array.data.len()
         ));
     }
-    let dtype = convert::dtype_for(&array.data)?;
+    let dtype = convert::dtype_for_sized(&array.data, offset_size)?;
     let elem = dtype.size();
     if let Some(m) = &opts.max_shape {
         if m.len() != shape.len() {
@@ -487,10 +494,15 @@ pub fn encode_data(sink: &mut Sink, data: &Data) -> Result<Vec<u8>> {
     Ok(raw)
 }
 
-/// The messages describing a dataset (dataspace, datatype, fill, layout, filters).
-pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Vec<u8>)>> {
+/// The messages describing a dataset (dataspace, datatype, fill, layout, filters), at the file's field
+/// widths `sizes`.
+pub fn dataset_messages(
+    plan: &Plan,
+    layout: &Layout,
+    sizes: Sizes,
+) -> Result<Vec<(u16, u8, Vec<u8>)>> {
     let mut ds = Vec::new();
-    plan.space.encode(&mut ds);
+    plan.space.encode_sized(&mut ds, sizes)?;
     let mut dt = Vec::new();
     plan.dtype.encode(&mut dt)?;
     let alloc = match layout {
@@ -506,7 +518,7 @@ pub fn dataset_messages(plan: &Plan, layout: &Layout) -> Result<Vec<(u16, u8, Ve
         (
             mtype::LAYOUT,
             0,
-            messages::encode_layout(layout, plan.dtype.size())?,
+            messages::encode_layout(layout, plan.dtype.size(), sizes)?,
         ),
     ];
     if !plan.filters.is_empty() {
@@ -522,7 +534,10 @@ pub fn write_dataset<N: AsRef<str>>(
     opts: &DatasetOptions,
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
-    let plan = plan(array, opts)?;
+    let plan = plan_for(array, opts, sink.sizes.offsets)?;
+    // The description first: a shape too large for the file's lengths fails before any data is stored.
+    let sizes = sink.sizes;
+    plan.space.encode_sized(&mut Vec::new(), sizes)?;
     let elem = plan.dtype.size();
     let raw = encode_data(sink, &array.data)?;
     let layout = if plan.compact {
@@ -537,7 +552,7 @@ pub fn write_dataset<N: AsRef<str>>(
         let zero = vec![0u64; chunk.len()];
         let entries = write_chunks(sink, &raw, &array.shape, &zero, chunk, elem, &plan.filters)?;
         let base = sink.base;
-        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[]);
+        let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[], sizes);
         Layout::Chunked {
             chunk: chunk.clone(),
             index: ChunkIndex::BTreeV1 { addr },
@@ -552,7 +567,7 @@ pub fn write_dataset<N: AsRef<str>>(
         let addr = sink.append(&raw);
         Layout::Contiguous { addr, size }
     };
-    let msgs = dataset_messages(&plan, &layout)?;
+    let msgs = dataset_messages(&plan, &layout, sizes)?;
     write_object(sink, msgs, None, attrs)
 }
 
@@ -562,6 +577,7 @@ pub(crate) fn refs_messages(
     n: u64,
     region: bool,
     layout: &Layout,
+    sizes: Sizes,
 ) -> Result<Vec<(u16, u8, Vec<u8>)>> {
     let plan = Plan {
         space: Dataspace {
@@ -570,15 +586,21 @@ pub(crate) fn refs_messages(
             null: false,
         },
         dtype: if region {
-            Datatype::Reference { size: 12, kind: 1 }
+            Datatype::Reference {
+                size: sizes.heap_id_size(),
+                kind: 1,
+            }
         } else {
-            Datatype::Reference { size: 8, kind: 0 }
+            Datatype::Reference {
+                size: sizes.offsets,
+                kind: 0,
+            }
         },
         chunk: None,
         filters: vec![],
         compact: false,
     };
-    dataset_messages(&plan, layout)
+    dataset_messages(&plan, layout, sizes)
 }
 
 /// Checks an attribute of object references: a name, and a shape holding `n` of them.

@@ -11,6 +11,7 @@ use crate::heap::fractal::{write_heap, HeapKind};
 use crate::io::{PutLe, UNDEF};
 use crate::messages::{self, DenseInfo, LinkTarget};
 use crate::object_header::{encode_v2_into, mtype};
+use crate::sizes::Sizes;
 use crate::write::sink::{HeapSink, Sink};
 
 /// Links or attributes beyond this count go to dense storage (libhdf5's default).
@@ -21,19 +22,21 @@ const MAX_COMPACT_ATTR_BYTES: usize = 64 * 1024 - 1024;
 
 /// Encodes an attribute value as a complete attribute message body (vlen data go to the heap).
 pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<Vec<u8>> {
-    let dt = convert::dtype_for(&value.data)?;
+    let dt = convert::dtype_for_sized(&value.data, sink.sizes.offsets)?;
     let mut hs = HeapSink::new(sink);
     let raw = convert::encode(&value.data, &mut hs)?;
     hs.finish();
-    attribute_message_raw(name, &dt, &value.shape, &raw)
+    attribute_message_raw(name, &dt, &value.shape, &raw, sink.sizes)
 }
 
-/// An attribute message of type `dt` and shape `shape` holding the raw elements `raw` (file byte order).
+/// An attribute message of type `dt` and shape `shape` holding the raw elements `raw` (file byte order), its
+/// dataspace at the file's length width.
 pub fn attribute_message_raw(
     name: &str,
     dt: &Datatype,
     shape: &[u64],
     raw: &[u8],
+    sizes: Sizes,
 ) -> Result<Vec<u8>> {
     // Version 3: version, flags, name/datatype/dataspace sizes, name encoding (UTF-8), then the
     // NUL-terminated name, the datatype, the dataspace and the data, unpadded.
@@ -55,7 +58,7 @@ pub fn attribute_message_raw(
         max: None,
         null: false,
     }
-    .encode(&mut out);
+    .encode_sized(&mut out, sizes)?;
     let ssize = out.len() - at;
     if tsize > u16::MAX as usize || ssize > u16::MAX as usize {
         return crate::error::invalid(format!(
@@ -78,21 +81,22 @@ pub fn write_object<N: AsRef<str>>(
 ) -> Result<u64> {
     // The bodies made here live in these locals and the header borrows every body, so a small
     // object costs no allocation per message (an empty group: none at all).
+    let sizes = sink.sizes;
     let mut link_info = None;
     let mut compact_links = Vec::new();
     if let Some(links) = links {
         if links.len() <= MAX_COMPACT {
-            link_info = Some(messages::link_info_bytes(None));
+            link_info = Some(messages::link_info_bytes(None, sizes));
             compact_links = links
                 .iter()
-                .map(|(name, t)| messages::encode_link(name, t))
+                .map(|(name, t)| messages::encode_link(name, t, sizes))
                 .collect::<Result<Vec<_>>>()?;
         } else {
             let mut objs = Vec::with_capacity(links.len());
             for (name, t) in links {
-                objs.push(messages::encode_link(name, t)?);
+                objs.push(messages::encode_link(name, t, sizes)?);
             }
-            let heap = write_heap(&objs, HeapKind::Links, sink.pos(), &mut sink.buf)?;
+            let heap = write_heap(&objs, HeapKind::Links, sink.pos(), &mut sink.buf, sizes)?;
             let mut recs: Vec<(u32, &str, &[u8])> = links
                 .iter()
                 .enumerate()
@@ -105,11 +109,15 @@ pub fn write_object<N: AsRef<str>>(
                 records.extend_from_slice(id);
             }
             let base = sink.base;
-            let bt = crate::btree::v2::write_single_leaf(5, 11, &records, base, &mut sink.buf)?;
-            link_info = Some(messages::link_info_bytes(Some(DenseInfo {
-                heap: heap.header,
-                name_btree: bt,
-            })));
+            let bt =
+                crate::btree::v2::write_single_leaf(5, 11, &records, base, &mut sink.buf, sizes)?;
+            link_info = Some(messages::link_info_bytes(
+                Some(DenseInfo {
+                    heap: heap.header,
+                    name_btree: bt,
+                }),
+                sizes,
+            ));
         }
     }
     let big = attrs.iter().any(|(_, m)| m.len() > MAX_COMPACT_ATTR_BYTES);
@@ -117,7 +125,13 @@ pub fn write_object<N: AsRef<str>>(
     let mut attr_info = None;
     if !compact_attrs {
         let objs: Vec<&[u8]> = attrs.iter().map(|(_, m)| m.as_slice()).collect();
-        let heap = write_heap(&objs, HeapKind::Attributes, sink.pos(), &mut sink.buf)?;
+        let heap = write_heap(
+            &objs,
+            HeapKind::Attributes,
+            sink.pos(),
+            &mut sink.buf,
+            sizes,
+        )?;
         let mut recs: Vec<(u32, &str, u32)> = attrs
             .iter()
             .enumerate()
@@ -135,11 +149,14 @@ pub fn write_object<N: AsRef<str>>(
             records.put_u32(h);
         }
         let base = sink.base;
-        let bt = crate::btree::v2::write_single_leaf(8, 17, &records, base, &mut sink.buf)?;
-        attr_info = Some(messages::encode_attr_info(DenseInfo {
-            heap: heap.header,
-            name_btree: bt,
-        }));
+        let bt = crate::btree::v2::write_single_leaf(8, 17, &records, base, &mut sink.buf, sizes)?;
+        attr_info = Some(messages::encode_attr_info(
+            DenseInfo {
+                heap: heap.header,
+                name_btree: bt,
+            },
+            sizes,
+        ));
     }
     // Core messages first, then the group's link messages, then the attributes.
     let mut msgs: Vec<(u16, u8, &[u8])> =
@@ -158,10 +175,13 @@ pub fn write_object<N: AsRef<str>>(
         Some(info) => msgs.push((mtype::ATTR_INFO, 0, info)),
         None if attrs.is_empty() => {}
         None => {
-            compact_info = messages::encode_attr_info(DenseInfo {
-                heap: UNDEF,
-                name_btree: UNDEF,
-            });
+            compact_info = messages::encode_attr_info(
+                DenseInfo {
+                    heap: UNDEF,
+                    name_btree: UNDEF,
+                },
+                sizes,
+            );
             msgs.push((mtype::ATTR_INFO, 0, &compact_info));
             msgs.extend(
                 attrs

@@ -4,6 +4,7 @@
 use crate::convert::VlenSink;
 use crate::error::Result;
 use crate::heap::global::CollectionBuilder;
+use crate::sizes::Sizes;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
@@ -11,6 +12,8 @@ use std::hash::{Hash, Hasher};
 pub struct Sink {
     pub base: u64,
     pub buf: Vec<u8>,
+    /// The widths of the file's address and length fields, which every structure written here uses.
+    pub sizes: Sizes,
     /// Filtered chunks appended, by address, while a commit's first pass records them.
     pub(crate) recorded: Option<HashMap<u64, StoredChunk>>,
     /// A first pass's chunks, which a second pass writing the same chunk at the same address reuses.
@@ -53,9 +56,15 @@ pub(crate) fn raw_hash(raw: &[u8]) -> u64 {
 impl Sink {
     /// A sink whose first byte lands at `base`.
     pub fn new(base: u64) -> Self {
+        Sink::with_sizes(base, Sizes::DEFAULT)
+    }
+
+    /// A sink whose first byte lands at `base`, for a file of these field widths.
+    pub fn with_sizes(base: u64, sizes: Sizes) -> Self {
         Sink {
             base,
             buf: Vec::new(),
+            sizes,
             recorded: None,
             replay: None,
         }
@@ -105,11 +114,16 @@ const COLLECTION_TARGET: usize = 1 << 20;
 
 impl HeapSink<'_> {
     /// Stores `bytes` as a heap object: its collection's address, its index, and the address of its bytes
-    /// (where a later patch may change them).
-    pub fn put_located(&mut self, bytes: &[u8]) -> (u64, u32, u64) {
+    /// (where a later patch may change them). An object too large for the file's length fields is an error.
+    pub fn put_located(&mut self, bytes: &[u8]) -> Result<(u64, u32, u64)> {
+        let sizes = self.sink.sizes;
         let need_new = match &self.cur {
             None => true,
-            Some((_, b)) => b.full() || b.len(&self.sink.buf) >= COLLECTION_TARGET,
+            Some((_, b)) => {
+                b.full()
+                    || b.len(&self.sink.buf) >= COLLECTION_TARGET
+                    || !b.fits(&self.sink.buf, bytes.len())
+            }
         };
         if need_new {
             self.close();
@@ -118,16 +132,27 @@ impl HeapSink<'_> {
         let buf = &mut self.sink.buf;
         let (addr, b) = self
             .cur
-            .get_or_insert_with(|| (pos, CollectionBuilder::start(buf)));
-        // The object's 16-byte header (index, reference count, reserved, size) precedes its bytes.
-        let body = self.sink.base + buf.len() as u64 + 16;
-        (*addr, b.add(buf, bytes) as u32, body)
+            .get_or_insert_with(|| (pos, CollectionBuilder::start_sized(buf, sizes)));
+        if !b.fits(buf, bytes.len()) {
+            return Err(crate::FormatError::TooWide {
+                what: "a global heap collection holding a variable-length value".into(),
+                value: bytes.len() as u64,
+                bytes: sizes.lengths,
+            });
+        }
+        // The object's header (index, reference count, reserved, size) precedes its bytes.
+        let body = self.sink.base + buf.len() as u64 + (8 + sizes.lengths as u64).div_ceil(8) * 8;
+        Ok((*addr, b.add(buf, bytes) as u32, body))
     }
 }
 
 impl VlenSink for HeapSink<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
-        let (coll, index, _) = self.put_located(bytes);
+        let (coll, index, _) = self.put_located(bytes)?;
         Ok((coll, index))
+    }
+
+    fn offset_size(&self) -> usize {
+        self.sink.sizes.offsets
     }
 }

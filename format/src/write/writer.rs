@@ -558,7 +558,8 @@ fn encode_attrs<'a>(
                 n,
                 &Datatype::Reference { size: 12, kind: 1 },
                 &a.shape,
-                &ids,
+                &ids?,
+                sink.sizes,
             )?
         } else {
             match attrs.ref_targets.iter().find(|(name, _)| name == n) {
@@ -574,7 +575,7 @@ fn encode_attrs<'a>(
                         raw.extend_from_slice(&addr.to_le_bytes());
                     }
                     let dt = Datatype::Reference { size: 8, kind: 0 };
-                    attribute_message_raw(n, &dt, &a.shape, &raw)?
+                    attribute_message_raw(n, &dt, &a.shape, &raw, sink.sizes)?
                 }
                 None => attribute_message(sink, n, a)?,
             }
@@ -591,19 +592,19 @@ fn region_heap_objects(
     targets: &[String],
     regions: &[Vec<u8>],
     refs: &mut RefPatches,
-) -> Vec<u8> {
+) -> Result<Vec<u8>> {
     let mut ids = Vec::with_capacity(12 * targets.len());
     let mut heap = HeapSink::new(sink);
     for (t, sel) in targets.iter().zip(regions) {
         let mut body = vec![0u8; 8];
         body.extend_from_slice(sel);
-        let (coll, index, at) = heap.put_located(&body);
+        let (coll, index, at) = heap.put_located(&body)?;
         refs.slots.push((at, t.clone()));
         ids.extend_from_slice(&coll.to_le_bytes());
         ids.extend_from_slice(&index.to_le_bytes());
     }
     heap.finish();
-    ids
+    Ok(ids)
 }
 
 /// Absolute, normalised target paths of object references.
@@ -708,7 +709,7 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
             // themselves, or the first 8 bytes of each region's heap object.
             let raw = match regions {
                 None => vec![0u8; 8 * targets.len()],
-                Some(regions) => region_heap_objects(sink, targets, regions, refs),
+                Some(regions) => region_heap_objects(sink, targets, regions, refs)?,
             };
             let layout = if raw.is_empty() {
                 Layout::Contiguous {
@@ -731,6 +732,7 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 targets.len() as u64,
                 regions.is_some(),
                 &layout,
+                sink.sizes,
             )?;
             write_object(sink, msgs, None, &attrs)?
         }
