@@ -42,12 +42,8 @@ fn ours() -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
-/// A file h5py writes with its defaults, when h5py is there.
-fn h5py_default() -> Option<Vec<u8>> {
-    let (_dir, path) = common::python_written(
-        r#"
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "w") as f:
+/// The contents of the h5py seed files (the body of a `with ... as f:` block).
+const H5PY_CONTENTS: &str = r#"
     f.attrs["title"] = "notes"
     f.create_dataset("d/f", data=np.arange(40, dtype=">f4").reshape(10, 4), maxshape=(None, 4), chunks=(4, 2), compression="gzip", shuffle=True)
     f.create_dataset("d/s", data=np.array(["s%d" % i for i in range(10)], dtype=object), dtype=h5py.string_dtype(), maxshape=(None,), chunks=(4,))
@@ -104,10 +100,28 @@ with h5py.File(sys.argv[1], "w") as f:
                      dtype=h5py.regionref_dtype)
     f["g"].attrs["to_f"] = f["d/f"].ref
     f["g/x0"].attrs.create("regions", data=[f["d/c"].regionref[1:]], dtype=h5py.regionref_dtype)
-"#,
-        "default.h5",
-        &["h5py"],
-    )?;
+"#;
+
+/// A file h5py writes with its defaults, when h5py is there.
+fn h5py_default() -> Option<Vec<u8>> {
+    h5py_seed(r#"with h5py.File(sys.argv[1], "w") as f:"#, "default.h5")
+}
+
+/// The same contents in a file of 4-byte addresses and lengths (superblock version 0), whose every structure
+/// the appender writes at those widths.
+fn h5py_small_fields() -> Option<Vec<u8>> {
+    h5py_seed(
+        r#"fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+fcpl.set_sizes(4, 4)
+with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl)) as f:"#,
+        "small_fields.h5",
+    )
+}
+
+/// h5py's file: `open` (python opening the file as `f`), then [`H5PY_CONTENTS`].
+fn h5py_seed(open: &str, name: &str) -> Option<Vec<u8>> {
+    let script = format!("import sys, h5py, numpy as np\n{open}{H5PY_CONTENTS}");
+    let (_dir, path) = common::python_written(&script, name, &["h5py"])?;
     Some(std::fs::read(path).unwrap())
 }
 
@@ -199,6 +213,9 @@ fn mutated_files_never_panic_the_appender() {
     if let Some(b) = h5py_default() {
         seeds.push(("h5py default", b));
     }
+    if let Some(b) = h5py_small_fields() {
+        seeds.push(("h5py 4-byte fields", b));
+    }
     // On tmpfs where there is one: every commit fsyncs twice.
     let shm = Path::new("/dev/shm");
     let dir = if shm.is_dir() {
@@ -209,6 +226,15 @@ fn mutated_files_never_panic_the_appender() {
     let path = dir.path().join("variant.h5");
     let mut rng = common::XorShift(0x9e37_79b9_7f4a_7c15 ^ seed);
     for (name, original) in &seeds {
+        // The seed itself goes through the whole session, so its variants test the paths it stands for.
+        std::fs::write(&path, original).unwrap();
+        let committed = COMMITTED.load(Ordering::Relaxed);
+        exercise(&path);
+        assert_eq!(
+            COMMITTED.load(Ordering::Relaxed),
+            committed + 1,
+            "{name}: the unmutated seed's session did not commit"
+        );
         for v in 0..variants {
             let mut bytes = original.clone();
             let what = match rng.below(4) {
