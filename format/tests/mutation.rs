@@ -218,12 +218,57 @@ fid.close()
     std::fs::read(&path).ok()
 }
 
+/// h5py's files of 4-byte addresses and/or lengths (4/4 and 8/4 in the latest format, 4/8 in the earliest):
+/// every index, heap and B-tree kind with narrow fields, for the mutations to reach.
+fn narrow_field_seeds() -> Vec<(String, Vec<u8>)> {
+    if !common::have_python_module("h5py") {
+        return Vec::new();
+    }
+    const MAKE: &str = r#"
+import sys, os, h5py, numpy as np
+for name, so, sl, latest in [("4-4-latest", 4, 4, True), ("4-8-earliest", 4, 8, False), ("8-4-latest", 8, 4, True)]:
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fcpl.set_sizes(so, sl)
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST if latest else h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
+    path = os.path.join(sys.argv[1], name + ".h5").encode()
+    with h5py.File(h5py.h5f.create(path, h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)) as f:
+        x = np.arange(60, dtype="<i4")
+        f.create_dataset("contig", data=x)
+        f.create_dataset("fixed", data=x.reshape(6, 10), chunks=(2, 5), compression="gzip")
+        f.create_dataset("grow1", data=x, maxshape=(None,), chunks=(8,), shuffle=True)
+        f.create_dataset("grow2", data=x.reshape(6, 10), maxshape=(None, None), chunks=(4, 4))
+        f.create_dataset("one", data=x, chunks=(60,))
+        f.create_dataset("s", data=np.array(["s%d" % i for i in range(12)], dtype=object), dtype=h5py.string_dtype())
+        f.create_dataset("seq", data=np.array([np.arange(i, dtype="<i2") for i in range(1, 5)], dtype=object),
+                         dtype=h5py.vlen_dtype("<i2"))
+        for i in range(10):
+            f.create_group("many/g%d" % i).attrs["n"] = i
+            f["many"].attrs["a%d" % i] = np.arange(i + 1.0)
+        f["ref"] = f["contig"].ref
+        f.attrs["to"] = f["many"].ref
+        f.create_dataset("regions", data=[f["fixed"].regionref[1:3, 2:4]], dtype=h5py.regionref_dtype)
+"#;
+    let Ok(dir) = tempfile::tempdir() else {
+        return Vec::new();
+    };
+    common::run_python(MAKE, &[dir.path()]);
+    ["4-4-latest", "4-8-earliest", "8-4-latest"]
+        .iter()
+        .map(|n| {
+            let bytes = std::fs::read(dir.path().join(format!("{n}.h5"))).unwrap();
+            (format!("h5py {n} fields"), bytes)
+        })
+        .collect()
+}
+
 #[test]
 fn mutated_files_never_panic_hang_or_overallocate() {
     let mut seeds: Vec<(String, Vec<u8>)> = vec![("ours".into(), ours())];
     if let Some(b) = codecs_seed() {
         seeds.push(("codecs (h5py + hdf5plugin)".into(), b));
     }
+    seeds.extend(narrow_field_seeds());
     for sub in ["h5py", "pytables"] {
         let dir = common::shared().join("hdf5-corpus").join(sub);
         if let Ok(rd) = std::fs::read_dir(&dir) {
