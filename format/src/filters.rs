@@ -32,7 +32,7 @@ pub const ZSTD: u16 = 32015;
 pub const BLOSC2: u16 = 32026;
 /// h5py's LZF filter (registered id 32000), read only.
 pub const LZF: u16 = 32000;
-/// The H5Z-ZFP plugin filter (registered id 32013; zfp streams), read only.
+/// The H5Z-ZFP plugin filter (registered id 32013; zfp streams).
 pub const ZFP: u16 = 32013;
 
 /// Name of a registered filter id (for messages).
@@ -367,7 +367,8 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             NBIT => crate::nbit::encode(&f.params, &buf)?,
             SZIP => crate::szip::encode(&f.params, &buf)?,
             LZO => lzo(&f.params, &buf),
-            // A filter we cannot encode (another program's own, ZFP, SZ): when the
+            ZFP => crate::zfp::encode_h5z(&f.params, &buf)?,
+            // A filter we cannot encode (another program's own, SZ): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
             // filter fails on; every reader takes it as it is. A mandatory one is refused.
@@ -559,15 +560,16 @@ mod tests {
             name: String::new(),
             params: vec![],
         };
-        // ZFP (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
-        let pipeline = [f(SHUFFLE, 0), f(32013, 1), f(DEFLATE, 0)];
+        // An unknown filter (optional) between shuffle and deflate: skipped, its mask bit set, the others
+        // applied.
+        let pipeline = [f(SHUFFLE, 0), f(511, 1), f(DEFLATE, 0)];
         let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
         let (stored, mask) = encode(&pipeline, &data, 4, 0).unwrap();
         assert_eq!(mask, 0b010);
         check_into(&pipeline, mask, &stored, 4, &data);
         // The same filter mandatory: refused, naming it.
-        let e = encode(&[f(32013, 0)], &data, 4, 0).unwrap_err().to_string();
-        assert!(e.contains("writing filter 32013 (zfp)"), "{e}");
+        let e = encode(&[f(511, 0)], &data, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("writing filter 511 (unknown)"), "{e}");
     }
 
     #[test]
