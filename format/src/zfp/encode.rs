@@ -141,6 +141,11 @@ pub(crate) trait FwdReal: Real + Copy {
     fn reinterpret(self) -> Self::I;
 }
 
+/// 2^31, the bound of an i32.
+const TWO_31: f32 = 2_147_483_648.0;
+/// 2^63, the bound of an i64.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
 impl FwdReal for f32 {
     const ZERO: Self = 0.0;
     fn raw(self) -> u64 {
@@ -165,7 +170,7 @@ impl FwdReal for f32 {
     }
     fn quantize(self, emax: i32) -> i32 {
         let v = pow2_f32(30 - emax) * self;
-        if v.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&v) {
+        if v.is_nan() || !(-TWO_31..TWO_31).contains(&v) {
             i32::MIN
         } else {
             v as i32
@@ -205,8 +210,7 @@ impl FwdReal for f64 {
     }
     fn quantize(self, emax: i32) -> i64 {
         let v = pow2_f64(62 - emax) * self;
-        if v.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&v)
-        {
+        if v.is_nan() || !(-TWO_63..TWO_63).contains(&v) {
             i64::MIN
         } else {
             v as i64

@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn the_reversible_transform_is_undone_exactly() {
-        let mut rng = TestRng::new(0xf0_1);
+        let mut rng = TestRng::new(0x0f01);
         for dims in 1..=4u32 {
             let n = 1usize << (2 * dims);
             for _ in 0..50 {
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_lossy_transform_is_undone_within_a_few_units() {
-        let mut rng = TestRng::new(0xf0_2);
+        let mut rng = TestRng::new(0x0f02);
         for dims in 1..=4u32 {
             let n = 1usize << (2 * dims);
             for _ in 0..50 {
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn negabinary_order_is_undone() {
-        let mut rng = TestRng::new(0xf0_3);
+        let mut rng = TestRng::new(0x0f03);
         for dims in 1..=4u32 {
             let n = 1usize << (2 * dims);
             let v: Vec<i64> = (0..n).map(|_| rng.next() as i64).collect();

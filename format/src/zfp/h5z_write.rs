@@ -163,9 +163,12 @@ mod tests {
             .collect()
     }
 
+    /// A mode, type, chunk shape, client data and stored chunk.
+    type Sample = (ZfpMode, Scalar, Vec<u64>, Vec<u32>, Vec<u8>);
+
     /// Chunks hdf5plugin (H5Z-ZFP 1.1, zfp 1.0) wrote for `np.arange(n)` in the chunk's shape and type: the
     /// mode, type, chunk shape, client data and stored chunk.
-    fn samples() -> Vec<(ZfpMode, Scalar, Vec<u64>, Vec<u32>, Vec<u8>)> {
+    fn samples() -> Vec<Sample> {
         vec![
             (
                 ZfpMode::Rate(8.0),
