@@ -367,7 +367,16 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             NBIT => crate::nbit::encode(&f.params, &buf)?,
             SZIP => crate::szip::encode(&f.params, &buf)?,
             LZO => lzo(&f.params, &buf),
-            ZFP => crate::zfp::encode_h5z(&f.params, &buf)?,
+            // H5Z-ZFP fails a chunk it cannot code (client data it did not set, as for chunks with no
+            // dimension above 1): libhdf5 then skips an optional filter, as we do.
+            ZFP => match crate::zfp::encode_h5z(&f.params, &buf) {
+                Ok(packed) => packed,
+                Err(_) if f.flags & 1 != 0 && i < 32 => {
+                    mask |= 1 << i;
+                    buf
+                }
+                Err(e) => return Err(e),
+            },
             // A filter we cannot encode (another program's own, SZ): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
@@ -570,6 +579,38 @@ mod tests {
         // The same filter mandatory: refused, naming it.
         let e = encode(&[f(511, 0)], &data, 4, 0).unwrap_err().to_string();
         assert!(e.contains("writing filter 511 (unknown)"), "{e}");
+    }
+
+    #[test]
+    fn zfp_chunks_are_encoded_and_those_it_cannot_code_skipped_where_optional() {
+        let zfp = |flags: u16, params: Vec<u32>| Filter {
+            id: ZFP,
+            flags,
+            name: String::new(),
+            params,
+        };
+        let cd = crate::zfp::h5z_client_data(
+            crate::zfp::ZfpMode::Reversible,
+            crate::zfp::Scalar::F32,
+            &[10, 1, 7],
+        )
+        .unwrap();
+        let data: Vec<u8> = (0..70)
+            .flat_map(|i| (i as f32 / 3.0).to_le_bytes())
+            .collect();
+        for flags in [0, 1] {
+            let (stored, mask) = encode(&[zfp(flags, cd.clone())], &data, 4, 0).unwrap();
+            assert_eq!(mask, 0);
+            assert!(stored.len() < data.len());
+            check_into(&[zfp(flags, cd.clone())], mask, &stored, 4, &data);
+        }
+        // The client data hdf5plugin leaves on a chunk of one value (H5Z-ZFP's set_local declined it): an
+        // optional filter is skipped, a mandatory one refused.
+        let generic = vec![1, 0, 0, 0x4020_0000, 0, 0];
+        let (stored, mask) = encode(&[zfp(1, generic.clone())], &data[..4], 4, 0).unwrap();
+        assert_eq!((stored.as_slice(), mask), (&data[..4], 1));
+        let e = encode(&[zfp(0, generic)], &data[..4], 4, 0).unwrap_err();
+        assert!(e.to_string().contains("zfp"), "{e}");
     }
 
     #[test]

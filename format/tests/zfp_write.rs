@@ -367,7 +367,14 @@ fn invalid_zfp_requests_are_refused_by_name() {
             "1 to 4 dimensions",
         ),
     ];
-    for (i, (array, opts, want)) in cases.into_iter().enumerate() {
+    let shuffled = DatasetOptions {
+        shuffle: true,
+        ..zfp(ZfpMode::Reversible, None)
+    };
+    let cases = cases
+        .into_iter()
+        .chain([(floats(vec![40]), shuffled, "no shuffle with zfp")]);
+    for (i, (array, opts, want)) in cases.enumerate() {
         let e = w.write_dataset(&format!("/d{i}"), array, opts).unwrap_err();
         assert!(
             matches!(e, FormatError::Invalid(_)) && e.to_string().contains(want),

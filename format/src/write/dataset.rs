@@ -320,6 +320,11 @@ pub fn plan(array: &Array, opts: &DatasetOptions) -> Result<Plan> {
         }
     }
     let mut filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
+    if matches!(opts.codec, Some(Codec::Zfp(_))) && opts.shuffle {
+        return invalid(
+            "zfp codes values, not the byte planes the shuffle filter leaves: no shuffle with zfp",
+        );
+    }
     if let (Some(codec), Some(c)) = (opts.codec, &chunk) {
         // After the shuffle, before the checksum.
         let at = usize::from(opts.shuffle);
