@@ -98,7 +98,7 @@ fn wide(dt: &str, n: usize, rng: &mut XorShift) -> Data {
                 _ => sub,
             };
         }
-        match (i % 5 == 0, i / 5 % 6) {
+        match (i.is_multiple_of(5), i / 5 % 6) {
             (false, _) => bits,
             (true, 0) => nan,
             (true, 1) => inf,
