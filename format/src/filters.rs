@@ -1,4 +1,4 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, bzip2, lz4, zstd,
+//! The filter pipeline on chunk data, both ways: deflate, shuffle, fletcher32, szip, lzf, lzo, bzip2, lz4, zstd,
 //! bitshuffle, blosc, blosc2, N-bit, scale-offset and zfp (others are reported by name).
 
 use crate::checksum::fletcher32;
@@ -10,27 +10,27 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
-/// libhdf5's szip filter (CCSDS adaptive entropy coding, as libaec writes it), read only.
+/// libhdf5's szip filter (CCSDS adaptive entropy coding, as libaec writes it).
 pub const SZIP: u16 = 4;
-/// libhdf5's N-bit filter, read only.
+/// libhdf5's N-bit filter.
 pub const NBIT: u16 = 5;
-/// libhdf5's scale-offset filter, read only.
+/// libhdf5's scale-offset filter.
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305).
 pub const LZO: u16 = 305;
-/// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin), read only.
+/// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin).
 pub const BZIP2: u16 = 307;
-/// The Blosc plugin filter (registered id 32001; Blosc 1 buffers), read only.
+/// The Blosc plugin filter (registered id 32001; Blosc 1 buffers).
 pub const BLOSC: u16 = 32001;
-/// The LZ4 plugin filter (registered id 32004), read only.
+/// The LZ4 plugin filter (registered id 32004).
 pub const LZ4: u16 = 32004;
 /// The bitshuffle plugin filter (registered id 32008).
 pub const BITSHUFFLE: u16 = 32008;
-/// The zstd plugin filter (registered id 32015), read only.
+/// The zstd plugin filter (registered id 32015).
 pub const ZSTD: u16 = 32015;
 /// The Blosc2 plugin filter (registered id 32026; Blosc2 frames and chunks).
 pub const BLOSC2: u16 = 32026;
-/// h5py's LZF filter (registered id 32000), read only.
+/// h5py's LZF filter (registered id 32000).
 pub const LZF: u16 = 32000;
 /// The H5Z-ZFP plugin filter (registered id 32013; zfp streams).
 pub const ZFP: u16 = 32013;

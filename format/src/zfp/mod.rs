@@ -1,5 +1,5 @@
-//! ZFP compression and decompression: the H5Z-ZFP filter (registered id 32013, what `hdf5plugin.Zfp` writes) and
-//! the codec of Blosc2's ZFP modes.
+//! ZFP compression and decompression: the H5Z-ZFP filter (registered id 32013, what `hdf5plugin.Zfp` writes),
+//! read and written, and the codec of Blosc2's ZFP modes, read.
 //!
 //! A zfp stream codes an array of 32- or 64-bit integers or floats of 1 to 4 dimensions in blocks of 4^d
 //! values, block after block in raster order (x fastest); a block at an edge the array does not fill is coded
@@ -15,7 +15,7 @@
 //! stream header and H5Z-ZFP's client data. Writing is their inverse: `bitwriter` writes the bits, `forward`
 //! holds the forward transforms, `encode` encodes a block, `compress` walks the array's blocks (padding those
 //! an edge cuts as zfp pads them), `mode` turns a [`ZfpMode`] into zfp's parameters and `h5z_write` writes
-//! H5Z-ZFP's client data and chunks. Blosc2's ZFP codecs take their parameters from the codec meta
+//! H5Z-ZFP's client data and chunks (zfp 1.0's streams bit for bit). Blosc2's ZFP codecs take their parameters from the codec meta
 //! (see `crate::blosc2`).
 //!
 //! Damaged input is an error (a stream that ends early, a header that does not parse); the decoded size is
