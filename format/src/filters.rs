@@ -1,4 +1,4 @@
-//! The filter pipeline on chunk data: deflate, shuffle, fletcher32, and on read szip, lzf, lzo, bzip2, lz4, zstd,
+//! The filter pipeline on chunk data, both ways: deflate, shuffle, fletcher32, szip, lzf, lzo, bzip2, lz4, zstd,
 //! bitshuffle, blosc, blosc2, N-bit, scale-offset and zfp (others are reported by name).
 
 use crate::checksum::fletcher32;
@@ -10,29 +10,29 @@ use std::io::Write;
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
 pub const FLETCHER32: u16 = 3;
-/// libhdf5's szip filter (CCSDS adaptive entropy coding, as libaec writes it), read only.
+/// libhdf5's szip filter (CCSDS adaptive entropy coding, as libaec writes it).
 pub const SZIP: u16 = 4;
-/// libhdf5's N-bit filter, read only.
+/// libhdf5's N-bit filter.
 pub const NBIT: u16 = 5;
-/// libhdf5's scale-offset filter, read only.
+/// libhdf5's scale-offset filter.
 pub const SCALEOFFSET: u16 = 6;
 /// PyTables' LZO filter (registered id 305).
 pub const LZO: u16 = 305;
-/// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin), read only.
+/// The bzip2 filter (registered id 307; PyTables, netCDF-4, hdf5plugin).
 pub const BZIP2: u16 = 307;
-/// The Blosc plugin filter (registered id 32001; Blosc 1 buffers), read only.
+/// The Blosc plugin filter (registered id 32001; Blosc 1 buffers).
 pub const BLOSC: u16 = 32001;
-/// The LZ4 plugin filter (registered id 32004), read only.
+/// The LZ4 plugin filter (registered id 32004).
 pub const LZ4: u16 = 32004;
 /// The bitshuffle plugin filter (registered id 32008).
 pub const BITSHUFFLE: u16 = 32008;
-/// The zstd plugin filter (registered id 32015), read only.
+/// The zstd plugin filter (registered id 32015).
 pub const ZSTD: u16 = 32015;
 /// The Blosc2 plugin filter (registered id 32026; Blosc2 frames and chunks).
 pub const BLOSC2: u16 = 32026;
-/// h5py's LZF filter (registered id 32000), read only.
+/// h5py's LZF filter (registered id 32000).
 pub const LZF: u16 = 32000;
-/// The H5Z-ZFP plugin filter (registered id 32013; zfp streams), read only.
+/// The H5Z-ZFP plugin filter (registered id 32013; zfp streams).
 pub const ZFP: u16 = 32013;
 
 /// Name of a registered filter id (for messages).
@@ -367,7 +367,17 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             NBIT => crate::nbit::encode(&f.params, &buf)?,
             SZIP => crate::szip::encode(&f.params, &buf)?,
             LZO => lzo(&f.params, &buf),
-            // A filter we cannot encode (another program's own, ZFP, SZ): when the
+            // H5Z-ZFP fails a chunk it cannot code (client data it did not set, as for chunks with no
+            // dimension above 1): libhdf5 then skips an optional filter, as we do.
+            ZFP => match crate::zfp::encode_h5z(&f.params, &buf) {
+                Ok(packed) => packed,
+                Err(_) if f.flags & 1 != 0 && i < 32 => {
+                    mask |= 1 << i;
+                    buf
+                }
+                Err(e) => return Err(e),
+            },
+            // A filter we cannot encode (another program's own, SZ): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
             // filter fails on; every reader takes it as it is. A mandatory one is refused.
@@ -559,15 +569,48 @@ mod tests {
             name: String::new(),
             params: vec![],
         };
-        // ZFP (optional) between shuffle and deflate: skipped, its mask bit set, the others applied.
-        let pipeline = [f(SHUFFLE, 0), f(32013, 1), f(DEFLATE, 0)];
+        // An unknown filter (optional) between shuffle and deflate: skipped, its mask bit set, the others
+        // applied.
+        let pipeline = [f(SHUFFLE, 0), f(511, 1), f(DEFLATE, 0)];
         let data: Vec<u8> = (0..4096u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
         let (stored, mask) = encode(&pipeline, &data, 4, 0).unwrap();
         assert_eq!(mask, 0b010);
         check_into(&pipeline, mask, &stored, 4, &data);
         // The same filter mandatory: refused, naming it.
-        let e = encode(&[f(32013, 0)], &data, 4, 0).unwrap_err().to_string();
-        assert!(e.contains("writing filter 32013 (zfp)"), "{e}");
+        let e = encode(&[f(511, 0)], &data, 4, 0).unwrap_err().to_string();
+        assert!(e.contains("writing filter 511 (unknown)"), "{e}");
+    }
+
+    #[test]
+    fn zfp_chunks_are_encoded_and_those_it_cannot_code_skipped_where_optional() {
+        let zfp = |flags: u16, params: Vec<u32>| Filter {
+            id: ZFP,
+            flags,
+            name: String::new(),
+            params,
+        };
+        let cd = crate::zfp::h5z_client_data(
+            crate::zfp::ZfpMode::Reversible,
+            crate::zfp::Scalar::F32,
+            &[10, 1, 7],
+        )
+        .unwrap();
+        let data: Vec<u8> = (0..70)
+            .flat_map(|i| (i as f32 / 3.0).to_le_bytes())
+            .collect();
+        for flags in [0, 1] {
+            let (stored, mask) = encode(&[zfp(flags, cd.clone())], &data, 4, 0).unwrap();
+            assert_eq!(mask, 0);
+            assert!(stored.len() < data.len());
+            check_into(&[zfp(flags, cd.clone())], mask, &stored, 4, &data);
+        }
+        // The client data hdf5plugin leaves on a chunk of one value (H5Z-ZFP's set_local declined it): an
+        // optional filter is skipped, a mandatory one refused.
+        let generic = vec![1, 0, 0, 0x4020_0000, 0, 0];
+        let (stored, mask) = encode(&[zfp(1, generic.clone())], &data[..4], 4, 0).unwrap();
+        assert_eq!((stored.as_slice(), mask), (&data[..4], 1));
+        let e = encode(&[zfp(0, generic)], &data[..4], 4, 0).unwrap_err();
+        assert!(e.to_string().contains("zfp"), "{e}");
     }
 
     #[test]

@@ -66,3 +66,4 @@ pub use read::file::{Entry, EntryKind, H5File};
 pub use read::VdsView;
 pub use write::dataset::{Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, DatasetOptions};
 pub use write::writer::FileWriter;
+pub use zfp::ZfpMode;

@@ -67,6 +67,10 @@ pub enum Codec {
     /// PyTables' LZO (filter 305): LZO1X streams with PyTables' checksum. h5py and libhdf5 builds without
     /// PyTables' filter cannot read these chunks.
     Lzo,
+    /// ZFP (filter 32013, H5Z-ZFP; hdf5plugin) in `mode`: lossy or lossless compression of 32- and 64-bit
+    /// floats and integers, chunks of 1 to 4 dimensions larger than 1. The client data are those H5Z-ZFP
+    /// records for the chunk shape and type.
+    Zfp(crate::zfp::ZfpMode),
 }
 
 /// The codec of Blosc2's streams.
@@ -105,9 +109,10 @@ pub enum BloscCodec {
 }
 
 impl Codec {
-    /// The filter that writes this codec, for chunks of shape `dims` of `elem`-byte elements in a dataset
-    /// that is `resizable` or not.
-    fn filter(self, elem: usize, dims: &[u64], resizable: bool) -> Filter {
+    /// The filter that writes this codec, for chunks of shape `dims` of `dtype` elements in a dataset that is
+    /// `resizable` or not; an error when the codec cannot take them.
+    fn filter(self, dtype: &Datatype, dims: &[u64], resizable: bool) -> Result<Filter> {
+        let elem = dtype.size();
         let chunk_bytes = dims.iter().product::<u64>().saturating_mul(elem as u64);
         let chunk = u32::try_from(chunk_bytes).unwrap_or(u32::MAX);
         let (id, params) = match self {
@@ -180,14 +185,44 @@ impl Codec {
             // PyTables' parameters: level, the object's format version, its kind (4 a CArray, 2 an EArray):
             // not a table, so PyTables' filter expects the checksum and count after each stream.
             Codec::Lzo => (filters::LZO, vec![1, 20, if resizable { 2 } else { 4 }]),
+            Codec::Zfp(mode) => (
+                filters::ZFP,
+                crate::zfp::h5z_client_data(mode, zfp_scalar(dtype)?, dims)?,
+            ),
         };
         // Optional, as h5py marks the plugin filters it sets.
-        Filter {
+        Ok(Filter {
             id,
             flags: 1,
             name: filters::filter_name(id).to_string(),
             params,
-        }
+        })
+    }
+}
+
+/// The zfp type of a dataset's elements: little-endian IEEE floats and integers of 32 and 64 bits (unsigned
+/// ones coded as their signed kin, as H5Z-ZFP codes them).
+fn zfp_scalar(dtype: &Datatype) -> Result<crate::zfp::Scalar> {
+    use crate::zfp::Scalar;
+    let scalar = match dtype {
+        Datatype::Int {
+            size: 4, be: false, ..
+        } => Some(Scalar::I32),
+        Datatype::Int {
+            size: 8, be: false, ..
+        } => Some(Scalar::I64),
+        _ => match dtype.ieee_layout() {
+            Some((4, false)) => Some(Scalar::F32),
+            Some((8, false)) => Some(Scalar::F64),
+            _ => None,
+        },
+    };
+    match scalar {
+        Some(s) => Ok(s),
+        None => invalid(format!(
+            "zfp compresses 32- and 64-bit floats and integers, not {}",
+            dtype.describe()
+        )),
     }
 }
 
@@ -292,10 +327,15 @@ pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Res
         }
     }
     let mut filters = filters::pipeline(opts.deflate, opts.shuffle, opts.fletcher32, elem);
+    if matches!(opts.codec, Some(Codec::Zfp(_))) && opts.shuffle {
+        return invalid(
+            "zfp codes values, not the byte planes the shuffle filter leaves: no shuffle with zfp",
+        );
+    }
     if let (Some(codec), Some(c)) = (opts.codec, &chunk) {
         // After the shuffle, before the checksum.
         let at = usize::from(opts.shuffle);
-        filters.insert(at, codec.filter(elem, c, resizable));
+        filters.insert(at, codec.filter(&dtype, c, resizable)?);
     }
     Ok(Plan {
         space: Dataspace {

@@ -106,7 +106,7 @@ fn rev_int_block<T: Coef>(
 
 /// The budgets left to a block's integers after `bits` header bits: `(minbits, maxbits)` as the reference
 /// passes them (its unsigned differences, the first read as signed).
-fn budgets(p: &Params, bits: u32) -> (i32, u32) {
+pub(crate) fn budgets(p: &Params, bits: u32) -> (i32, u32) {
     (
         p.minbits.wrapping_sub(bits) as i32,
         p.maxbits.wrapping_sub(bits),
@@ -146,7 +146,7 @@ pub(crate) trait Real {
 }
 
 /// `2^e` as an f32, as `ldexpf(1, e)` rounds it (0 below the subnormals, infinity above the range).
-fn pow2_f32(e: i32) -> f32 {
+pub(crate) fn pow2_f32(e: i32) -> f32 {
     match e {
         128.. => f32::INFINITY,
         -126..=127 => f32::from_bits(((e + 127) as u32) << 23),
@@ -156,7 +156,7 @@ fn pow2_f32(e: i32) -> f32 {
 }
 
 /// `2^e` as an f64, as `ldexp(1, e)` rounds it.
-fn pow2_f64(e: i32) -> f64 {
+pub(crate) fn pow2_f64(e: i32) -> f64 {
     match e {
         1024.. => f64::INFINITY,
         -1022..=1023 => f64::from_bits(((e + 1023) as u64) << 52),
@@ -186,7 +186,7 @@ impl Real for f64 {
 }
 
 /// The bit planes a block of common exponent `emax` keeps: zfp's `precision()`.
-fn precision(emax: i32, maxprec: u32, minexp: i32, dims: u32) -> u32 {
+pub(crate) fn precision(emax: i32, maxprec: u32, minexp: i32, dims: u32) -> u32 {
     let planes = i64::from(emax) - i64::from(minexp) + 2 * i64::from(dims) + 2;
     (planes.max(0) as u64).min(u64::from(maxprec)) as u32
 }

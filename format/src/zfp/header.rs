@@ -108,7 +108,7 @@ pub fn decode_h5z_into(cd: &[u32], data: &[u8], out: &mut [u8]) -> Result<usize>
 }
 
 /// The array, parameters and byte order (swapped or not) that H5Z-ZFP's client data `cd` describe.
-fn h5z_stream(cd: &[u32]) -> Result<(Field, Params, bool)> {
+pub(crate) fn h5z_stream(cd: &[u32]) -> Result<(Field, Params, bool)> {
     let Some((&version, words)) = cd.split_first() else {
         return corrupt("zfp filter without client data");
     };

@@ -1,5 +1,5 @@
-//! ZFP decompression (read only): the H5Z-ZFP filter (registered id 32013, what `hdf5plugin.Zfp` writes) and
-//! the codec of Blosc2's ZFP modes.
+//! ZFP compression and decompression: the H5Z-ZFP filter (registered id 32013, what `hdf5plugin.Zfp` writes),
+//! read and written, and the codec of Blosc2's ZFP modes, read.
 //!
 //! A zfp stream codes an array of 32- or 64-bit integers or floats of 1 to 4 dimensions in blocks of 4^d
 //! values, block after block in raster order (x fastest); a block at an edge the array does not fill is coded
@@ -12,19 +12,32 @@
 //!
 //! The parts: `bitreader` reads the bits, `transform` undoes the negabinary mapping, the coefficient order
 //! and the transforms, `block` decodes a block, `field` walks the array's blocks, and `header` reads zfp's
-//! stream header and H5Z-ZFP's client data. Blosc2's ZFP codecs take their parameters from the codec meta
+//! stream header and H5Z-ZFP's client data. Writing is their inverse: `bitwriter` writes the bits, `forward`
+//! holds the forward transforms, `encode` encodes a block, `compress` walks the array's blocks (padding those
+//! an edge cuts as zfp pads them), `mode` turns a [`ZfpMode`] into zfp's parameters and `h5z_write` writes
+//! H5Z-ZFP's client data and chunks (zfp 1.0's streams bit for bit). Blosc2's ZFP codecs take their parameters from the codec meta
 //! (see `crate::blosc2`).
 //!
 //! Damaged input is an error (a stream that ends early, a header that does not parse); the decoded size is
 //! checked against the caller's bound before anything is allocated.
 
 mod bitreader;
+mod bitwriter;
 mod block;
+mod compress;
+mod encode;
 mod field;
+mod forward;
+mod h5z_write;
 mod header;
+mod mode;
 mod transform;
 
+pub use h5z_write::encode_h5z;
 pub use header::{decode_h5z, decode_h5z_into};
+pub use mode::ZfpMode;
+
+pub(crate) use h5z_write::h5z_client_data;
 
 pub(crate) use field::decompress;
 
