@@ -7,7 +7,8 @@
 //! write is the store's own leftover (a dropped graph, a deleted extension) and is not carried. Elsewhere, and
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
-//! Blosc, Blosc2, bitshuffle, LZO; other filters become deflate), attributes, soft and external links, and object
+//! Blosc, Blosc2, bitshuffle, LZO, reversible ZFP; other filters, lossy ZFP among them, become deflate, which
+//! keeps the values as they were read), attributes, soft and external links, and object
 //! and region references (1-D datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
 //! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
 //! ends there); groups nested deeper than 64 levels are left. What cannot be carried (committed datatypes,
@@ -24,11 +25,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clawhdf5_format::filters::{
-    BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, LZO, SHUFFLE, ZSTD,
+    BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, LZO, SHUFFLE, ZFP, ZSTD,
 };
 use clawhdf5_format::{
     Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, EntryKind,
-    FileWriter, FormatError, H5File,
+    FileWriter, FormatError, H5File, ZfpMode,
 };
 
 /// The store's own top-level groups.
@@ -454,8 +455,18 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
                 });
             }
             LZO => o.codec = Some(Codec::Lzo),
+            // Reversible zfp stays zfp; a lossy stream's decoded values are carried exactly (by deflate),
+            // not coded a second time.
+            ZFP if matches!(ZfpMode::of_client_data(&f.params), Ok(ZfpMode::Reversible)) => {
+                o.codec = Some(Codec::Zfp(ZfpMode::Reversible))
+            }
             _ => compressed = true,
         }
+    }
+    if matches!(o.codec, Some(Codec::Zfp(_))) && o.shuffle {
+        // The writer refuses zfp after a byte shuffle; deflate carries such a dataset.
+        o.codec = None;
+        compressed = true;
     }
     if compressed && o.deflate.is_none() && o.codec.is_none() {
         o.deflate = Some(4);

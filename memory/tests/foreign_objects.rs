@@ -370,9 +370,9 @@ fn hdf5_writers_and_the_store_keep_off_each_other() {
     assert_eq!(s.len(), 6);
 }
 
-/// Datasets a user compressed with plugin filters — hdf5plugin's Blosc2 (1-D and 2-D) and PyTables' LZO — keep
-/// their filter through a whole-file rewrite (before, both became deflate): h5py reads the Blosc2 ones equal,
-/// and the LZO one, whose chunks now go through LZO (libhdf5 here has no LZO filter and had skipped it), reads
+/// Datasets a user compressed with plugin filters — hdf5plugin's Blosc2 (1-D and 2-D), reversible ZFP and PyTables'
+/// LZO — keep their filter through a whole-file rewrite (before, all became deflate): h5py reads the Blosc2 and ZFP
+/// ones equal; a lossy (fixed-rate) ZFP one becomes deflate with the values h5py read before; the LZO one, whose chunks now go through LZO (libhdf5 here has no LZO filter and had skipped it), reads
 /// back equal through our reader.
 #[test]
 fn plugin_compressed_annotations_keep_their_filters_across_a_rewrite() {
@@ -404,6 +404,10 @@ with h5py.File(sys.argv[1], "a") as f:
     dcpl.set_filter(305, h5py.h5z.FLAG_OPTIONAL, (1, 23, 2))
     space = h5py.h5s.create_simple((50, 4), (h5py.h5s.UNLIMITED, 4))
     h5py.h5d.create(f.id, b"user/lzo", h5py.h5t.STD_I32LE, space, dcpl=dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, data)
+    wave = np.sin(np.linspace(0, 20, 600)).reshape(150, 4)
+    f.create_dataset("user/zfp_rev", data=wave, chunks=(32, 4), **hdf5plugin.Zfp(reversible=True))
+    f.create_dataset("user/zfp_rate", data=wave, chunks=(32, 4), **hdf5plugin.Zfp(rate=8))
+    np.save(sys.argv[1] + ".rate.npy", f["user/zfp_rate"][()])
 "#,
         &p,
     );
@@ -419,11 +423,13 @@ data = (np.arange(200, dtype="<i4") // 3).reshape(50, 4)
 with h5py.File(sys.argv[1], "r") as f:
     filters = lambda d: sorted(d._filters)
     ok = np.array_equal(f["user/b2"][()], data) and np.array_equal(f["user/b2_1d"][()], np.linspace(0, 1, 500))
-    print(ok, filters(f["user/b2"]), filters(f["user/b2_1d"]), filters(f["user/lzo"]))
+    wave = np.sin(np.linspace(0, 20, 600)).reshape(150, 4)
+    zfp_ok = np.array_equal(f["user/zfp_rev"][()], wave) and np.array_equal(f["user/zfp_rate"][()], np.load(sys.argv[1] + ".rate.npy"))
+    print(ok, zfp_ok, filters(f["user/b2"]), filters(f["user/b2_1d"]), filters(f["user/lzo"]), filters(f["user/zfp_rev"]), filters(f["user/zfp_rate"]))
 "#,
             &p
         ),
-        "True ['32026'] ['32026'] ['305']"
+        "True True ['32026'] ['32026'] ['305'] ['32013'] ['gzip']"
     );
     let f = clawhdf5_format::H5File::open(&p).unwrap();
     let got = f.dataset("/user/lzo").unwrap().read().unwrap();

@@ -40,6 +40,22 @@ fn frexp_exp(x: f64) -> i32 {
 }
 
 impl ZfpMode {
+    /// The mode of a dataset's H5Z-ZFP client data `cd`: [`ZfpMode::Reversible`] for a lossless stream, else
+    /// [`ZfpMode::Expert`] with the stream's exact parameters (which encode new chunks as the old ones were).
+    pub fn of_client_data(cd: &[u32]) -> Result<ZfpMode> {
+        let (_, p, _) = super::header::h5z_stream(cd)?;
+        Ok(if p.reversible() {
+            ZfpMode::Reversible
+        } else {
+            ZfpMode::Expert {
+                minbits: p.minbits,
+                maxbits: p.maxbits,
+                maxprec: p.maxprec,
+                minexp: p.minexp,
+            }
+        })
+    }
+
     /// zfp's parameters for blocks of `dims` (1 to 4) dimensions of `scalar`, or an Invalid error naming
     /// what zfp or H5Z-ZFP would not accept.
     pub(crate) fn params(self, scalar: Scalar, dims: u32) -> Result<Params> {
@@ -174,5 +190,23 @@ mod tests {
         }
         let e = ZfpMode::Accuracy(0.1).params(Scalar::I32, 1).unwrap_err();
         assert!(e.to_string().contains("only floats"), "{e}");
+    }
+
+    #[test]
+    fn client_data_gives_back_a_mode_that_encodes_alike() {
+        use crate::zfp::h5z_write::h5z_client_data;
+        let cd = h5z_client_data(ZfpMode::Reversible, Scalar::F64, &[8, 8]).unwrap();
+        assert_eq!(ZfpMode::of_client_data(&cd).unwrap(), ZfpMode::Reversible);
+        for mode in [
+            ZfpMode::Rate(8.0),
+            ZfpMode::Precision(12),
+            ZfpMode::Accuracy(1e-3),
+        ] {
+            let cd = h5z_client_data(mode, Scalar::F32, &[16, 4]).unwrap();
+            let back = ZfpMode::of_client_data(&cd).unwrap();
+            assert!(matches!(back, ZfpMode::Expert { .. }), "{back:?}");
+            assert_eq!(h5z_client_data(back, Scalar::F32, &[16, 4]).unwrap(), cd);
+        }
+        assert!(ZfpMode::of_client_data(&[]).is_err());
     }
 }
