@@ -69,27 +69,39 @@ impl Dataspace {
     /// Encodes as a version-2 message body with the file's length width (unlimited maximum dimensions all
     /// ones); a dimension too large for it is an error and leaves `out` as it was.
     pub fn encode_sized(&self, out: &mut Vec<u8>, sizes: Sizes) -> Result<()> {
-        let mut body = Vec::with_capacity(4 + 2 * sizes.lengths * self.dims.len());
-        body.put_u8(2);
-        body.put_u8(self.dims.len() as u8);
-        body.put_u8(if self.max.is_some() { 1 } else { 0 });
-        body.put_u8(if self.null {
+        // Checked first, so that nothing is written on an error; the field is named only then.
+        let most = sizes.max_length();
+        for (i, &d) in self.dims.iter().enumerate() {
+            if d > most {
+                sizes.check_length(d, &format!("dimension {i} of a dataspace"))?;
+            }
+        }
+        for (i, v) in self.max.iter().flatten().enumerate() {
+            match v {
+                Some(v) if *v > most => {
+                    sizes.check_length(*v, &format!("maximum dimension {i} of a dataspace"))?
+                }
+                _ => {}
+            }
+        }
+        out.reserve(4 + 2 * sizes.lengths * self.dims.len());
+        out.put_u8(2);
+        out.put_u8(self.dims.len() as u8);
+        out.put_u8(if self.max.is_some() { 1 } else { 0 });
+        out.put_u8(if self.null {
             2
         } else if self.dims.is_empty() {
             0
         } else {
             1
         });
-        for (i, d) in self.dims.iter().enumerate() {
-            sizes.put_length(&mut body, *d, &format!("dimension {i} of a dataspace"))?;
+        let n = sizes.lengths.min(8);
+        for &d in &self.dims {
+            out.extend_from_slice(&d.to_le_bytes()[..n]);
         }
-        if let Some(m) = &self.max {
-            for (i, v) in m.iter().enumerate() {
-                let what = format!("maximum dimension {i} of a dataspace");
-                sizes.put_length_or_all_ones(&mut body, *v, &what)?;
-            }
+        for v in self.max.iter().flatten() {
+            out.extend_from_slice(&v.unwrap_or(u64::MAX).to_le_bytes()[..n]);
         }
-        out.extend_from_slice(&body);
         Ok(())
     }
 }

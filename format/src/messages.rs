@@ -158,21 +158,40 @@ pub fn parse_attr_info(data: &[u8], so: usize) -> Result<DenseInfo> {
 
 /// Encodes a link-info message (no creation-order tracking, 8-byte addresses).
 pub fn encode_link_info(dense: Option<DenseInfo>) -> Vec<u8> {
-    link_info_bytes(dense, Sizes::DEFAULT)
+    link_info_bytes(dense, Sizes::DEFAULT).to_vec()
+}
+
+/// A link-info message body held inline (a group's header borrows it without an allocation).
+#[derive(Clone, Copy, Debug)]
+pub struct LinkInfoBytes {
+    buf: [u8; 18],
+    len: usize,
+}
+
+impl std::ops::Deref for LinkInfoBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// A link-info message: version 0, no flags, then the heap and name-index addresses at the file's offset
 /// width (undefined for a compact group).
-pub fn link_info_bytes(dense: Option<DenseInfo>, sizes: Sizes) -> Vec<u8> {
+pub fn link_info_bytes(dense: Option<DenseInfo>, sizes: Sizes) -> LinkInfoBytes {
     let d = dense.unwrap_or(DenseInfo {
         heap: UNDEF,
         name_btree: UNDEF,
     });
-    let mut out = Vec::with_capacity(2 + 2 * sizes.offsets);
-    out.extend_from_slice(&[0, 0]);
-    sizes.put_offset(&mut out, d.heap);
-    sizes.put_offset(&mut out, d.name_btree);
-    out
+    let so = sizes.offsets.min(8);
+    let undef = sizes.undef();
+    let field = |a: u64| if a == UNDEF { undef } else { a }.to_le_bytes();
+    let mut buf = [0u8; 18];
+    buf[2..2 + so].copy_from_slice(&field(d.heap)[..so]);
+    buf[2 + so..2 + 2 * so].copy_from_slice(&field(d.name_btree)[..so]);
+    LinkInfoBytes {
+        buf,
+        len: 2 + 2 * so,
+    }
 }
 
 /// Encodes an attribute-info message (no creation-order tracking), addresses at the file's offset width.

@@ -76,32 +76,27 @@ impl Sizes {
 
     /// Appends the address `a` ([`UNDEF`] as all ones) at the offset width. Callers keep every address below
     /// the end of file, which the appender checks against this width before it writes anything.
+    #[inline]
     pub fn put_offset(&self, out: &mut Vec<u8>, a: u64) {
+        if self.offsets == 8 {
+            // The common width: one 8-byte store, UNDEF as it is.
+            out.extend_from_slice(&a.to_le_bytes());
+            return;
+        }
         let v = if a == UNDEF { self.undef() } else { a };
         out.extend_from_slice(&v.to_le_bytes()[..self.offsets]);
     }
 
     /// Appends the length `v` at the length width; `what` names it in the error when it does not fit.
+    #[inline]
     pub fn put_length(&self, out: &mut Vec<u8>, v: u64, what: &str) -> Result<()> {
+        if self.lengths == 8 {
+            out.extend_from_slice(&v.to_le_bytes());
+            return Ok(());
+        }
         self.check_length(v, what)?;
         out.extend_from_slice(&v.to_le_bytes()[..self.lengths]);
         Ok(())
-    }
-
-    /// Appends the length `v` at the length width, all ones for "unlimited" (`None`).
-    pub fn put_length_or_all_ones(
-        &self,
-        out: &mut Vec<u8>,
-        v: Option<u64>,
-        what: &str,
-    ) -> Result<()> {
-        match v {
-            Some(v) => self.put_length(out, v, what),
-            None => {
-                out.extend_from_slice(&u64::MAX.to_le_bytes()[..self.lengths]);
-                Ok(())
-            }
-        }
     }
 
     /// Bytes of a variable-length element (sequence length, then the global heap ID: collection address and

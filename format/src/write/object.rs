@@ -87,10 +87,10 @@ pub fn write_object<N: AsRef<str>>(
     if let Some(links) = links {
         if links.len() <= MAX_COMPACT {
             link_info = Some(messages::link_info_bytes(None, sizes));
-            compact_links = links
-                .iter()
-                .map(|(name, t)| messages::encode_link(name, t, sizes))
-                .collect::<Result<Vec<_>>>()?;
+            compact_links.reserve_exact(links.len());
+            for (name, t) in links {
+                compact_links.push(messages::encode_link(name, t, sizes)?);
+            }
         } else {
             let mut objs = Vec::with_capacity(links.len());
             for (name, t) in links {
