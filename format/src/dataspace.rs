@@ -137,7 +137,7 @@ mod tests {
         let mut b = vec![9];
         let e = wide.encode_sized(&mut b, sizes).unwrap_err();
         assert!(
-            matches!(e, crate::FormatError::TooWide { bytes: 4, .. }),
+            matches!(&e, crate::FormatError::TooWide(o) if o.bytes == 4),
             "{e}"
         );
         assert_eq!(b, [9]);

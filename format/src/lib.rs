@@ -59,7 +59,7 @@ pub use append::FileAppender;
 pub use array::{Array, Data};
 pub use datatype::Datatype;
 pub use element::Element;
-pub use error::{FormatError, Result};
+pub use error::{FieldOverflow, FormatError, Result};
 pub use half::f16;
 pub use read::dataset::Dataset;
 pub use read::file::{Entry, EntryKind, H5File};

@@ -55,11 +55,7 @@ impl Sizes {
         if self.offset_fits(a) {
             return Ok(());
         }
-        Err(FormatError::TooWide {
-            what: what.to_string(),
-            value: a,
-            bytes: self.offsets,
-        })
+        Err(FormatError::too_wide(what, a, self.offsets))
     }
 
     /// An error unless the length `v`, named by `what`, fits a length field.
@@ -67,11 +63,7 @@ impl Sizes {
         if v <= self.max_length() {
             return Ok(());
         }
-        Err(FormatError::TooWide {
-            what: what.to_string(),
-            value: v,
-            bytes: self.lengths,
-        })
+        Err(FormatError::too_wide(what, v, self.lengths))
     }
 
     /// Appends the address `a` ([`UNDEF`] as all ones) at the offset width. Callers keep every address below
@@ -138,7 +130,7 @@ mod tests {
         };
         let mut b = Vec::new();
         let e = s.put_length(&mut b, 1 << 32, "dimension 0").unwrap_err();
-        assert!(matches!(e, FormatError::TooWide { bytes: 4, .. }), "{e}");
+        assert!(matches!(&e, FormatError::TooWide(o) if o.bytes == 4), "{e}");
         assert!(e.to_string().contains("dimension 0"), "{e}");
         assert!(b.is_empty());
         assert!(s.check_offset(0xffff_fffe, "end of file").is_ok());

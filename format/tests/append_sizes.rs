@@ -323,9 +323,9 @@ fn a_dimension_too_wide_for_the_lengths_is_a_typed_error_and_the_file_is_unchang
         a.set_attr("/", "z", Array::scalar(Data::U8(vec![1])))
             .unwrap();
         match a.commit() {
-            Err(FormatError::TooWide { what, value, bytes }) => {
-                assert!(what.contains("maximum dimension 0"), "{what}");
-                assert_eq!((value, bytes), (1 << 33, 4));
+            Err(FormatError::TooWide(o)) => {
+                assert!(o.what.contains("maximum dimension 0"), "{}", o.what);
+                assert_eq!((o.value, o.bytes), (1 << 33, 4));
             }
             other => panic!("{other:?}"),
         }

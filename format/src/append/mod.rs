@@ -958,11 +958,11 @@ impl FileAppender {
         sizes.check_offset(new_eof, "the file's end (every address in it)")?;
         let lowest_stand_in = stand_in_top(sizes) - self.stand_ins.len() as u64;
         if new_eof >= lowest_stand_in {
-            return Err(FormatError::TooWide {
-                what: "the file's end, among the addresses kept for new objects".into(),
-                value: new_eof,
-                bytes: sizes.offsets,
-            });
+            return Err(FormatError::too_wide(
+                "the file's end, among the addresses kept for new objects",
+                new_eof,
+                sizes.offsets,
+            ));
         }
         if self.sb.version < 2 {
             let name_offset = self.root_name_offset()?;
@@ -1167,10 +1167,10 @@ mod tests {
         )
         .unwrap();
         match a.commit() {
-            Err(FormatError::TooWide { what, bytes, value }) => {
-                assert!(what.contains("end"), "{what}");
-                assert_eq!(bytes, 4);
-                assert!(value > u64::from(u32::MAX), "{value:#x}");
+            Err(FormatError::TooWide(o)) => {
+                assert!(o.what.contains("end"), "{}", o.what);
+                assert_eq!(o.bytes, 4);
+                assert!(o.value > u64::from(u32::MAX), "{:#x}", o.value);
             }
             other => panic!("{other:?}"),
         }
@@ -1183,7 +1183,7 @@ mod tests {
         let (_, a) = near_4_gib(dir.path(), 64);
         // The highest address below the undefined one is the first stand-in.
         let e = a.superblock_update((1u64 << 32) - 2, 0).unwrap_err();
-        assert!(matches!(e, FormatError::TooWide { bytes: 4, .. }), "{e}");
+        assert!(matches!(&e, FormatError::TooWide(o) if o.bytes == 4), "{e}");
         assert!(a.superblock_update((1u64 << 32) - 3, 0).is_ok());
     }
 }

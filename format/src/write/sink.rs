@@ -134,11 +134,11 @@ impl HeapSink<'_> {
             .cur
             .get_or_insert_with(|| (pos, CollectionBuilder::start_sized(buf, sizes)));
         if !b.fits(buf, bytes.len()) {
-            return Err(crate::FormatError::TooWide {
-                what: "a global heap collection holding a variable-length value".into(),
-                value: bytes.len() as u64,
-                bytes: sizes.lengths,
-            });
+            return Err(crate::FormatError::too_wide(
+                "a global heap collection holding a variable-length value",
+                bytes.len() as u64,
+                sizes.lengths,
+            ));
         }
         // The object's header (index, reference count, reserved, size) precedes its bytes.
         let body = self.sink.base + buf.len() as u64 + (8 + sizes.lengths as u64).div_ceil(8) * 8;
