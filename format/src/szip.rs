@@ -516,13 +516,7 @@ fn unmap(last: u32, coded: u32, xmax: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::test_rng::hex;
 
     /// Writes bits most significant first, for hand-made streams.
     #[derive(Default)]

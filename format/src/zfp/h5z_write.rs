@@ -154,14 +154,7 @@ pub fn encode_h5z(cd: &[u32], data: &[u8]) -> Result<Vec<u8>> {
 mod tests {
     use super::super::header::decode_h5z;
     use super::*;
-    use crate::test_rng::TestRng;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::test_rng::{hex, TestRng};
 
     /// A mode, type, chunk shape, client data and stored chunk.
     type Sample = (ZfpMode, Scalar, Vec<u64>, Vec<u32>, Vec<u8>);

@@ -156,14 +156,7 @@ impl Field {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_rng::TestRng;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::test_rng::{hex, TestRng};
 
     /// A 6x7 float chunk at rate 8 and a 9-value int32 chunk at precision 20, as hdf5plugin (H5Z-ZFP 1.1,
     /// zfp 1.0) wrote them: client data, stored chunk, and the values h5py read.
