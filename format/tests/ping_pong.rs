@@ -1,6 +1,6 @@
 //! Ping-pong with libhdf5: we or h5py (any libver bound, its default "earliest" included) write a random
 //! file, then h5py (libhdf5 2.0), our appender and PyTables (libhdf5 1.14) take turns editing it — attributes added in bursts and deleted, datasets created, grown, overwritten, moved and
-//! deleted, groups with many links — and after every turn
+//! deleted (lossless ZFP among their filters on both sides), groups with many links — and after every turn
 //! * our reader and h5py see the same file (every dataset value, attribute and link list),
 //! * what the turn wrote reads back as written (our appender's rows and values, through our reader),
 //! * nothing the turn did not touch changed (the previous turn's view, object by object).
@@ -13,7 +13,7 @@ mod common;
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{
     f16, Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, FileAppender,
-    FileWriter, H5File,
+    FileWriter, H5File, ZfpMode,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -204,7 +204,20 @@ fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
                     }
                     _ => {}
                 }
-                opts.shuffle = rng.chance(40);
+                // Lossless ZFP on the types it codes, in chunks of more than one value.
+                let zfp_fits = matches!(
+                    array.data,
+                    Data::I32(_) | Data::I64(_) | Data::F32(_) | Data::F64(_)
+                ) && opts
+                    .chunk
+                    .as_ref()
+                    .is_some_and(|c| c.iter().any(|&d| d > 1));
+                if zfp_fits && rng.chance(20) {
+                    opts.deflate = None;
+                    opts.codec = Some(Codec::Zfp(ZfpMode::Reversible));
+                }
+                // A byte shuffle before ZFP is not ZFP's input (the writer refuses it).
+                opts.shuffle = rng.chance(40) && !matches!(opts.codec, Some(Codec::Zfp(_)));
                 opts.fletcher32 = rng.chance(25);
             }
         }

@@ -97,7 +97,12 @@ def new_dataset(rng, group, name):
         kw["chunks"] = tuple(rng.randrange(1, 17) if i == 0 else min(rng.randrange(1, 17), max(1, d))
                              for i, d in enumerate(shape))
         kw["maxshape"] = (None,) + shape[1:]
-        if rng.random() < 0.5:
+        # Lossless ZFP (H5Z-ZFP) takes little-endian 32-bit ints and floats in chunks of more than one value,
+        # with no byte shuffle before it.
+        zfp_fits = dtype.str in ("<i4", "<f4") and "hdf5plugin" in sys.modules and max(kw["chunks"]) > 1
+        if zfp_fits and rng.random() < 0.3:
+            kw.update(dict(hdf5plugin.Zfp(reversible=True)))
+        elif rng.random() < 0.5:
             # hdf5plugin's Blosc and Blosc2 die of a division by zero creating variable-length string datasets.
             choices = COMPRESSIONS if dtype.kind != "O" else [c for c in COMPRESSIONS
                                                               if c.get("compression") not in (32001, 32026)]
@@ -108,6 +113,7 @@ def new_dataset(rng, group, name):
             kw["fletcher32"] = True
     data = random_values(rng, dtype, shape)
     group.create_dataset(name, data=data, dtype=dtype, **kw)
+    return " (zfp)" if kw.get("compression") == 32013 else ""
 
 
 def create(rng, path, kwargs):
@@ -181,9 +187,9 @@ def main():
             elif op == "dataset":
                 g = rng.choice(groups)
                 name = fresh("d")
-                new_dataset(rng, f[g], name)
+                tag = new_dataset(rng, f[g], name)
                 full = (g.rstrip("/") + "/" + name)
-                ops.append("dataset %s" % full)
+                ops.append("dataset %s%s" % (full, tag))
                 changed.update([g, full])
             elif op == "grow":
                 growable = [p for p in datasets if f[p].maxshape and f[p].maxshape[0] is None]
