@@ -53,7 +53,48 @@ pub fn filter_name(id: u16) -> &'static str {
         32013 => "zfp",
         32015 => "zstd",
         32026 => "blosc2",
+        // The rest of The HDF Group's registry of filter identifiers: named so that an error can say which
+        // plugin a file needs.
+        257 => "hzip",
+        258 | 32014 => "fpzip",
+        32002 => "MAFISC",
+        32003 => "Snappy",
+        32005 => "APAX",
+        32006 => "CBF",
+        32007 => "JPEG-XR",
+        32009 => "SPDP",
+        32010 => "LPC-Rice",
+        32011 => "CCSDS-123",
+        32012 => "JPEG-LS",
+        32016 => "B3D",
+        32017 => "SZ",
+        32018 => "FCIDECOMP",
+        32019 => "JPEG",
+        32020 => "VBZ",
+        32021 => "FAPEC",
+        32022 => "BitGroom",
+        32023 => "Granular BitRound",
+        32024 => "SZ3",
+        32025 => "Delta-Rice",
+        32027 => "FLAC",
+        32028 => "SPERR",
+        32029 => "TERSE/PROLIX",
+        32030 => "FFMPEG",
+        256..=511 => "unregistered, testing range",
+        32768.. => "unregistered, private range",
         _ => "unknown",
+    }
+}
+
+/// How an error names filter `f`: its id, its registered name, and the name the file stores for it when that
+/// says more (a plugin outside the registry).
+pub fn describe(f: &Filter) -> String {
+    let known = filter_name(f.id);
+    let stored = f.name.trim_end_matches('\0').trim();
+    if stored.is_empty() || stored.eq_ignore_ascii_case(known) || f.id < 256 {
+        format!("filter {} ({known})", f.id)
+    } else {
+        format!("filter {} ({known}; stored name {stored:?})", f.id)
     }
 }
 
@@ -141,9 +182,7 @@ fn stage<'d>(f: &Filter, buf: Cow<'d, [u8]>, elem: usize, max_out: usize) -> Res
                 }
             }
         }
-        id => {
-            return unsupported(format!("filter {id} ({})", filter_name(id)));
-        }
+        _ => return unsupported(describe(f)),
     })
 }
 
@@ -385,7 +424,7 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
                 mask |= 1 << i;
                 buf
             }
-            id => return unsupported(format!("writing filter {id} ({})", filter_name(id))),
+            _ => return unsupported(format!("writing {}", describe(f))),
         };
     }
     Ok((buf, mask))
@@ -578,7 +617,38 @@ mod tests {
         check_into(&pipeline, mask, &stored, 4, &data);
         // The same filter mandatory: refused, naming it.
         let e = encode(&[f(511, 0)], &data, 4, 0).unwrap_err().to_string();
-        assert!(e.contains("writing filter 511 (unknown)"), "{e}");
+        assert!(
+            e.contains("writing filter 511 (unregistered, testing range)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn filters_we_cannot_decode_are_named_from_the_registry_or_the_file() {
+        let f = |id: u16, name: &str| Filter {
+            id,
+            flags: 1,
+            name: name.to_string(),
+            params: vec![],
+        };
+        let err = |filter: Filter| {
+            decode(&[filter], 0, &[1, 2, 3, 4], 4, 4)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(f(32017, "")).contains("filter 32017 (SZ)"));
+        assert!(err(f(32024, "sz3")).contains("filter 32024 (SZ3)"));
+        assert!(
+            err(f(32028, "H5Z-SPERR")).contains("filter 32028 (SPERR; stored name \"H5Z-SPERR\")")
+        );
+        assert!(err(f(40000, "my codec\0"))
+            .contains("filter 40000 (unregistered, private range; stored name \"my codec\")"));
+        assert!(err(f(600, "")).contains("filter 600 (unknown)"));
+        // A filter skipped by the chunk's mask is never asked to decode.
+        assert_eq!(
+            decode(&[f(32017, "")], 1, &[1, 2], 4, 4).unwrap(),
+            vec![1, 2]
+        );
     }
 
     #[test]
@@ -667,6 +737,9 @@ mod tests {
         let e = error(307);
         assert!(e.contains("bzip2 chunk"), "{e}");
         let e = error(318);
-        assert!(e.contains("filter 318 (unknown)"), "{e}");
+        assert!(
+            e.contains("filter 318 (unregistered, testing range)"),
+            "{e}"
+        );
     }
 }
