@@ -37,6 +37,10 @@ def write(path, mb):
     smooth = np.sin(t * 1e-4) * np.cos(t * 3e-6) + rng.normal(0, 1e-3, n8)
     counts = (rng.poisson(40, n4) + (np.arange(n4) // 4096) % 500).astype("i4")
     c8, c4 = (2**17,), (2**18,)
+    # A 16-bit image (a smooth scene plus sensor noise), 1024 columns, chunks of 512 lines (1 MiB).
+    rows = mb * 2**9
+    y, x = np.mgrid[0:rows, 0:1024]
+    image = (np.sin(y / 60.0) * np.cos(x / 45.0) * 20000 + 30000 + rng.integers(0, 24, (rows, 1024))).astype("u2")
     b, b2 = hdf5plugin.Blosc, hdf5plugin.Blosc2
     sets = [
         ("f8 gzip-6", smooth, dict(compression="gzip", compression_opts=6)),
@@ -55,11 +59,14 @@ def write(path, mb):
         ("i4 gzip-6", counts, dict(compression="gzip", compression_opts=6)),
         ("i4 szip nn", counts, dict(compression="szip", compression_opts=("nn", 16))),
         ("i4 scale-offset", counts, dict(scaleoffset=0)),
+        ("f8 zfp reversible", smooth, dict(**hdf5plugin.Zfp(reversible=True))),
+        ("f8 zfp accuracy 1e-6", smooth, dict(**hdf5plugin.Zfp(accuracy=1e-6))),
+        ("u2 image FCIDECOMP (JPEG-LS)", image, dict(**hdf5plugin.FciDecomp())),
     ]
     names = []
     with h5py.File(path, "w") as f:
         for name, data, kw in sets:
-            chunks = c8 if data.dtype.itemsize == 8 else c4
+            chunks = (512, 1024) if data.ndim == 2 else c8 if data.dtype.itemsize == 8 else c4
             f.create_dataset(name.replace("/", "_"), data=data, chunks=chunks, **kw)
             names.append(name)
     # N-bit: 20-bit integers in 4 bytes (HDF5 2.0 wants its unused-bits check relaxed for such a type).

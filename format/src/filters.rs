@@ -1,5 +1,6 @@
 //! The filter pipeline on chunk data, both ways: deflate, shuffle, fletcher32, szip, lzf, lzo, bzip2, lz4, zstd,
-//! bitshuffle, blosc, blosc2, N-bit, scale-offset and zfp (others are reported by name).
+//! bitshuffle, blosc, blosc2, N-bit, scale-offset, zfp and (read only) FCIDECOMP's JPEG-LS (others are reported by
+//! name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -34,6 +35,8 @@ pub const BLOSC2: u16 = 32026;
 pub const LZF: u16 = 32000;
 /// The H5Z-ZFP plugin filter (registered id 32013; zfp streams).
 pub const ZFP: u16 = 32013;
+/// EUMETSAT's FCIDECOMP filter (registered id 32018; a JPEG-LS codestream per chunk).
+pub const FCIDECOMP: u16 = 32018;
 
 /// Name of a registered filter id (for messages).
 pub fn filter_name(id: u16) -> &'static str {
@@ -171,6 +174,7 @@ fn stage<'d>(f: &Filter, buf: Cow<'d, [u8]>, elem: usize, max_out: usize) -> Res
         SCALEOFFSET => crate::scaleoffset::decode(&f.params, &buf, max_out)?.into(),
         SZIP => crate::szip::decode(&f.params, &buf, max_out)?.into(),
         ZFP => crate::zfp::decode_h5z(&f.params, &buf, max_out)?.into(),
+        FCIDECOMP => crate::jpegls::decode(&buf, max_out)?.into(),
         SHUFFLE => unshuffle(&buf, shuffle_size(f, elem)).into(),
         FLETCHER32 => {
             let n = check_fletcher32(&buf)?;

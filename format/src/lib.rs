@@ -32,6 +32,7 @@ pub(crate) mod hugepages;
 pub mod inspect;
 
 pub mod io;
+pub mod jpegls;
 mod lz4hc_compress;
 mod lz_parse;
 pub mod lzf;

@@ -145,6 +145,10 @@ with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fc
     f.create_dataset("zfp_rate", data=np.sin(np.arange(600.0)).reshape(20, 30), chunks=(10, 15), **hdf5plugin.Zfp(rate=10))
     f.create_dataset("zfp_rev", data=x.reshape(4, 10, 10), chunks=(4, 5, 10), **hdf5plugin.Zfp(reversible=True))
     f.create_dataset("zfp_prec", data=y.astype("f4"), chunks=(150,), **hdf5plugin.Zfp(precision=16))
+    # FCIDECOMP (JPEG-LS): a 2-D chunked image and two components in one 3-D chunk.
+    img = ((np.indices((20, 24)).sum(axis=0) * 37) % 900 + 100).astype("u2")
+    f.create_dataset("fci", data=img, chunks=(10, 24), **hdf5plugin.FciDecomp())
+    f.create_dataset("fci_planes", data=np.stack([img, img[::-1]]), chunks=(2, 20, 24), **hdf5plugin.FciDecomp())
     # Blosc2's ZFP codec in a b2nd frame (when python-blosc2 is there to make one).
     try:
         import blosc2

@@ -1,0 +1,148 @@
+//! JPEG-LS decoding (ITU-T T.87): what the FCIDECOMP filter (registered id 32018, EUMETSAT's CharLS filter,
+//! `hdf5plugin.FciDecomp`) stores in each chunk. Lossless and near-lossless scans, 2- to 16-bit samples, any
+//! number of components each in its own scan (interleave mode 0, which FCIDECOMP writes); line- and
+//! sample-interleaved scans, mapping tables, restart intervals and point transforms are refused by name.
+
+mod bits;
+mod context;
+mod header;
+mod scan;
+
+use crate::error::{corrupt, unsupported, Result};
+use header::{scan_end, Markers, Preset, Segment};
+
+/// Decodes a JPEG-LS codestream into `max_out` bytes at most: samples of up to 8 bits as bytes, wider ones
+/// as little-endian 16-bit words, component planes one after another (the layout of an FCIDECOMP chunk).
+pub fn decode(stream: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let mut markers = Markers::new(stream)?;
+    let mut frame = None;
+    let mut preset = Preset::default();
+    let mut planes: Vec<Option<Vec<u16>>> = Vec::new();
+    loop {
+        match markers.next()? {
+            Segment::Frame(f) => {
+                if frame.is_some() {
+                    return corrupt("JPEG-LS stream with two frame headers");
+                }
+                let sample_bytes = if f.precision <= 8 { 1 } else { 2 };
+                let total = f
+                    .rows
+                    .checked_mul(f.cols)
+                    .and_then(|n| n.checked_mul(f.components.len()))
+                    .and_then(|n| n.checked_mul(sample_bytes));
+                if total.is_none_or(|t| t > max_out) {
+                    return corrupt(format!(
+                        "JPEG-LS frame of {} × {} × {} samples does not fit the {max_out}-byte chunk",
+                        f.rows,
+                        f.cols,
+                        f.components.len()
+                    ));
+                }
+                planes = vec![None; f.components.len()];
+                frame = Some(f);
+            }
+            Segment::Preset(p) => preset = p,
+            Segment::Scan(s, start) => {
+                let Some(f) = &frame else {
+                    return corrupt("JPEG-LS scan before the frame header");
+                };
+                if s.interleave != 0 || s.components.len() != 1 {
+                    return unsupported(format!(
+                        "JPEG-LS scans of {} interleaved components (mode {})",
+                        s.components.len(),
+                        s.interleave
+                    ));
+                }
+                let Some(c) = f.components.iter().position(|&id| id == s.components[0]) else {
+                    return corrupt("JPEG-LS scan of a component the frame lacks");
+                };
+                if planes[c].is_some() {
+                    return corrupt("JPEG-LS component coded twice");
+                }
+                let params = context::Params::new(f.precision, s.near, preset)?;
+                if params.maxval >= 1 << f.precision {
+                    return corrupt("JPEG-LS MAXVAL above the sample precision");
+                }
+                let end = scan_end(stream, start);
+                let mut bits = bits::ScanBits::new(&stream[start..end]);
+                let mut plane = vec![0u16; f.rows * f.cols];
+                scan::decode_plane(&mut bits, &params, f.rows, f.cols, &mut plane)?;
+                planes[c] = Some(plane);
+                markers.seek(end);
+            }
+            Segment::End => break,
+        }
+    }
+    let Some(f) = frame else {
+        return corrupt("JPEG-LS stream without a frame header");
+    };
+    let wide = f.precision > 8;
+    let mut out = Vec::with_capacity(f.rows * f.cols * f.components.len() * (1 + usize::from(wide)));
+    for plane in planes {
+        let Some(plane) = plane else {
+            return corrupt("JPEG-LS stream ends before every component was coded");
+        };
+        if wide {
+            out.extend(plane.iter().flat_map(|v| v.to_le_bytes()));
+        } else {
+            out.extend(plane.iter().map(|&v| v as u8));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::FormatError;
+    use crate::test_rng::hex;
+
+    /// CharLS's lossless coding (through imagecodecs, SPIFF header included) of a 6 × 9 8-bit image.
+    const SMALL: &str = "ffd8ffe800205350494646000200000100000006000000090a0806010000012c0000012cffe800080000\
+        0001ffd8fff7000b080006000901011100ffda00080101000000000000016d0000018802d72e02afb97000000c800000a0000\
+        031200006480660a002e400000190000001b1000001d35942644060cc000001d22fc911281b40901b59884c8123eb7089113\
+        419800000c422e8ffd9";
+    /// Its samples.
+    const SMALL_SAMPLES: &str = "c80d1a27020f1c290411e62b0613202d0815222fd21724310c1926010e1bf003101d2a05121f2c07dc\
+        212e091623300b1825c80d1a27";
+    /// A 4 × 5 three-component image coded sample-interleaved (mode 2).
+    const INTERLEAVED: &str = "ffd8ffe800205350494646000200000300000004000000050a0806010000012c0000012cffe8000800\
+        000001ffd8fff70011080004000503011100021100031100ffda000c0301000200030000020040051255df9ffcffd9";
+
+    #[test]
+    fn a_charls_stream_decodes_to_its_samples() {
+        let stream = hex(SMALL);
+        assert_eq!(decode(&stream, 54).unwrap(), hex(SMALL_SAMPLES));
+    }
+
+    #[test]
+    fn streams_this_decoder_cannot_take_are_named_errors() {
+        let e = decode(&hex(INTERLEAVED), 60).unwrap_err();
+        assert!(matches!(e, FormatError::Unsupported(_)), "{e}");
+        assert!(e.to_string().contains("3 interleaved components (mode 2)"), "{e}");
+        // A frame bigger than the chunk it claims to fill is refused before anything is allocated.
+        let e = decode(&hex(SMALL), 53).unwrap_err();
+        assert!(e.to_string().contains("does not fit the 53-byte chunk"), "{e}");
+        assert!(decode(b"not a stream", 54).is_err());
+        // No EOI.
+        let stream = hex(SMALL);
+        assert!(decode(&stream[..stream.len() - 2], 54).is_err());
+    }
+
+    #[test]
+    fn damaged_streams_are_errors_or_samples_never_panics() {
+        let stream = hex(SMALL);
+        for cut in 0..stream.len() {
+            let _ = decode(&stream[..cut], 54);
+        }
+        for at in 0..stream.len() {
+            for flip in [0x01u8, 0x10, 0x80, 0xFF] {
+                let mut s = stream.clone();
+                s[at] ^= flip;
+                if let Ok(out) = decode(&s, 54) {
+                    assert!(out.len() <= 54);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Decoding one component's scan line by line: the regular mode (context modelling, median prediction,
+//! Golomb-coded errors) and the run mode (T.87 A.3–A.7).
+
+use super::bits::ScanBits;
+use super::context::{Contexts, Params, J, RUN_CONTEXT};
+use crate::error::{corrupt, Result};
+
+/// Decodes a `rows` × `cols` plane from `bits` into `out` (one value per sample, row-major).
+pub(super) fn decode_plane(
+    bits: &mut ScanBits<'_>,
+    p: &Params,
+    rows: usize,
+    cols: usize,
+    out: &mut [u16],
+) -> Result<()> {
+    debug_assert_eq!(out.len(), rows * cols);
+    let mut ctx = Contexts::new(p);
+    // Lines with one sample of padding each side: index 0 is "left of the first sample", cols + 1 "right of
+    // the last". The line above the first is all zeros.
+    let mut prev = vec![0i32; cols + 2];
+    let mut cur = vec![0i32; cols + 2];
+    let mut run_index = 0usize;
+    for row in out.chunks_exact_mut(cols) {
+        // The first sample's left neighbour is the one above it; the last sample's upper right is its upper
+        // neighbour. `prev[0]` already holds the left neighbour the line above had (its upper-left value).
+        prev[cols + 1] = prev[cols];
+        cur[0] = prev[1];
+        decode_line(bits, p, &mut ctx, &prev, &mut cur, &mut run_index)?;
+        bits.check()?;
+        for (o, &v) in row.iter_mut().zip(&cur[1..=cols]) {
+            *o = v as u16;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Ok(())
+}
+
+/// Decodes samples 1..=cols of `cur` given the line above.
+fn decode_line(
+    bits: &mut ScanBits<'_>,
+    p: &Params,
+    ctx: &mut Contexts,
+    prev: &[i32],
+    cur: &mut [i32],
+    run_index: &mut usize,
+) -> Result<()> {
+    let cols = cur.len() - 2;
+    let mut i = 1;
+    while i <= cols {
+        let (ra, rb, rc, rd) = (cur[i - 1], prev[i], prev[i - 1], prev[i + 1]);
+        let q1 = p.quantize(rd - rb);
+        let q2 = p.quantize(rb - rc);
+        let q3 = p.quantize(rc - ra);
+        if q1 == 0 && q2 == 0 && q3 == 0 {
+            i = run_mode(bits, p, ctx, prev, cur, i, run_index)?;
+            continue;
+        }
+        cur[i] = regular(bits, p, ctx, (q1, q2, q3), (ra, rb, rc))?;
+        i += 1;
+    }
+    Ok(())
+}
+
+/// One sample in the regular mode.
+#[inline]
+fn regular(
+    bits: &mut ScanBits<'_>,
+    p: &Params,
+    ctx: &mut Contexts,
+    (q1, q2, q3): (i32, i32, i32),
+    (ra, rb, rc): (i32, i32, i32),
+) -> Result<i32> {
+    // The context's sign: the first non-zero gradient made positive.
+    let negative = q1 < 0 || (q1 == 0 && (q2 < 0 || (q2 == 0 && q3 < 0)));
+    let (q1, q2, q3) = if negative {
+        (-q1, -q2, -q3)
+    } else {
+        (q1, q2, q3)
+    };
+    let q = ((q1 * 9 + q2) * 9 + q3) as usize;
+    // Median edge detection, then the context's bias correction.
+    let mut px = if rc >= ra.max(rb) {
+        ra.min(rb)
+    } else if rc <= ra.min(rb) {
+        ra.max(rb)
+    } else {
+        ra + rb - rc
+    };
+    px = if negative { px - ctx.c[q] } else { px + ctx.c[q] }.clamp(0, p.maxval);
+    let k = Contexts::golomb_k(ctx.n[q], ctx.a[q]);
+    let m = golomb(bits, k, p.limit, p)?;
+    let err = if p.near == 0 && k == 0 && 2 * ctx.b[q] <= -i64::from(ctx.n[q]) {
+        if m & 1 == 1 {
+            (m - 1) >> 1
+        } else {
+            -(m >> 1) - 1
+        }
+    } else if m & 1 == 0 {
+        m >> 1
+    } else {
+        -((m + 1) >> 1)
+    };
+    ctx.update_regular(q, err, p);
+    Ok(p.rebuild(px, if negative { -err } else { err }))
+}
+
+/// The run starting at sample `i`, and the sample that interrupts it if the line does not end first;
+/// returns the index of the next sample to decode.
+fn run_mode(
+    bits: &mut ScanBits<'_>,
+    p: &Params,
+    ctx: &mut Contexts,
+    prev: &[i32],
+    cur: &mut [i32],
+    i: usize,
+    run_index: &mut usize,
+) -> Result<usize> {
+    let cols = cur.len() - 2;
+    let value = cur[i - 1];
+    let left = cols + 1 - i;
+    let mut len = 0usize;
+    let mut interrupted = false;
+    while len < left {
+        if bits.bit() == 1 {
+            let seg = 1usize << J[*run_index];
+            let take = seg.min(left - len);
+            len += take;
+            if take == seg {
+                *run_index = (*run_index + 1).min(31);
+            }
+        } else {
+            len += bits.bits(J[*run_index]) as usize;
+            if len >= left {
+                return corrupt("JPEG-LS run longer than the rest of its line");
+            }
+            interrupted = true;
+            break;
+        }
+    }
+    cur[i..i + len].fill(value);
+    let at = i + len;
+    if !interrupted {
+        return Ok(at);
+    }
+    // The run-interruption sample (A.7.2).
+    let (ra, rb) = (value, prev[at]);
+    let ritype = usize::from((ra - rb).abs() <= p.near);
+    let px = if ritype == 1 { ra } else { rb };
+    let q = RUN_CONTEXT + ritype;
+    let temp = if ritype == 0 {
+        ctx.a[q]
+    } else {
+        ctx.a[q] + i64::from(ctx.n[q] >> 1)
+    };
+    let k = Contexts::golomb_k(ctx.n[q], temp);
+    let limit = p.limit - J[*run_index] - 1;
+    let em = golomb(bits, k, limit, p)?;
+    let t = em + ritype as i32;
+    let map = t & 1;
+    let magnitude = (t + map) >> 1;
+    let err = if (k != 0 || 2 * ctx.nn[ritype] >= ctx.n[q]) == (map == 1) {
+        -magnitude
+    } else {
+        magnitude
+    };
+    ctx.update_run(ritype, err, em, p);
+    let err = if ritype == 0 && ra > rb { -err } else { err };
+    cur[at] = p.rebuild(px, err);
+    *run_index = run_index.saturating_sub(1);
+    Ok(at + 1)
+}
+
+/// A limited-length Golomb code with parameter `k` (A.5.3): a unary prefix, then `k` bits, or after the
+/// longest prefix an escaped `qbpp`-bit value. A mapped error is never above the range (the bound keeps a
+/// damaged stream's statistics from overflowing).
+#[inline]
+fn golomb(bits: &mut ScanBits<'_>, k: u32, limit: u32, p: &Params) -> Result<i32> {
+    let max_prefix = limit.saturating_sub(p.qbpp + 1);
+    let prefix = bits.zeros(max_prefix);
+    let value = if prefix < max_prefix {
+        if k > 24 {
+            return corrupt("JPEG-LS Golomb parameter out of range");
+        }
+        (u64::from(prefix) << k) | u64::from(bits.bits(k))
+    } else if prefix == max_prefix {
+        u64::from(bits.bits(p.qbpp)) + 1
+    } else {
+        return corrupt("JPEG-LS Golomb code longer than the limit");
+    };
+    if value > 2 * p.range as u64 {
+        return corrupt("JPEG-LS error value beyond the sample range");
+    }
+    Ok(value as i32)
+}
