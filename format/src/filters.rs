@@ -201,6 +201,7 @@ fn stage_into(f: &Filter, buf: &[u8], elem: usize, out: &mut [u8]) -> Result<usi
         BLOSC => crate::blosc::decode_into(buf, out),
         BITSHUFFLE => crate::bitshuffle::decode_into(&f.params, buf, out),
         ZFP => crate::zfp::decode_h5z_into(&f.params, buf, out),
+        FCIDECOMP => crate::jpegls::decode_into(buf, out),
         SHUFFLE if buf.len() == out.len() => {
             crate::transpose::unshuffle_bytes(buf, shuffle_size(f, elem), out);
             Ok(out.len())

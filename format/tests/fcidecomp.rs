@@ -134,7 +134,12 @@ fn hdf5plugin_fcidecomp_datasets_equal_h5py() {
     }
     eprintln!("{} datasets, {coded} chunks coded with JPEG-LS", all.len());
     assert!(all.len() >= 140, "{} datasets", all.len());
-    assert!(bad.is_empty(), "{} of {} differ: {bad:#?}", bad.len(), all.len());
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ: {bad:#?}",
+        bad.len(),
+        all.len()
+    );
 }
 
 #[test]
@@ -155,7 +160,10 @@ fn charls_codestreams_decode_as_charls_decodes_them() {
             Ok(got) if got == want => {}
             Ok(got) => {
                 let at = got.iter().zip(&want).position(|(a, b)| a != b);
-                bad.push(format!("{name}: differs (first at byte {at:?}, {} bytes)", got.len()));
+                bad.push(format!(
+                    "{name}: differs (first at byte {at:?}, {} bytes)",
+                    got.len()
+                ));
             }
             Err(e) => bad.push(format!("{name}: {e}")),
         }
@@ -171,10 +179,19 @@ fn charls_codestreams_decode_as_charls_decodes_them() {
             if let Ok(out) = clawhdf5_format::jpegls::decode(&s, want.len()) {
                 assert!(out.len() <= want.len());
             }
-            assert!(t.elapsed().as_secs_f64() < 1.0, "{name}: a damaged stream took {:?}", t.elapsed());
+            assert!(
+                t.elapsed().as_secs_f64() < 1.0,
+                "{name}: a damaged stream took {:?}",
+                t.elapsed()
+            );
         }
     }
     eprintln!("{} codestreams", all.len());
     assert!(all.len() >= 300, "{} streams", all.len());
-    assert!(bad.is_empty(), "{} of {} differ: {bad:#?}", bad.len(), all.len());
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ: {bad:#?}",
+        bad.len(),
+        all.len()
+    );
 }

@@ -43,6 +43,29 @@ impl<'a> ScanBits<'a> {
 
     /// Loads bytes until at least 57 bits are held.
     fn refill(&mut self) {
+        // Eight bytes without an 0xFF among them (most of a stream) load at once.
+        if !self.after_ff && !self.ended && self.nbits < 57 {
+            if let Some(chunk) = self.data.get(self.pos..self.pos + 8) {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(chunk);
+                let word = u64::from_be_bytes(word);
+                let inv = !word;
+                let has_ff = inv.wrapping_sub(0x0101_0101_0101_0101) & !inv & 0x8080_8080_8080_8080;
+                if has_ff == 0 {
+                    let take = (64 - self.nbits) / 8;
+                    let bits = 8 * take;
+                    let top = if bits == 64 {
+                        word
+                    } else {
+                        word >> (64 - bits)
+                    };
+                    self.acc |= top << (64 - self.nbits - bits);
+                    self.nbits += bits;
+                    self.pos += take as usize;
+                    return;
+                }
+            }
+        }
         while self.nbits <= 56 {
             if !self.ended {
                 match self.data.get(self.pos) {
@@ -156,6 +179,40 @@ mod tests {
         assert_eq!(r.bits(32), 0);
         assert_eq!(r.bits(32), 0);
         assert!(r.check().is_err());
+    }
+
+    #[test]
+    fn whole_words_and_single_bytes_load_the_same_bits() {
+        // Runs of bytes with and without 0xFF (stuffed after it), read in every grouping.
+        let mut data = Vec::new();
+        for i in 0..200u32 {
+            let b = (i.wrapping_mul(2_654_435_761) >> 24) as u8;
+            data.push(b);
+            if b == 0xFF {
+                data.push(b & 0x5A);
+            }
+        }
+        let mut want = Vec::new();
+        let mut after_ff = false;
+        for &b in &data {
+            let n = if after_ff { 7 } else { 8 };
+            for i in (0..n).rev() {
+                want.push((b >> i) & 1);
+            }
+            after_ff = b == 0xFF;
+        }
+        for step in 1..=13u32 {
+            let mut r = ScanBits::new(&data);
+            let mut got = Vec::new();
+            while got.len() + step as usize <= want.len() {
+                let v = r.bits(step);
+                for i in (0..step).rev() {
+                    got.push(((v >> i) & 1) as u8);
+                }
+            }
+            assert_eq!(got, want[..got.len()], "step {step}");
+            r.check().unwrap();
+        }
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub(super) const RUN_CONTEXT: usize = 365;
 
 /// Run-length order of each `RUNindex` (the J array of T.87 A.7.1.1).
 pub(super) const J: [u32; 32] = [
-    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 9, 10, 11, 12, 13,
+    14, 15,
 ];
 
 /// Parameters fixed for a scan.
@@ -97,33 +98,22 @@ impl Params {
         })
     }
 
-    /// A local gradient quantised to −4…4 (A.3.3).
-    #[inline]
+    /// A local gradient quantised to −4…4 (A.3.3), as a sum of comparisons (no branches).
+    #[inline(always)]
     pub(super) fn quantize(&self, d: i32) -> i32 {
-        if d <= -self.t3 {
-            -4
-        } else if d <= -self.t2 {
-            -3
-        } else if d <= -self.t1 {
-            -2
-        } else if d < -self.near {
-            -1
-        } else if d <= self.near {
-            0
-        } else if d < self.t1 {
-            1
-        } else if d < self.t2 {
-            2
-        } else if d < self.t3 {
-            3
-        } else {
-            4
-        }
+        i32::from(d > self.near)
+            + i32::from(d >= self.t1)
+            + i32::from(d >= self.t2)
+            + i32::from(d >= self.t3)
+            - i32::from(d < -self.near)
+            - i32::from(d <= -self.t1)
+            - i32::from(d <= -self.t2)
+            - i32::from(d <= -self.t3)
     }
 
     /// A sample rebuilt from its prediction and (de-quantised) error, reduced modulo the range and clamped
     /// (A.4.5).
-    #[inline]
+    #[inline(always)]
     pub(super) fn rebuild(&self, px: i32, err: i32) -> i32 {
         let step = 2 * self.near + 1;
         let mut rx = px + err * step;
@@ -136,14 +126,22 @@ impl Params {
     }
 }
 
+/// One context's statistics.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Stats {
+    /// Accumulated error magnitudes (64-bit: RESET may be as large as MAXVAL).
+    pub a: i64,
+    /// Accumulated errors (bias).
+    pub b: i64,
+    /// Bias correction.
+    pub c: i32,
+    /// Errors seen (since the last halving).
+    pub n: i32,
+}
+
 /// The adaptive statistics of one scan.
 pub(super) struct Contexts {
-    /// Accumulated error magnitudes (64-bit: RESET may be as large as MAXVAL).
-    pub a: [i64; CONTEXTS],
-    /// Accumulated errors (bias).
-    pub b: [i64; CONTEXTS],
-    pub c: [i32; CONTEXTS],
-    pub n: [i32; CONTEXTS],
+    pub s: [Stats; CONTEXTS],
     /// Negative errors seen by each run-interruption context.
     pub nn: [i32; 2],
 }
@@ -151,54 +149,56 @@ pub(super) struct Contexts {
 impl Contexts {
     /// Fresh statistics (A.2.1).
     pub(super) fn new(p: &Params) -> Contexts {
-        let a0 = i64::from(((p.range + 32) >> 6).max(2));
+        let a = i64::from(((p.range + 32) >> 6).max(2));
         Contexts {
-            a: [a0; CONTEXTS],
-            b: [0; CONTEXTS],
-            c: [0; CONTEXTS],
-            n: [1; CONTEXTS],
+            s: [Stats {
+                a,
+                b: 0,
+                c: 0,
+                n: 1,
+            }; CONTEXTS],
             nn: [0; 2],
         }
     }
 
-    /// The Golomb parameter for a context whose accumulated magnitude is `a`.
-    #[inline]
+    /// The Golomb parameter for a context that saw `n` errors of accumulated magnitude `a`: the least k with
+    /// n·2^k ≥ a. Its estimate from the two values' top bits is exact or one short.
+    #[inline(always)]
     pub(super) fn golomb_k(n: i32, a: i64) -> u32 {
-        let mut k = 0;
-        while k < 31 && (i64::from(n) << k) < a {
-            k += 1;
-        }
-        k
+        let n = n.max(1) as u64;
+        let a = a.max(0) as u64;
+        let k = n.leading_zeros().saturating_sub(a.leading_zeros());
+        k + u32::from((n << k) < a)
     }
 
     /// Updates a regular context after an error `err` (A.6.1, A.6.2).
-    #[inline]
+    #[inline(always)]
     pub(super) fn update_regular(&mut self, q: usize, err: i32, p: &Params) {
-        let step = i64::from(2 * p.near + 1);
-        self.b[q] += i64::from(err) * step;
-        self.a[q] += i64::from(err.abs());
-        if self.n[q] == p.reset {
-            self.a[q] >>= 1;
-            self.b[q] >>= 1;
-            self.n[q] >>= 1;
+        let s = &mut self.s[q];
+        s.b += i64::from(err) * i64::from(2 * p.near + 1);
+        s.a += i64::from(err.abs());
+        if s.n == p.reset {
+            s.a >>= 1;
+            s.b >>= 1;
+            s.n >>= 1;
         }
-        self.n[q] += 1;
-        let n = i64::from(self.n[q]);
-        if self.b[q] <= -n {
-            self.b[q] += n;
-            if self.c[q] > MIN_C {
-                self.c[q] -= 1;
+        s.n += 1;
+        let n = i64::from(s.n);
+        if s.b <= -n {
+            s.b += n;
+            if s.c > MIN_C {
+                s.c -= 1;
             }
-            if self.b[q] <= -n {
-                self.b[q] = -n + 1;
+            if s.b <= -n {
+                s.b = -n + 1;
             }
-        } else if self.b[q] > 0 {
-            self.b[q] -= n;
-            if self.c[q] < MAX_C {
-                self.c[q] += 1;
+        } else if s.b > 0 {
+            s.b -= n;
+            if s.c < MAX_C {
+                s.c += 1;
             }
-            if self.b[q] > 0 {
-                self.b[q] = 0;
+            if s.b > 0 {
+                s.b = 0;
             }
         }
     }
@@ -206,17 +206,17 @@ impl Contexts {
     /// Updates a run-interruption context after a coded value `em` and error `err` (A.7.2.2).
     #[inline]
     pub(super) fn update_run(&mut self, ritype: usize, err: i32, em: i32, p: &Params) {
-        let q = RUN_CONTEXT + ritype;
+        let s = &mut self.s[RUN_CONTEXT + ritype];
         if err < 0 {
             self.nn[ritype] += 1;
         }
-        self.a[q] += i64::from((em + 1 - ritype as i32) >> 1);
-        if self.n[q] == p.reset {
-            self.a[q] >>= 1;
-            self.n[q] >>= 1;
+        s.a += i64::from((em + 1 - ritype as i32) >> 1);
+        if s.n == p.reset {
+            s.a >>= 1;
+            s.n >>= 1;
             self.nn[ritype] >>= 1;
         }
-        self.n[q] += 1;
+        s.n += 1;
     }
 }
 
@@ -242,6 +242,45 @@ mod tests {
         assert_eq!((p.t1, p.t2, p.t3), (2, 3, 4));
         let p = Params::new(2, 0, Preset::default()).unwrap();
         assert_eq!((p.t1, p.t2, p.t3), (2, 3, 3));
+    }
+
+    #[test]
+    fn quantisation_and_golomb_parameters_match_their_definitions() {
+        for (precision, near) in [(16, 0), (8, 0), (8, 3), (2, 0), (12, 5)] {
+            let p = Params::new(precision, near, Preset::default()).unwrap();
+            let (t1, t2, t3, n) = (p.t1, p.t2, p.t3, p.near);
+            for d in -p.maxval - 1..=p.maxval + 1 {
+                let want = if d <= -t3 {
+                    -4
+                } else if d <= -t2 {
+                    -3
+                } else if d <= -t1 {
+                    -2
+                } else if d < -n {
+                    -1
+                } else if d <= n {
+                    0
+                } else if d < t1 {
+                    1
+                } else if d < t2 {
+                    2
+                } else if d < t3 {
+                    3
+                } else {
+                    4
+                };
+                assert_eq!(p.quantize(d), want, "d {d}");
+            }
+        }
+        for n in 1..300 {
+            for a in (0..5000).chain([1 << 20, (1 << 31) - 1, 1 << 35]) {
+                let mut k = 0;
+                while (i64::from(n) << k) < a {
+                    k += 1;
+                }
+                assert_eq!(Contexts::golomb_k(n, a), k, "n {n} a {a}");
+            }
+        }
     }
 
     #[test]

@@ -150,7 +150,9 @@ impl<'a> Markers<'a> {
         let cols = usize::from(u16::from_be_bytes([b[3], b[4]]));
         let n = usize::from(b[5]);
         if !(2..=16).contains(&precision) {
-            return corrupt(format!("JPEG-LS sample precision {precision} (2–16 allowed)"));
+            return corrupt(format!(
+                "JPEG-LS sample precision {precision} (2–16 allowed)"
+            ));
         }
         if rows == 0 {
             return unsupported("JPEG-LS frames whose line count is given later (DNL)");

@@ -14,10 +14,33 @@ use header::{scan_end, Markers, Preset, Segment};
 /// Decodes a JPEG-LS codestream into `max_out` bytes at most: samples of up to 8 bits as bytes, wider ones
 /// as little-endian 16-bit words, component planes one after another (the layout of an FCIDECOMP chunk).
 pub fn decode(stream: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let n = decode_with(stream, max_out, |len| {
+        out = vec![0u8; len];
+        &mut out[..]
+    })?;
+    debug_assert_eq!(n, out.len());
+    Ok(out)
+}
+
+/// [`decode`] into the start of `out` (the frame must fit it); returns the bytes written.
+pub fn decode_into(stream: &[u8], out: &mut [u8]) -> Result<usize> {
+    let max = out.len();
+    decode_with(stream, max, |len| &mut out[..len])
+}
+
+/// Decodes into the buffer `target` gives for the frame's size (at most `max_out`, checked first).
+fn decode_with<'o>(
+    stream: &[u8],
+    max_out: usize,
+    target: impl FnOnce(usize) -> &'o mut [u8],
+) -> Result<usize> {
     let mut markers = Markers::new(stream)?;
+    let mut target = Some(target);
+    let mut out: &mut [u8] = &mut [];
     let mut frame = None;
     let mut preset = Preset::default();
-    let mut planes: Vec<Option<Vec<u16>>> = Vec::new();
+    let mut coded: Vec<bool> = Vec::new();
     loop {
         match markers.next()? {
             Segment::Frame(f) => {
@@ -30,15 +53,18 @@ pub fn decode(stream: &[u8], max_out: usize) -> Result<Vec<u8>> {
                     .checked_mul(f.cols)
                     .and_then(|n| n.checked_mul(f.components.len()))
                     .and_then(|n| n.checked_mul(sample_bytes));
-                if total.is_none_or(|t| t > max_out) {
+                let Some(total) = total.filter(|&t| t <= max_out) else {
                     return corrupt(format!(
                         "JPEG-LS frame of {} × {} × {} samples does not fit the {max_out}-byte chunk",
                         f.rows,
                         f.cols,
                         f.components.len()
                     ));
+                };
+                if let Some(t) = target.take() {
+                    out = t(total);
                 }
-                planes = vec![None; f.components.len()];
+                coded = vec![false; f.components.len()];
                 frame = Some(f);
             }
             Segment::Preset(p) => preset = p,
@@ -56,7 +82,7 @@ pub fn decode(stream: &[u8], max_out: usize) -> Result<Vec<u8>> {
                 let Some(c) = f.components.iter().position(|&id| id == s.components[0]) else {
                     return corrupt("JPEG-LS scan of a component the frame lacks");
                 };
-                if planes[c].is_some() {
+                if coded[c] {
                     return corrupt("JPEG-LS component coded twice");
                 }
                 let params = context::Params::new(f.precision, s.near, preset)?;
@@ -65,30 +91,23 @@ pub fn decode(stream: &[u8], max_out: usize) -> Result<Vec<u8>> {
                 }
                 let end = scan_end(stream, start);
                 let mut bits = bits::ScanBits::new(&stream[start..end]);
-                let mut plane = vec![0u16; f.rows * f.cols];
-                scan::decode_plane(&mut bits, &params, f.rows, f.cols, &mut plane)?;
-                planes[c] = Some(plane);
+                let wide = f.precision > 8;
+                let plane = f.rows * f.cols * (1 + usize::from(wide));
+                let dest = &mut out[c * plane..(c + 1) * plane];
+                scan::decode_plane(&mut bits, &params, f.rows, f.cols, wide, dest)?;
+                coded[c] = true;
                 markers.seek(end);
             }
             Segment::End => break,
         }
     }
-    let Some(f) = frame else {
+    if frame.is_none() {
         return corrupt("JPEG-LS stream without a frame header");
-    };
-    let wide = f.precision > 8;
-    let mut out = Vec::with_capacity(f.rows * f.cols * f.components.len() * (1 + usize::from(wide)));
-    for plane in planes {
-        let Some(plane) = plane else {
-            return corrupt("JPEG-LS stream ends before every component was coded");
-        };
-        if wide {
-            out.extend(plane.iter().flat_map(|v| v.to_le_bytes()));
-        } else {
-            out.extend(plane.iter().map(|&v| v as u8));
-        }
     }
-    Ok(out)
+    if coded.iter().any(|&c| !c) {
+        return corrupt("JPEG-LS stream ends before every component was coded");
+    }
+    Ok(out.len())
 }
 
 #[cfg(test)]
@@ -103,7 +122,8 @@ mod tests {
         031200006480660a002e400000190000001b1000001d35942644060cc000001d22fc911281b40901b59884c8123eb7089113\
         419800000c422e8ffd9";
     /// Its samples.
-    const SMALL_SAMPLES: &str = "c80d1a27020f1c290411e62b0613202d0815222fd21724310c1926010e1bf003101d2a05121f2c07dc\
+    const SMALL_SAMPLES: &str =
+        "c80d1a27020f1c290411e62b0613202d0815222fd21724310c1926010e1bf003101d2a05121f2c07dc\
         212e091623300b1825c80d1a27";
     /// A 4 × 5 three-component image coded sample-interleaved (mode 2).
     const INTERLEAVED: &str = "ffd8ffe800205350494646000200000300000004000000050a0806010000012c0000012cffe8000800\
@@ -119,10 +139,16 @@ mod tests {
     fn streams_this_decoder_cannot_take_are_named_errors() {
         let e = decode(&hex(INTERLEAVED), 60).unwrap_err();
         assert!(matches!(e, FormatError::Unsupported(_)), "{e}");
-        assert!(e.to_string().contains("3 interleaved components (mode 2)"), "{e}");
+        assert!(
+            e.to_string().contains("3 interleaved components (mode 2)"),
+            "{e}"
+        );
         // A frame bigger than the chunk it claims to fill is refused before anything is allocated.
         let e = decode(&hex(SMALL), 53).unwrap_err();
-        assert!(e.to_string().contains("does not fit the 53-byte chunk"), "{e}");
+        assert!(
+            e.to_string().contains("does not fit the 53-byte chunk"),
+            "{e}"
+        );
         assert!(decode(b"not a stream", 54).is_err());
         // No EOI.
         let stream = hex(SMALL);

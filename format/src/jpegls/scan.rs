@@ -5,30 +5,40 @@ use super::bits::ScanBits;
 use super::context::{Contexts, Params, J, RUN_CONTEXT};
 use crate::error::{corrupt, Result};
 
-/// Decodes a `rows` × `cols` plane from `bits` into `out` (one value per sample, row-major).
+/// Decodes a `rows` × `cols` plane from `bits` into `out`, row-major: one byte a sample when `wide` is false,
+/// else two (little-endian).
 pub(super) fn decode_plane(
     bits: &mut ScanBits<'_>,
     p: &Params,
     rows: usize,
     cols: usize,
-    out: &mut [u16],
+    wide: bool,
+    out: &mut [u8],
 ) -> Result<()> {
-    debug_assert_eq!(out.len(), rows * cols);
+    let row_bytes = cols * (1 + usize::from(wide));
+    debug_assert_eq!(out.len(), rows * row_bytes);
     let mut ctx = Contexts::new(p);
     // Lines with one sample of padding each side: index 0 is "left of the first sample", cols + 1 "right of
     // the last". The line above the first is all zeros.
     let mut prev = vec![0i32; cols + 2];
     let mut cur = vec![0i32; cols + 2];
     let mut run_index = 0usize;
-    for row in out.chunks_exact_mut(cols) {
+    let q = Quantizer::new(p, rows * cols);
+    for row in out.chunks_exact_mut(row_bytes) {
         // The first sample's left neighbour is the one above it; the last sample's upper right is its upper
         // neighbour. `prev[0]` already holds the left neighbour the line above had (its upper-left value).
         prev[cols + 1] = prev[cols];
         cur[0] = prev[1];
-        decode_line(bits, p, &mut ctx, &prev, &mut cur, &mut run_index)?;
+        decode_line(bits, p, &q, &mut ctx, &prev, &mut cur, &mut run_index)?;
         bits.check()?;
-        for (o, &v) in row.iter_mut().zip(&cur[1..=cols]) {
-            *o = v as u16;
+        if wide {
+            for (o, &v) in row.chunks_exact_mut(2).zip(&cur[1..=cols]) {
+                o.copy_from_slice(&(v as u16).to_le_bytes());
+            }
+        } else {
+            for (o, &v) in row.iter_mut().zip(&cur[1..=cols]) {
+                *o = v as u8;
+            }
         }
         std::mem::swap(&mut prev, &mut cur);
     }
@@ -39,6 +49,7 @@ pub(super) fn decode_plane(
 fn decode_line(
     bits: &mut ScanBits<'_>,
     p: &Params,
+    quant: &Quantizer,
     ctx: &mut Contexts,
     prev: &[i32],
     cur: &mut [i32],
@@ -48,36 +59,59 @@ fn decode_line(
     let mut i = 1;
     while i <= cols {
         let (ra, rb, rc, rd) = (cur[i - 1], prev[i], prev[i - 1], prev[i + 1]);
-        let q1 = p.quantize(rd - rb);
-        let q2 = p.quantize(rb - rc);
-        let q3 = p.quantize(rc - ra);
-        if q1 == 0 && q2 == 0 && q3 == 0 {
+        // The three quantised gradients as one signed index: its sign is that of the first non-zero one
+        // (|9·q2 + q3| < 81, |q3| < 9), so the context and its sign come without branches.
+        let q = 81 * quant.get(p, rd - rb) + 9 * quant.get(p, rb - rc) + quant.get(p, rc - ra);
+        if q == 0 {
             i = run_mode(bits, p, ctx, prev, cur, i, run_index)?;
             continue;
         }
-        cur[i] = regular(bits, p, ctx, (q1, q2, q3), (ra, rb, rc))?;
+        cur[i] = regular(bits, p, ctx, q, (ra, rb, rc))?;
         i += 1;
     }
     Ok(())
 }
 
+/// Gradient quantisation: a table over every difference of two samples for planes large enough to repay
+/// filling it, the comparisons otherwise.
+struct Quantizer {
+    table: Vec<i8>,
+}
+
+impl Quantizer {
+    fn new(p: &Params, samples: usize) -> Quantizer {
+        let span = 2 * p.maxval as usize + 1;
+        let table = if samples >= span / 4 {
+            (-p.maxval..=p.maxval)
+                .map(|d| p.quantize(d) as i8)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Quantizer { table }
+    }
+
+    #[inline(always)]
+    fn get(&self, p: &Params, d: i32) -> i32 {
+        match self.table.get((d + p.maxval) as usize) {
+            Some(&q) => i32::from(q),
+            None => p.quantize(d),
+        }
+    }
+}
+
 /// One sample in the regular mode.
-#[inline]
+#[inline(always)]
 fn regular(
     bits: &mut ScanBits<'_>,
     p: &Params,
     ctx: &mut Contexts,
-    (q1, q2, q3): (i32, i32, i32),
+    q: i32,
     (ra, rb, rc): (i32, i32, i32),
 ) -> Result<i32> {
     // The context's sign: the first non-zero gradient made positive.
-    let negative = q1 < 0 || (q1 == 0 && (q2 < 0 || (q2 == 0 && q3 < 0)));
-    let (q1, q2, q3) = if negative {
-        (-q1, -q2, -q3)
-    } else {
-        (q1, q2, q3)
-    };
-    let q = ((q1 * 9 + q2) * 9 + q3) as usize;
+    let negative = q < 0;
+    let q = q.unsigned_abs() as usize;
     // Median edge detection, then the context's bias correction.
     let mut px = if rc >= ra.max(rb) {
         ra.min(rb)
@@ -86,10 +120,15 @@ fn regular(
     } else {
         ra + rb - rc
     };
-    px = if negative { px - ctx.c[q] } else { px + ctx.c[q] }.clamp(0, p.maxval);
-    let k = Contexts::golomb_k(ctx.n[q], ctx.a[q]);
+    px = if negative {
+        px - ctx.s[q].c
+    } else {
+        px + ctx.s[q].c
+    }
+    .clamp(0, p.maxval);
+    let k = Contexts::golomb_k(ctx.s[q].n, ctx.s[q].a);
     let m = golomb(bits, k, p.limit, p)?;
-    let err = if p.near == 0 && k == 0 && 2 * ctx.b[q] <= -i64::from(ctx.n[q]) {
+    let err = if p.near == 0 && k == 0 && 2 * ctx.s[q].b <= -i64::from(ctx.s[q].n) {
         if m & 1 == 1 {
             (m - 1) >> 1
         } else {
@@ -148,17 +187,17 @@ fn run_mode(
     let px = if ritype == 1 { ra } else { rb };
     let q = RUN_CONTEXT + ritype;
     let temp = if ritype == 0 {
-        ctx.a[q]
+        ctx.s[q].a
     } else {
-        ctx.a[q] + i64::from(ctx.n[q] >> 1)
+        ctx.s[q].a + i64::from(ctx.s[q].n >> 1)
     };
-    let k = Contexts::golomb_k(ctx.n[q], temp);
+    let k = Contexts::golomb_k(ctx.s[q].n, temp);
     let limit = p.limit - J[*run_index] - 1;
     let em = golomb(bits, k, limit, p)?;
     let t = em + ritype as i32;
     let map = t & 1;
     let magnitude = (t + map) >> 1;
-    let err = if (k != 0 || 2 * ctx.nn[ritype] >= ctx.n[q]) == (map == 1) {
+    let err = if (k != 0 || 2 * ctx.nn[ritype] >= ctx.s[q].n) == (map == 1) {
         -magnitude
     } else {
         magnitude
@@ -173,7 +212,7 @@ fn run_mode(
 /// A limited-length Golomb code with parameter `k` (A.5.3): a unary prefix, then `k` bits, or after the
 /// longest prefix an escaped `qbpp`-bit value. A mapped error is never above the range (the bound keeps a
 /// damaged stream's statistics from overflowing).
-#[inline]
+#[inline(always)]
 fn golomb(bits: &mut ScanBits<'_>, k: u32, limit: u32, p: &Params) -> Result<i32> {
     let max_prefix = limit.saturating_sub(p.qbpp + 1);
     let prefix = bits.zeros(max_prefix);
