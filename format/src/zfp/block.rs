@@ -33,10 +33,10 @@ fn decode_ints<T: Coef>(
         let mut i = 0;
         while i < m {
             let take = (m - i).min(56);
-            let mut x = r.bits(take as u32)?;
-            while x != 0 {
-                data[i + x.trailing_zeros() as usize] |= 1u64 << k;
-                x &= x - 1;
+            let x = r.bits(take as u32)?;
+            // Every coefficient's bit, set or not: a fixed count the compiler vectorises, no branch per bit.
+            for (j, d) in data[i..i + take].iter_mut().enumerate() {
+                *d |= ((x >> j) & 1) << k;
             }
             i += take;
         }
