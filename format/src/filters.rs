@@ -1,6 +1,5 @@
 //! The filter pipeline on chunk data, both ways: deflate, shuffle, fletcher32, szip, lzf, lzo, bzip2, lz4, zstd,
-//! bitshuffle, blosc, blosc2, N-bit, scale-offset, zfp and (read only) FCIDECOMP's JPEG-LS (others are reported by
-//! name).
+//! bitshuffle, blosc, blosc2, N-bit, scale-offset, zfp and FCIDECOMP's JPEG-LS (others are reported by name).
 
 use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
@@ -414,6 +413,16 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             // H5Z-ZFP fails a chunk it cannot code (client data it did not set, as for chunks with no
             // dimension above 1): libhdf5 then skips an optional filter, as we do.
             ZFP => match crate::zfp::encode_h5z(&f.params, &buf) {
+                Ok(packed) => packed,
+                Err(_) if f.flags & 1 != 0 && i < 32 => {
+                    mask |= 1 << i;
+                    buf
+                }
+                Err(e) => return Err(e),
+            },
+            // FCIDECOMP fails a chunk JPEG-LS does not shrink (and client data it did not set): skipped
+            // where optional, as libhdf5 skips it.
+            FCIDECOMP => match crate::jpegls::encode_fcidecomp(&f.params, &buf) {
                 Ok(packed) => packed,
                 Err(_) if f.flags & 1 != 0 && i < 32 => {
                     mask |= 1 << i;

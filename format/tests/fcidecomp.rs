@@ -1,12 +1,14 @@
-//! JPEG-LS, read: datasets `hdf5plugin.FciDecomp` writes (EUMETSAT's FCIDECOMP filter, 32018: one CharLS
-//! JPEG-LS codestream per chunk) compared with h5py's values, and JPEG-LS codestreams CharLS writes through
-//! `imagecodecs` (8- and 16-bit samples, lossless and near-lossless) decoded by `clawhdf5_format::jpegls`
-//! and compared with CharLS's own decoding, byte for byte.
+//! JPEG-LS: datasets `hdf5plugin.FciDecomp` writes (EUMETSAT's FCIDECOMP filter, 32018: one CharLS JPEG-LS
+//! codestream per chunk) compared with h5py's values; JPEG-LS codestreams CharLS writes through `imagecodecs`
+//! (8- and 16-bit samples, lossless and near-lossless) decoded by `clawhdf5_format::jpegls` and compared with
+//! CharLS's own decoding, byte for byte; and datasets we write with `Codec::FciDecomp` (new, and appended to
+//! one of h5py's), read by h5py, with the chunks and filter masks hdf5plugin writes for the same values.
 
 mod common;
 
 use clawhdf5_format::array::Data;
-use clawhdf5_format::H5File;
+use clawhdf5_format::{Array, Codec, DatasetOptions, FileAppender, FileWriter, H5File};
+use common::XorShift;
 use std::path::Path;
 
 const FCI: &str = r#"
@@ -194,4 +196,167 @@ fn charls_codestreams_decode_as_charls_decodes_them() {
         bad.len(),
         all.len()
     );
+}
+
+/// Shapes and chunks written with `Codec::FciDecomp` (2-D, and 3-D with components first), and whether
+/// the values are signed.
+fn written_layouts() -> Vec<(Vec<u64>, Vec<u64>)> {
+    vec![
+        (vec![64, 48], vec![32, 48]),
+        (vec![50, 70], vec![50, 70]),
+        (vec![33, 200], vec![16, 64]),
+        (vec![9, 9], vec![3, 9]),
+        (vec![3, 40, 40], vec![1, 40, 40]),
+        (vec![4, 30, 26], vec![2, 30, 26]),
+        (vec![8, 25, 30], vec![4, 25, 30]),
+    ]
+}
+
+/// 16-bit values of one of several kinds for `n` elements of rows `cols` long.
+fn sample(kind: usize, i: usize, cols: usize, rng: &mut XorShift) -> u16 {
+    let (r, c) = ((i / cols) as f64, (i % cols) as f64);
+    match kind {
+        0 => ((r / 5.0).sin() * 3000.0 + (c / 7.0).cos() * 2000.0 + 30000.0) as u16,
+        1 => 1234,
+        2 => (i % cols / 7 * 1000) as u16,
+        3 => rng.below(65536) as u16,
+        4 => 500 + rng.below(40) as u16,
+        5 => [0u16, 65535][rng.below(2) as usize],
+        _ => (i * 97 % 65536) as u16,
+    }
+}
+
+const WRITTEN_CHECK: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+ours_path, theirs_path, names = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+bad, coded = [], 0
+with h5py.File(ours_path, "r") as ours, h5py.File(theirs_path, "w") as theirs:
+    for name in names:
+        d = ours[name]
+        want = np.fromfile(ours_path + "." + name + ".in", dtype="<" + d.dtype.str[1:]).reshape(d.shape)
+        got = d[()]
+        if not np.array_equal(got, want):
+            bad.append(name + ": h5py reads other values")
+            continue
+        t = theirs.create_dataset(name, data=want, chunks=d.chunks, **hdf5plugin.FciDecomp())
+        if d.id.get_create_plist().get_filter(0)[2] != t.id.get_create_plist().get_filter(0)[2]:
+            bad.append(name + ": client data %r, hdf5plugin's %r" % (d.id.get_create_plist().get_filter(0)[2], t.id.get_create_plist().get_filter(0)[2]))
+        for i in range(t.id.get_num_chunks()):
+            off = t.id.get_chunk_info(i).chunk_offset
+            m1, b1 = d.id.read_direct_chunk(off)
+            m2, b2 = t.id.read_direct_chunk(off)
+            if (m1, b1) != (m2, b2):
+                bad.append("%s chunk %r: mask %d (%d bytes), hdf5plugin's mask %d (%d bytes)" % (name, off, m1, len(b1), m2, len(b2)))
+            coded += m1 == 0
+print(json.dumps({"bad": bad, "coded": coded}))
+"#;
+
+const APPEND_BASE: &str = r#"
+import sys, h5py, hdf5plugin, numpy as np
+a = ((np.indices((40, 48)).sum(axis=0) * 31) % 900 + 100).astype("u2")
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("img", data=a, chunks=(20, 48), maxshape=(None, 48), **hdf5plugin.FciDecomp())
+"#;
+
+#[test]
+fn written_fcidecomp_chunks_equal_hdf5plugins() {
+    if !["h5py", "hdf5plugin"]
+        .iter()
+        .all(|m| common::have_python_module(m))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("ours.h5");
+    let mut rng = XorShift(0x3201_8001);
+    let mut w = FileWriter::new();
+    let mut names = Vec::new();
+    for (li, (shape, chunk)) in written_layouts().into_iter().enumerate() {
+        let n = shape.iter().product::<u64>() as usize;
+        let cols = *shape.last().unwrap() as usize;
+        for kind in 0..7 {
+            let values: Vec<u16> = (0..n).map(|i| sample(kind, i, cols, &mut rng)).collect();
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            for signed in [false, true] {
+                let name = format!("w{li}_{kind}_{}", if signed { "i2" } else { "u2" });
+                let data = if signed {
+                    Data::I16(values.iter().map(|&v| v as i16).collect())
+                } else {
+                    Data::U16(values.clone())
+                };
+                w.write_dataset(
+                    &format!("/{name}"),
+                    Array::new(shape.clone(), data).unwrap(),
+                    DatasetOptions {
+                        chunk: Some(chunk.clone()),
+                        codec: Some(Codec::FciDecomp),
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+                std::fs::write(format!("{}.{name}.in", ours.display()), &bytes).unwrap();
+                names.push(name);
+            }
+        }
+    }
+    w.write_file(&ours).unwrap();
+    // Our reader reads what we wrote.
+    let f = H5File::open(&ours).unwrap();
+    for name in &names {
+        let got = le_bytes(&f.dataset(&format!("/{name}")).unwrap().read().unwrap().data);
+        let want = std::fs::read(format!("{}.{name}.in", ours.display())).unwrap();
+        assert_eq!(got, want, "{name}");
+    }
+    let theirs = dir.path().join("theirs.h5");
+    let joined = names.join(",");
+    let out = common::python_json(WRITTEN_CHECK, &[&ours, &theirs, Path::new(joined.as_str())]);
+    let bad = out["bad"].as_array().unwrap();
+    let coded = out["coded"].as_u64().unwrap();
+    eprintln!(
+        "{} datasets written, {coded} chunks coded with JPEG-LS",
+        names.len()
+    );
+    assert!(coded > 100, "only {coded} chunks coded");
+    assert!(bad.is_empty(), "{} differ: {bad:#?}", bad.len());
+}
+
+#[test]
+fn rows_appended_to_an_h5py_fcidecomp_dataset_are_coded_and_read_by_h5py() {
+    if !["h5py", "hdf5plugin"]
+        .iter()
+        .all(|m| common::have_python_module(m))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("base.h5");
+    common::run_python(APPEND_BASE, &[&path]);
+    let rows: Vec<u16> = (0..40 * 48)
+        .map(|i| (i % 48 * 13 + i / 48) as u16)
+        .collect();
+    let mut app = FileAppender::open(&path).unwrap();
+    app.append_rows(
+        "/img",
+        Array::new(vec![40, 48], Data::U16(rows.clone())).unwrap(),
+    )
+    .unwrap();
+    app.commit().unwrap();
+    let check = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    d = f["img"]
+    masks = [d.id.get_chunk_info(i).filter_mask for i in range(d.id.get_num_chunks())]
+    print(json.dumps({"shape": list(d.shape), "tail": d[40:].ravel().tolist(), "masks": masks}))
+"#;
+    let out = common::python_json(check, &[&path]);
+    assert_eq!(out["shape"], serde_json::json!([80, 48]));
+    let tail: Vec<u16> = out["tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u16)
+        .collect();
+    assert_eq!(tail, rows);
+    // The appended chunks went through JPEG-LS (mask 0), like the ones h5py wrote.
+    assert_eq!(out["masks"], serde_json::json!([0, 0, 0, 0]));
 }

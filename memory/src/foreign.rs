@@ -7,7 +7,7 @@
 //! write is the store's own leftover (a dropped graph, a deleted extension) and is not carried. Elsewhere, and
 //! for attributes on any object the snapshot writes, what the snapshot lacks is carried by value: datasets with
 //! their shape, maximum shape, chunking and compression (deflate, shuffle, fletcher32, LZF, LZ4, zstd, bzip2,
-//! Blosc, Blosc2, bitshuffle, LZO, reversible ZFP; other filters, lossy ZFP among them, become deflate, which
+//! Blosc, Blosc2, bitshuffle, LZO, reversible ZFP, FCIDECOMP; other filters, lossy ZFP among them, become deflate, which
 //! keeps the values as they were read), attributes, soft and external links, and object
 //! and region references (1-D datasets and attributes of them) remapped to the objects' paths. A second hard link to an object already carried, or a hard link
 //! to one of the store's objects or to the root, becomes a soft link to that object's path (so a link cycle
@@ -25,11 +25,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clawhdf5_format::filters::{
-    BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, LZO, SHUFFLE, ZFP, ZSTD,
+    BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FCIDECOMP, FLETCHER32, LZ4, LZF, LZO, SHUFFLE, ZFP,
+    ZSTD,
 };
+use clawhdf5_format::jpegls::fcidecomp_client_data;
 use clawhdf5_format::{
-    Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, EntryKind,
-    FileWriter, FormatError, H5File, ZfpMode,
+    Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, Datatype,
+    EntryKind, FileWriter, FormatError, H5File, ZfpMode,
 };
 
 /// The store's own top-level groups.
@@ -460,11 +462,27 @@ fn options(old: &clawhdf5_format::Dataset<'_>) -> DatasetOptions {
             ZFP if matches!(ZfpMode::of_client_data(&f.params), Ok(ZfpMode::Reversible)) => {
                 o.codec = Some(Codec::Zfp(ZfpMode::Reversible))
             }
+            // FCIDECOMP is lossless: it stays, where the writer can code the chunk shape.
+            FCIDECOMP
+                if matches!(
+                    old.dtype(),
+                    Datatype::Int {
+                        size: 2,
+                        be: false,
+                        ..
+                    }
+                ) && o
+                    .chunk
+                    .as_deref()
+                    .is_some_and(|c| fcidecomp_client_data(c).is_ok()) =>
+            {
+                o.codec = Some(Codec::FciDecomp)
+            }
             _ => compressed = true,
         }
     }
-    if matches!(o.codec, Some(Codec::Zfp(_))) && o.shuffle {
-        // The writer refuses zfp after a byte shuffle; deflate carries such a dataset.
+    if matches!(o.codec, Some(Codec::Zfp(_) | Codec::FciDecomp)) && o.shuffle {
+        // The writer refuses zfp and JPEG-LS after a byte shuffle; deflate carries such a dataset.
         o.codec = None;
         compressed = true;
     }

@@ -408,6 +408,8 @@ with h5py.File(sys.argv[1], "a") as f:
     f.create_dataset("user/zfp_rev", data=wave, chunks=(32, 4), **hdf5plugin.Zfp(reversible=True))
     f.create_dataset("user/zfp_rate", data=wave, chunks=(32, 4), **hdf5plugin.Zfp(rate=8))
     np.save(sys.argv[1] + ".rate.npy", f["user/zfp_rate"][()])
+    img = ((np.indices((40, 30)).sum(axis=0) * 29) % 700 + 50).astype("<u2")
+    f.create_dataset("user/fci", data=img, chunks=(20, 30), **hdf5plugin.FciDecomp())
 "#,
         &p,
     );
@@ -425,11 +427,13 @@ with h5py.File(sys.argv[1], "r") as f:
     ok = np.array_equal(f["user/b2"][()], data) and np.array_equal(f["user/b2_1d"][()], np.linspace(0, 1, 500))
     wave = np.sin(np.linspace(0, 20, 600)).reshape(150, 4)
     zfp_ok = np.array_equal(f["user/zfp_rev"][()], wave) and np.array_equal(f["user/zfp_rate"][()], np.load(sys.argv[1] + ".rate.npy"))
-    print(ok, zfp_ok, filters(f["user/b2"]), filters(f["user/b2_1d"]), filters(f["user/lzo"]), filters(f["user/zfp_rev"]), filters(f["user/zfp_rate"]))
+    img = ((np.indices((40, 30)).sum(axis=0) * 29) % 700 + 50).astype("<u2")
+    fci_ok = np.array_equal(f["user/fci"][()], img) and all(f["user/fci"].id.get_chunk_info(i).filter_mask == 0 for i in range(2))
+    print(ok, zfp_ok, fci_ok, filters(f["user/b2"]), filters(f["user/b2_1d"]), filters(f["user/lzo"]), filters(f["user/zfp_rev"]), filters(f["user/zfp_rate"]), filters(f["user/fci"]))
 "#,
             &p
         ),
-        "True True ['32026'] ['32026'] ['305'] ['32013'] ['gzip']"
+        "True True True ['32026'] ['32026'] ['305'] ['32013'] ['gzip'] ['32018']"
     );
     let f = clawhdf5_format::H5File::open(&p).unwrap();
     let got = f.dataset("/user/lzo").unwrap().read().unwrap();

@@ -51,7 +51,7 @@ impl Params {
         } else {
             preset.maxval
         };
-        if maxval < 1 || maxval > 65535 {
+        if !(1..=65535).contains(&maxval) {
             return corrupt(format!("JPEG-LS MAXVAL {maxval}"));
         }
         let max_near = (maxval / 2).min(255);

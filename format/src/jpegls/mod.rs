@@ -1,10 +1,12 @@
-//! JPEG-LS decoding (ITU-T T.87): what the FCIDECOMP filter (registered id 32018, EUMETSAT's CharLS filter,
-//! `hdf5plugin.FciDecomp`) stores in each chunk. Lossless and near-lossless scans, 2- to 16-bit samples, any
-//! number of components each in its own scan (interleave mode 0, which FCIDECOMP writes); line- and
-//! sample-interleaved scans, mapping tables, restart intervals and point transforms are refused by name.
+//! JPEG-LS (ITU-T T.87): what the FCIDECOMP filter (registered id 32018, EUMETSAT's CharLS filter,
+//! `hdf5plugin.FciDecomp`) stores in each chunk. Decoding: lossless and near-lossless scans, 2- to 16-bit
+//! samples, any number of components each in its own scan (interleave mode 0, which FCIDECOMP writes); line-
+//! and sample-interleaved scans, mapping tables, restart intervals and point transforms are refused by name.
+//! Encoding: FCIDECOMP's own streams (16-bit samples, lossless, 1 to 4 components).
 
 mod bits;
 mod context;
+mod encode;
 mod header;
 mod scan;
 
@@ -110,6 +112,78 @@ fn decode_with<'o>(
     Ok(out.len())
 }
 
+/// The client data the FCIDECOMP filter records for a chunk of 16-bit samples of shape `dims`: `[rows,
+/// cols]`, or `[components, rows, cols]` with 1 to 4 components.
+pub fn fcidecomp_client_data(dims: &[u64]) -> Result<Vec<u32>> {
+    let (n, rows, cols) = match *dims {
+        [r, c] => (1, r, c),
+        [n, r, c] if (1..=4).contains(&n) => (n, r, c),
+        _ => {
+            return crate::error::invalid(format!(
+                "FCIDECOMP codes chunks of 2 dimensions, or 3 with 1 to 4 components first, not {dims:?}"
+            ))
+        }
+    };
+    if rows < 2 || cols < 2 || rows > 65535 || cols > 65535 {
+        return crate::error::invalid(format!(
+            "FCIDECOMP codes images of 2 to 65,535 lines and columns, not {rows} × {cols}"
+        ));
+    }
+    let (n, rows, cols) = (n as u32, rows as u32, cols as u32);
+    Ok(vec![2, n, rows, cols, 16, n, 0, 0, 0, 0, 0, 0, 0])
+}
+
+/// Encodes one chunk (16-bit little-endian samples, component planes in turn) as the FCIDECOMP filter does,
+/// from the client data [`fcidecomp_client_data`] gives: lossless JPEG-LS with the default parameters
+/// written out. A chunk the stream would not shrink is an error (the filter's too; the writer then stores
+/// the chunk unfiltered, as libhdf5 does for an optional filter).
+pub fn encode_fcidecomp(params: &[u32], chunk: &[u8]) -> Result<Vec<u8>> {
+    let (n, rows, cols) = match params {
+        [2, n, rows, cols, 16, ..] if (1..=4).contains(n) && *rows >= 2 && *cols >= 2 => {
+            (*n as usize, *rows as usize, *cols as usize)
+        }
+        _ => return unsupported(format!("FCIDECOMP client data {params:?}")),
+    };
+    if rows > 65535 || cols > 65535 || chunk.len() != n * rows * cols * 2 {
+        return corrupt(format!(
+            "FCIDECOMP chunk of {} bytes for {n} × {rows} × {cols} 16-bit samples",
+            chunk.len()
+        ));
+    }
+    let p = context::Params::new(16, 0, Preset::default())?;
+    let mut out = Vec::with_capacity(chunk.len() / 2);
+    out.extend_from_slice(&[0xFF, 0xD8, 0xFF, 0xF7]);
+    out.extend_from_slice(&(8 + 3 * n as u16).to_be_bytes());
+    out.push(16);
+    out.extend_from_slice(&(rows as u16).to_be_bytes());
+    out.extend_from_slice(&(cols as u16).to_be_bytes());
+    out.push(n as u8);
+    for c in 1..=n as u8 {
+        out.extend_from_slice(&[c, 0x11, 0]);
+    }
+    out.extend_from_slice(&[0xFF, 0xF8, 0, 13, 1]);
+    for v in [p.maxval, p.t1, p.t2, p.t3, p.reset] {
+        out.extend_from_slice(&(v as u16).to_be_bytes());
+    }
+    let plane_bytes = rows * cols * 2;
+    for (c, plane) in chunk.chunks_exact(plane_bytes).enumerate() {
+        out.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, c as u8 + 1, 0, 0, 0, 0]);
+        let samples: Vec<u16> = plane
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        out = encode::encode_plane(out, &p, rows, cols, &samples);
+        if out.len() >= chunk.len() {
+            return unsupported("FCIDECOMP: a chunk JPEG-LS does not shrink");
+        }
+    }
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    if out.len() >= chunk.len() {
+        return unsupported("FCIDECOMP: a chunk JPEG-LS does not shrink");
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +207,33 @@ mod tests {
     fn a_charls_stream_decodes_to_its_samples() {
         let stream = hex(SMALL);
         assert_eq!(decode(&stream, 54).unwrap(), hex(SMALL_SAMPLES));
+    }
+
+    #[test]
+    fn encoded_chunks_decode_to_their_samples() {
+        let mut rng = crate::test_rng::TestRng::new(0x32018);
+        for dims in [[1u64, 40, 37], [2, 9, 2], [3, 2, 64], [4, 20, 20]] {
+            let cd = fcidecomp_client_data(&dims).unwrap();
+            let n = (dims[0] * dims[1] * dims[2]) as usize;
+            for kind in 0..4 {
+                let chunk: Vec<u8> = (0..n)
+                    .map(|i| match kind {
+                        0 => 1000u16,
+                        1 => (i % 37 * 11) as u16,
+                        2 => 30000 + (rng.next() % 9) as u16,
+                        _ => [0u16, 65535][i / 5 % 2],
+                    })
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                match encode_fcidecomp(&cd, &chunk) {
+                    Ok(stream) => assert_eq!(decode(&stream, chunk.len()).unwrap(), chunk),
+                    Err(e) => assert!(matches!(e, FormatError::Unsupported(_)), "{e}"),
+                }
+            }
+        }
+        assert!(fcidecomp_client_data(&[1, 40]).is_err());
+        assert!(fcidecomp_client_data(&[5, 4, 4]).is_err());
+        assert!(fcidecomp_client_data(&[2, 2, 3, 3]).is_err());
     }
 
     #[test]

@@ -71,6 +71,10 @@ pub enum Codec {
     /// floats and integers, chunks of 1 to 4 dimensions larger than 1. The client data are those H5Z-ZFP
     /// records for the chunk shape and type.
     Zfp(crate::zfp::ZfpMode),
+    /// FCIDECOMP (filter 32018, EUMETSAT's JPEG-LS filter; `hdf5plugin.FciDecomp`): lossless JPEG-LS of
+    /// little-endian 16-bit integers in chunks of 2 dimensions, or 3 with 1 to 4 components first. A chunk
+    /// JPEG-LS does not shrink is stored unfiltered (the filter is optional, as the plugin's is).
+    FciDecomp,
 }
 
 /// The codec of Blosc2's streams.
@@ -189,6 +193,25 @@ impl Codec {
                 filters::ZFP,
                 crate::zfp::h5z_client_data(mode, zfp_scalar(dtype)?, dims)?,
             ),
+            Codec::FciDecomp => {
+                if !matches!(
+                    dtype,
+                    Datatype::Int {
+                        size: 2,
+                        be: false,
+                        ..
+                    }
+                ) {
+                    return invalid(format!(
+                        "FCIDECOMP codes little-endian 16-bit integers, not {}",
+                        dtype.describe()
+                    ));
+                }
+                (
+                    filters::FCIDECOMP,
+                    crate::jpegls::fcidecomp_client_data(dims)?,
+                )
+            }
         };
         // Optional, as h5py marks the plugin filters it sets.
         Ok(Filter {
@@ -330,6 +353,11 @@ pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Res
     if matches!(opts.codec, Some(Codec::Zfp(_))) && opts.shuffle {
         return invalid(
             "zfp codes values, not the byte planes the shuffle filter leaves: no shuffle with zfp",
+        );
+    }
+    if matches!(opts.codec, Some(Codec::FciDecomp)) && opts.shuffle {
+        return invalid(
+            "JPEG-LS codes samples, not the byte planes the shuffle filter leaves: no shuffle with FCIDECOMP",
         );
     }
     if let (Some(codec), Some(c)) = (opts.codec, &chunk) {
