@@ -411,25 +411,22 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             SZIP => crate::szip::encode(&f.params, &buf)?,
             LZO => lzo(&f.params, &buf),
             // H5Z-ZFP fails a chunk it cannot code (client data it did not set, as for chunks with no
-            // dimension above 1): libhdf5 then skips an optional filter, as we do.
-            ZFP => match crate::zfp::encode_h5z(&f.params, &buf) {
-                Ok(packed) => packed,
-                Err(_) if f.flags & 1 != 0 && i < 32 => {
-                    mask |= 1 << i;
-                    buf
-                }
-                Err(e) => return Err(e),
-            },
-            // FCIDECOMP fails a chunk JPEG-LS does not shrink (and client data it did not set): skipped
-            // where optional, as libhdf5 skips it.
-            FCIDECOMP => match crate::jpegls::encode_fcidecomp(&f.params, &buf) {
-                Ok(packed) => packed,
-                Err(_) if f.flags & 1 != 0 && i < 32 => {
-                    mask |= 1 << i;
-                    buf
-                }
-                Err(e) => return Err(e),
-            },
+            // dimension above 1), FCIDECOMP one JPEG-LS does not shrink: libhdf5 then skips an optional
+            // filter, as we do.
+            ZFP => skip_failed(
+                crate::zfp::encode_h5z(&f.params, &buf),
+                f,
+                i,
+                &mut mask,
+                buf,
+            )?,
+            FCIDECOMP => skip_failed(
+                crate::jpegls::encode_fcidecomp(&f.params, &buf),
+                f,
+                i,
+                &mut mask,
+                buf,
+            )?,
             // A filter we cannot encode (another program's own, SZ): when the
             // dataset marks it optional — h5py, PyTables and libhdf5's H5Pset_szip/nbit all do — the chunk
             // is stored with that filter skipped and its mask bit set, as libhdf5 stores a chunk an optional
@@ -442,6 +439,25 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
         };
     }
     Ok((buf, mask))
+}
+
+/// The chunk a filter coded, or, when the filter (the `i`th, optional) failed on it, the chunk as it was with
+/// the filter's bit set in `mask`; a mandatory filter's failure is the write's.
+fn skip_failed(
+    coded: Result<Vec<u8>>,
+    f: &Filter,
+    i: usize,
+    mask: &mut u32,
+    chunk: Vec<u8>,
+) -> Result<Vec<u8>> {
+    match coded {
+        Ok(packed) => Ok(packed),
+        Err(_) if f.flags & 1 != 0 && i < 32 => {
+            *mask |= 1 << i;
+            Ok(chunk)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A mandatory LZF filter on a chunk liblzf cannot shrink: libhdf5 would fail the write too.

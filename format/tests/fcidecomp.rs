@@ -85,6 +85,13 @@ with open(out + ".names", "w") as n:
     n.write("\n".join(names))
 "#;
 
+/// Whether h5py and hdf5plugin import (a panic under CI when not).
+fn h5py_with_plugins() -> bool {
+    ["h5py", "hdf5plugin"]
+        .iter()
+        .all(|m| common::have_python_module(m))
+}
+
 /// The values of `data` as little-endian bytes (16-bit integers only).
 fn le_bytes(data: &Data) -> Vec<u8> {
     match data {
@@ -107,10 +114,7 @@ fn hdf5plugin_fcidecomp_datasets_equal_h5py() {
     let Some(dir) = tempfile::tempdir().ok() else {
         panic!("no temporary folder");
     };
-    if !["h5py", "hdf5plugin"]
-        .iter()
-        .all(|m| common::have_python_module(m))
-    {
+    if !h5py_with_plugins() {
         return;
     }
     let path = dir.path().join("fci.h5");
@@ -124,15 +128,11 @@ fn hdf5plugin_fcidecomp_datasets_equal_h5py() {
     let all = names(&path);
     for name in &all {
         let want = std::fs::read(path.with_extension(format!("h5.{name}.bin"))).unwrap();
-        match f.dataset(&format!("/{name}")).and_then(|d| d.read()) {
-            Ok(a) if le_bytes(&a.data) == want => {}
-            Ok(a) => {
-                let got = le_bytes(&a.data);
-                let at = got.iter().zip(&want).position(|(a, b)| a != b);
-                bad.push(format!("{name}: differs (first at byte {at:?})"));
-            }
-            Err(e) => bad.push(format!("{name}: {e}")),
-        }
+        let got = f
+            .dataset(&format!("/{name}"))
+            .and_then(|d| d.read())
+            .map(|a| le_bytes(&a.data));
+        compare(name, got, &want, &mut bad);
     }
     eprintln!("{} datasets, {coded} chunks coded with JPEG-LS", all.len());
     assert!(all.len() >= 140, "{} datasets", all.len());
@@ -142,6 +142,21 @@ fn hdf5plugin_fcidecomp_datasets_equal_h5py() {
         bad.len(),
         all.len()
     );
+}
+
+/// Notes in `bad` how `got` differs from `want`, if it does.
+fn compare(name: &str, got: clawhdf5_format::Result<Vec<u8>>, want: &[u8], bad: &mut Vec<String>) {
+    match got {
+        Ok(got) if got == want => {}
+        Ok(got) => {
+            let at = got.iter().zip(want).position(|(a, b)| a != b);
+            bad.push(format!(
+                "{name}: differs (first at byte {at:?}, {} bytes)",
+                got.len()
+            ));
+        }
+        Err(e) => bad.push(format!("{name}: {e}")),
+    }
 }
 
 #[test]
@@ -158,17 +173,12 @@ fn charls_codestreams_decode_as_charls_decodes_them() {
     for name in &all {
         let stream = std::fs::read(path.with_extension(format!("h5.{name}.jls"))).unwrap();
         let want = std::fs::read(path.with_extension(format!("h5.{name}.bin"))).unwrap();
-        match clawhdf5_format::jpegls::decode(&stream, want.len()) {
-            Ok(got) if got == want => {}
-            Ok(got) => {
-                let at = got.iter().zip(&want).position(|(a, b)| a != b);
-                bad.push(format!(
-                    "{name}: differs (first at byte {at:?}, {} bytes)",
-                    got.len()
-                ));
-            }
-            Err(e) => bad.push(format!("{name}: {e}")),
-        }
+        compare(
+            name,
+            clawhdf5_format::jpegls::decode(&stream, want.len()),
+            &want,
+            &mut bad,
+        );
         // Truncated and damaged streams are errors or decodings: never a panic, never slow.
         for cut in (0..stream.len()).step_by(stream.len() / 7 + 1) {
             let _ = clawhdf5_format::jpegls::decode(&stream[..cut], want.len());
@@ -260,10 +270,7 @@ with h5py.File(sys.argv[1], "w") as f:
 
 #[test]
 fn written_fcidecomp_chunks_equal_hdf5plugins() {
-    if !["h5py", "hdf5plugin"]
-        .iter()
-        .all(|m| common::have_python_module(m))
-    {
+    if !h5py_with_plugins() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -322,10 +329,7 @@ fn written_fcidecomp_chunks_equal_hdf5plugins() {
 
 #[test]
 fn rows_appended_to_an_h5py_fcidecomp_dataset_are_coded_and_read_by_h5py() {
-    if !["h5py", "hdf5plugin"]
-        .iter()
-        .all(|m| common::have_python_module(m))
-    {
+    if !h5py_with_plugins() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -111,6 +111,20 @@ impl Params {
             - i32::from(d <= -self.t3)
     }
 
+    /// The prediction of a regular-mode sample: the median edge detector over its neighbours, moved by the
+    /// context's bias correction `c` (subtracted in a context of negative sign) and clamped (A.4).
+    #[inline(always)]
+    pub(super) fn predict(&self, (ra, rb, rc): (i32, i32, i32), c: i32, negative: bool) -> i32 {
+        let px = if rc >= ra.max(rb) {
+            ra.min(rb)
+        } else if rc <= ra.min(rb) {
+            ra.max(rb)
+        } else {
+            ra + rb - rc
+        };
+        if negative { px - c } else { px + c }.clamp(0, self.maxval)
+    }
+
     /// A sample rebuilt from its prediction and (de-quantised) error, reduced modulo the range and clamped
     /// (A.4.5).
     #[inline(always)]

@@ -128,19 +128,7 @@ fn regular(
 ) {
     let negative = q < 0;
     let q = q.unsigned_abs() as usize;
-    let mut px = if rc >= ra.max(rb) {
-        ra.min(rb)
-    } else if rc <= ra.min(rb) {
-        ra.max(rb)
-    } else {
-        ra + rb - rc
-    };
-    px = if negative {
-        px - ctx.s[q].c
-    } else {
-        px + ctx.s[q].c
-    }
-    .clamp(0, p.maxval);
+    let px = p.predict((ra, rb, rc), ctx.s[q].c, negative);
     let e = reduce(p, if negative { px - x } else { x - px });
     let k = Contexts::golomb_k(ctx.s[q].n, ctx.s[q].a);
     let m = if k == 0 && 2 * ctx.s[q].b <= -i64::from(ctx.s[q].n) {

@@ -112,20 +112,7 @@ fn regular(
     // The context's sign: the first non-zero gradient made positive.
     let negative = q < 0;
     let q = q.unsigned_abs() as usize;
-    // Median edge detection, then the context's bias correction.
-    let mut px = if rc >= ra.max(rb) {
-        ra.min(rb)
-    } else if rc <= ra.min(rb) {
-        ra.max(rb)
-    } else {
-        ra + rb - rc
-    };
-    px = if negative {
-        px - ctx.s[q].c
-    } else {
-        px + ctx.s[q].c
-    }
-    .clamp(0, p.maxval);
+    let px = p.predict((ra, rb, rc), ctx.s[q].c, negative);
     let k = Contexts::golomb_k(ctx.s[q].n, ctx.s[q].a);
     let m = golomb(bits, k, p.limit, p)?;
     let err = if p.near == 0 && k == 0 && 2 * ctx.s[q].b <= -i64::from(ctx.s[q].n) {
