@@ -1,6 +1,6 @@
 //! Ping-pong with libhdf5: we or h5py (any libver bound, its default "earliest" included) write a random
 //! file, then h5py (libhdf5 2.0), our appender and PyTables (libhdf5 1.14) take turns editing it — attributes added in bursts and deleted, datasets created, grown, overwritten, moved and
-//! deleted (lossless ZFP among their filters on both sides), groups with many links — and after every turn
+//! deleted (lossless ZFP and FCIDECOMP among their filters on both sides), groups with many links — and after every turn
 //! * our reader and h5py see the same file (every dataset value, attribute and link list),
 //! * what the turn wrote reads back as written (our appender's rows and values, through our reader),
 //! * nothing the turn did not touch changed (the previous turn's view, object by object).
@@ -216,8 +216,19 @@ fn random_dataset(rng: &mut Rng) -> (Array, DatasetOptions) {
                     opts.deflate = None;
                     opts.codec = Some(Codec::Zfp(ZfpMode::Reversible));
                 }
-                // A byte shuffle before ZFP is not ZFP's input (the writer refuses it).
-                opts.shuffle = rng.chance(40) && !matches!(opts.codec, Some(Codec::Zfp(_)));
+                // FCIDECOMP (JPEG-LS) on 16-bit integers in images of at least 2 × 2 (and 1 to 4 components).
+                let jpegls_fits = matches!(array.data, Data::I16(_) | Data::U16(_))
+                    && opts
+                        .chunk
+                        .as_deref()
+                        .is_some_and(|c| clawhdf5_format::jpegls::fcidecomp_client_data(c).is_ok());
+                if jpegls_fits && rng.chance(60) {
+                    opts.deflate = None;
+                    opts.codec = Some(Codec::FciDecomp);
+                }
+                // A byte shuffle before ZFP or JPEG-LS is not their input (the writer refuses it).
+                opts.shuffle =
+                    rng.chance(40) && !matches!(opts.codec, Some(Codec::Zfp(_) | Codec::FciDecomp));
                 opts.fletcher32 = rng.chance(25);
             }
         }

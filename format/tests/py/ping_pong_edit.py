@@ -100,8 +100,15 @@ def new_dataset(rng, group, name):
         # Lossless ZFP (H5Z-ZFP) takes little-endian 32-bit ints and floats in chunks of more than one value,
         # with no byte shuffle before it.
         zfp_fits = dtype.str in ("<i4", "<f4") and "hdf5plugin" in sys.modules and max(kw["chunks"]) > 1
+        # FCIDECOMP (JPEG-LS) takes little-endian 16-bit integers in images of at least 2 x 2 (3-D: 1 to 4
+        # components first).
+        c = kw["chunks"]
+        jpegls_fits = dtype.str in ("<i2", "<u2") and "hdf5plugin" in sys.modules and (
+            (len(c) == 2 and min(c) >= 2) or (len(c) == 3 and 1 <= c[0] <= 4 and min(c[1:]) >= 2))
         if zfp_fits and rng.random() < 0.3:
             kw.update(dict(hdf5plugin.Zfp(reversible=True)))
+        elif jpegls_fits and rng.random() < 0.4:
+            kw.update(dict(hdf5plugin.FciDecomp()))
         elif rng.random() < 0.5:
             # hdf5plugin's Blosc and Blosc2 die of a division by zero creating variable-length string datasets.
             choices = COMPRESSIONS if dtype.kind != "O" else [c for c in COMPRESSIONS
@@ -113,7 +120,7 @@ def new_dataset(rng, group, name):
             kw["fletcher32"] = True
     data = random_values(rng, dtype, shape)
     group.create_dataset(name, data=data, dtype=dtype, **kw)
-    return " (zfp)" if kw.get("compression") == 32013 else ""
+    return {32013: " (zfp)", 32018: " (jpeg-ls)"}.get(kw.get("compression"), "")
 
 
 def create(rng, path, kwargs):
