@@ -12,7 +12,16 @@ pub trait VlenSource {
     fn offset_size(&self) -> usize;
     /// The bytes of global-heap object `index` in the collection at `coll`.
     fn vlen_object(&self, coll: u64, index: u32) -> Result<&[u8]>;
+
+    /// A reader of the objects of the collection at `coll` (by index), for a run of elements whose bodies
+    /// share it: sources that look collections up under a lock do so once for the run, not per element.
+    fn vlen_collection<'s>(&'s self, coll: u64) -> Result<VlenObjects<'s>> {
+        Ok(Box::new(move |index| self.vlen_object(coll, index)))
+    }
 }
+
+/// Objects of one global-heap collection, by index.
+pub type VlenObjects<'s> = Box<dyn Fn(u32) -> Result<&'s [u8]> + 's>;
 
 /// Where variable-length element bodies go when writing.
 pub trait VlenSink {
@@ -378,6 +387,8 @@ fn decode_depth(
                 return corrupt("variable-length element shorter than its length and heap ID");
             }
             let mut out = Vec::with_capacity(n);
+            // Elements' bodies come in runs from one collection: its reader is kept for the run.
+            let mut objects: Option<(u64, VlenObjects<'_>)> = None;
             for c in raw.chunks_exact(size) {
                 let len = le_uint(&c[0..4]) as usize;
                 let coll = le_uint(&c[4..4 + so]);
@@ -386,7 +397,11 @@ fn decode_depth(
                     out.push(String::new());
                     continue;
                 }
-                let obj = src.vlen_object(coll, idx)?;
+                let get = match &objects {
+                    Some((at, get)) if *at == coll => get,
+                    _ => &objects.insert((coll, src.vlen_collection(coll)?)).1,
+                };
+                let obj = get(idx)?;
                 let body = &obj[..len.min(obj.len())];
                 // A string may end early at a null byte (found a word at a time, not byte by byte).
                 let body = match memchr::memchr(0, body) {

@@ -495,37 +495,65 @@ impl VlenSource for H5File {
         let missing =
             || FormatError::Corrupt(format!("global heap object {index} missing in {coll:#x}"));
         let slot = u16::try_from(index).map_err(|_| missing())?;
-        // Looked up under the cache's lock, so the usual case (the collection of the previous
-        // object) costs no reference counting.
-        let (start, len) = {
-            let mut cache = self
-                .gheap
-                .lock()
-                .map_err(|_| FormatError::Corrupt("global heap cache poisoned".into()))?;
-            if !matches!(&cache.last, Some((a, _)) if *a == coll) {
-                let i = match cache.map.get(&coll) {
-                    Some(i) => i.clone(),
-                    None => {
-                        let i = Arc::new(read_collection(&self.ctx(), coll)?);
-                        if cache.map.len() > 4096 {
-                            cache.map.clear();
-                        }
-                        cache.map.insert(coll, i.clone());
-                        i
-                    }
-                };
-                cache.last = Some((coll, i));
-            }
-            cache
-                .last
-                .as_ref()
-                .and_then(|(_, i)| i.get(slot))
-                .ok_or_else(missing)?
-        };
+        // Looked up under the cache's lock, so the usual case (the collection of the previous object) costs
+        // no reference counting.
+        let (start, len) = self
+            .with_collection(coll, |i| i.get(slot))?
+            .ok_or_else(missing)?;
         start
             .checked_add(len)
             .and_then(|end| self.bytes().get(start..end))
             .ok_or_else(missing)
+    }
+
+    fn vlen_collection<'s>(&'s self, coll: u64) -> Result<crate::convert::VlenObjects<'s>> {
+        let index = self.with_collection(coll, Arc::clone)?;
+        let bytes = self.bytes();
+        Ok(Box::new(move |idx: u32| {
+            let missing =
+                || FormatError::Corrupt(format!("global heap object {idx} missing in {coll:#x}"));
+            let (start, len) = u16::try_from(idx)
+                .ok()
+                .and_then(|slot| index.get(slot))
+                .ok_or_else(missing)?;
+            start
+                .checked_add(len)
+                .and_then(|end| bytes.get(start..end))
+                .ok_or_else(missing)
+        }))
+    }
+}
+
+impl H5File {
+    /// `f` of the index of the global-heap collection at `coll`, read once and cached; called under the
+    /// cache's lock.
+    fn with_collection<R>(
+        &self,
+        coll: u64,
+        f: impl FnOnce(&Arc<CollectionIndex>) -> R,
+    ) -> Result<R> {
+        let mut cache = self
+            .gheap
+            .lock()
+            .map_err(|_| FormatError::Corrupt("global heap cache poisoned".into()))?;
+        if !matches!(&cache.last, Some((a, _)) if *a == coll) {
+            let i = match cache.map.get(&coll) {
+                Some(i) => i.clone(),
+                None => {
+                    let i = Arc::new(read_collection(&self.ctx(), coll)?);
+                    if cache.map.len() > 4096 {
+                        cache.map.clear();
+                    }
+                    cache.map.insert(coll, i.clone());
+                    i
+                }
+            };
+            cache.last = Some((coll, i));
+        }
+        match &cache.last {
+            Some((_, i)) => Ok(f(i)),
+            None => Err(FormatError::Corrupt("global heap cache empty".into())),
+        }
     }
 }
 
