@@ -1,6 +1,6 @@
 //! Robustness of the appender: seeded mutations and truncations of a file of ours and of a file h5py writes
 //! with its defaults (superblock v0, symbol-table groups, datasets under LZF, PyTables' LZO and hdf5plugin's
-//! Blosc, Blosc2, LZ4, zstd, bzip2, bitshuffle and ZFP, libhdf5's scale-offset, N-bit and szip; bfloat16 and
+//! Blosc, Blosc2, LZ4, zstd, bzip2, bitshuffle, ZFP and FCIDECOMP, libhdf5's scale-offset, N-bit and szip; bfloat16 and
 //! 128-bit integers; object and region references; second hard links, one a cycle). On every variant
 //! `FileAppender` either refuses with an error or opens, appends rows, overwrites rows, sets and deletes
 //! attributes, creates groups, writes object and region references and unlinks objects (one changed before, perhaps linked at
@@ -93,6 +93,7 @@ const H5PY_CONTENTS: &str = r#"
         f.create_dataset("p/blosc2", data=data, **grow, **hdf5plugin.Blosc2(cname="zstd", filters=hdf5plugin.Blosc2.BITSHUFFLE))
         f.create_dataset("p/zfp", data=data.astype("<f4") / 3, **grow, **hdf5plugin.Zfp(rate=8))
         f.create_dataset("p/zfp_rev", data=data, **grow, **hdf5plugin.Zfp(reversible=True))
+        f.create_dataset("p/fci", data=(data * 37 % 1000).astype("<u2"), **grow, **hdf5plugin.FciDecomp())
     except ImportError:
         pass
     # References of every kind h5py writes, which a commit rewrites when it moves their targets.
