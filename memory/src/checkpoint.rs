@@ -75,12 +75,21 @@ pub fn append(
         }
     }
     // Changed rows, only the columns of their kind of change.
-    for (group, rows) in [
-        (ColumnGroup::Text, &pending.text_rows),
-        (ColumnGroup::Meta, &pending.meta_rows),
-        (ColumnGroup::Access, &pending.access_rows),
+    for (group, runs) in [
+        (
+            ColumnGroup::Text,
+            Pending::runs(pending.text_rows.iter().copied(), old, RUN_GAP),
+        ),
+        (
+            ColumnGroup::Meta,
+            Pending::runs(pending.meta_rows.iter().copied(), old, RUN_GAP),
+        ),
+        (
+            ColumnGroup::Access,
+            Pending::runs(pending.access_rows.iter(), old, RUN_GAP),
+        ),
     ] {
-        for run in Pending::runs(rows, old, RUN_GAP) {
+        for run in runs {
             let start = run.start as u64;
             for col in columns::build(inc.records, inc.vectors, config, run, &[group], dicts)? {
                 let p = format!("/records/{}", col.name);
@@ -244,7 +253,7 @@ fn write_manifest(
         }
         let mut changed = pending.text_rows.clone();
         changed.extend(&pending.meta_rows);
-        for run in Pending::runs(&changed, old, RUN_GAP) {
+        for run in Pending::runs(changed.iter().copied(), old, RUN_GAP) {
             let Some(entries) = m.records.get(run.clone()) else {
                 continue;
             };

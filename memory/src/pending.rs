@@ -35,8 +35,9 @@ pub struct Pending {
     pub text_rows: BTreeSet<u32>,
     /// Rows whose tags, importance, tier, supersession or tombstone changed.
     pub meta_rows: BTreeSet<u32>,
-    /// Rows whose access statistics changed.
-    pub access_rows: BTreeSet<u32>,
+    /// Rows whose access statistics changed (a bitmap: replaying a log of searches marks the same rows
+    /// again and again).
+    pub access_rows: RowSet,
     /// Extensions whose state changed.
     pub extensions: BTreeSet<String>,
     /// Term ids of rows whose keyword entry the file lacks (new rows and changed texts).
@@ -44,18 +45,70 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Rows in `set` below `file_rows` (rows past it are written whole as new rows), grouped into runs whose
-    /// gaps are at most `gap` rows, as `start..end` ranges.
-    pub fn runs(set: &BTreeSet<u32>, file_rows: usize, gap: usize) -> Vec<std::ops::Range<usize>> {
+    /// Rows of `rows` (ascending) below `file_rows` (rows past it are written whole as new rows), grouped into
+    /// runs whose gaps are at most `gap` rows, as `start..end` ranges.
+    pub fn runs(
+        rows: impl IntoIterator<Item = u32>,
+        file_rows: usize,
+        gap: usize,
+    ) -> Vec<std::ops::Range<usize>> {
         let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-        for &row in set.range(..file_rows.min(u32::MAX as usize) as u32) {
-            let row = row as usize;
+        for row in rows.into_iter().map(|r| r as usize) {
+            if row >= file_rows {
+                break;
+            }
             match out.last_mut() {
                 Some(r) if row <= r.end + gap => r.end = row + 1,
                 _ => out.push(row..row + 1),
             }
         }
         out
+    }
+}
+
+/// A set of row numbers as a bitmap: constant-time inserts, ascending iteration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl RowSet {
+    /// Adds `row`; whether it was new.
+    pub fn insert(&mut self, row: u32) -> bool {
+        let (w, bit) = (row as usize / 64, 1u64 << (row % 64));
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        let new = self.words[w] & bit == 0;
+        self.words[w] |= bit;
+        self.len += usize::from(new);
+        new
+    }
+
+    /// Number of rows in the set.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                Some((w * 64) as u32 + b)
+            })
+        })
     }
 }
 
@@ -66,11 +119,30 @@ mod tests {
     #[test]
     fn runs_merge_close_rows_and_skip_new_ones() {
         let set: BTreeSet<u32> = [1, 2, 5, 40, 41, 90, 120].into_iter().collect();
-        assert_eq!(Pending::runs(&set, 100, 4), vec![1..6, 40..42, 90..91]);
         assert_eq!(
-            Pending::runs(&set, 100, 0),
+            Pending::runs(set.iter().copied(), 100, 4),
+            vec![1..6, 40..42, 90..91]
+        );
+        assert_eq!(
+            Pending::runs(set.iter().copied(), 100, 0),
             vec![1..3, 5..6, 40..42, 90..91]
         );
-        assert!(Pending::runs(&BTreeSet::new(), 10, 4).is_empty());
+        assert!(Pending::runs([], 10, 4).is_empty());
+    }
+
+    #[test]
+    fn row_sets_hold_each_row_once_in_order() {
+        let mut s = RowSet::default();
+        assert!(s.is_empty());
+        for r in [90u32, 5, 63, 64, 5, 0, 1000, 90] {
+            s.insert(r);
+        }
+        assert_eq!(s.len(), 6);
+        assert_eq!(s.iter().collect::<Vec<_>>(), [0, 5, 63, 64, 90, 1000]);
+        let set: BTreeSet<u32> = s.iter().collect();
+        assert_eq!(
+            Pending::runs(s.iter(), 100, 4),
+            Pending::runs(set.iter().copied(), 100, 4)
+        );
     }
 }
