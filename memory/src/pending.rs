@@ -1,6 +1,7 @@
 //! What the store file holds and what changed since it was written: the next checkpoint writes exactly the
 //! difference (new rows appended, changed rows rewritten column group by column group).
 
+use clawhdf5_ann::IdSet;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How much of the store the HDF5 file holds.
@@ -37,7 +38,7 @@ pub struct Pending {
     pub meta_rows: BTreeSet<u32>,
     /// Rows whose access statistics changed (a bitmap: replaying a log of searches marks the same rows
     /// again and again).
-    pub access_rows: RowSet,
+    pub access_rows: IdSet,
     /// Extensions whose state changed.
     pub extensions: BTreeSet<String>,
     /// Term ids of rows whose keyword entry the file lacks (new rows and changed texts).
@@ -66,52 +67,6 @@ impl Pending {
     }
 }
 
-/// A set of row numbers as a bitmap: constant-time inserts, ascending iteration.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RowSet {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl RowSet {
-    /// Adds `row`; whether it was new.
-    pub fn insert(&mut self, row: u32) -> bool {
-        let (w, bit) = (row as usize / 64, 1u64 << (row % 64));
-        if w >= self.words.len() {
-            self.words.resize(w + 1, 0);
-        }
-        let new = self.words[w] & bit == 0;
-        self.words[w] |= bit;
-        self.len += usize::from(new);
-        new
-    }
-
-    /// Number of rows in the set.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The rows, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                if bits == 0 {
-                    return None;
-                }
-                let b = bits.trailing_zeros();
-                bits &= bits - 1;
-                Some((w * 64) as u32 + b)
-            })
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,18 +86,16 @@ mod tests {
     }
 
     #[test]
-    fn row_sets_hold_each_row_once_in_order() {
-        let mut s = RowSet::default();
-        assert!(s.is_empty());
-        for r in [90u32, 5, 63, 64, 5, 0, 1000, 90] {
-            s.insert(r);
-        }
-        assert_eq!(s.len(), 6);
-        assert_eq!(s.iter().collect::<Vec<_>>(), [0, 5, 63, 64, 90, 1000]);
-        let set: BTreeSet<u32> = s.iter().collect();
+    fn bitmap_rows_give_the_runs_a_tree_set_gives() {
+        let rows: IdSet = [90u32, 5, 63, 64, 5, 0, 1000, 90].into_iter().collect();
+        let set: BTreeSet<u32> = rows.iter().collect();
         assert_eq!(
-            Pending::runs(s.iter(), 100, 4),
+            Pending::runs(rows.iter(), 100, 4),
             Pending::runs(set.iter().copied(), 100, 4)
+        );
+        assert_eq!(
+            Pending::runs(rows.iter(), 100, 4),
+            vec![0..6, 63..65, 90..91]
         );
     }
 }
