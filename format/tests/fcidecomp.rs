@@ -364,3 +364,61 @@ with h5py.File(sys.argv[1], "r") as f:
     // The appended chunks went through JPEG-LS (mask 0), like the ones h5py wrote.
     assert_eq!(out["masks"], serde_json::json!([0, 0, 0, 0]));
 }
+
+/// Requests FCIDECOMP cannot take: typed errors naming the problem, nothing written.
+#[test]
+fn invalid_fcidecomp_requests_are_refused_by_name() {
+    let mut w = FileWriter::new();
+    let jpegls = |chunk: Vec<u64>| DatasetOptions {
+        chunk: Some(chunk),
+        codec: Some(Codec::FciDecomp),
+        ..Default::default()
+    };
+    let u16s = |shape: Vec<u64>| {
+        let n = shape.iter().product::<u64>() as usize;
+        Array::new(shape, Data::U16(vec![7; n])).unwrap()
+    };
+    let cases = [
+        (
+            Array::new(vec![8, 8], Data::U8(vec![1; 64])).unwrap(),
+            jpegls(vec![8, 8]),
+            "16-bit integers",
+        ),
+        (
+            Array::new(vec![8, 8], Data::F32(vec![1.0; 64])).unwrap(),
+            jpegls(vec![8, 8]),
+            "16-bit integers",
+        ),
+        (u16s(vec![64]), jpegls(vec![16]), "2 dimensions"),
+        (
+            u16s(vec![5, 8, 8]),
+            jpegls(vec![5, 8, 8]),
+            "1 to 4 components",
+        ),
+        (
+            u16s(vec![2, 2, 8, 8]),
+            jpegls(vec![1, 2, 8, 8]),
+            "2 dimensions",
+        ),
+        (u16s(vec![8, 8]), jpegls(vec![1, 8]), "2 to 65,535 lines"),
+        (
+            u16s(vec![8, 8]),
+            DatasetOptions {
+                shuffle: true,
+                ..jpegls(vec![8, 8])
+            },
+            "no shuffle with FCIDECOMP",
+        ),
+    ];
+    for (i, (array, opts, want)) in cases.into_iter().enumerate() {
+        let e = w.write_dataset(&format!("/d{i}"), array, opts).unwrap_err();
+        assert!(
+            matches!(e, clawhdf5_format::FormatError::Invalid(_)) && e.to_string().contains(want),
+            "{i}: {e}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.h5");
+    w.write_file(&path).unwrap();
+    assert!(H5File::open(&path).unwrap().dataset("/d0").is_err());
+}
