@@ -115,17 +115,12 @@ fn regular(
     let px = p.predict((ra, rb, rc), ctx.s[q].c, negative);
     let k = Contexts::golomb_k(ctx.s[q].n, ctx.s[q].a);
     let m = golomb(bits, k, p.limit, p)?;
-    let err = if p.near == 0 && k == 0 && 2 * ctx.s[q].b <= -i64::from(ctx.s[q].n) {
-        if m & 1 == 1 {
-            (m - 1) >> 1
-        } else {
-            -(m >> 1) - 1
-        }
-    } else if m & 1 == 0 {
-        m >> 1
-    } else {
-        -((m + 1) >> 1)
-    };
+    // The mapping of A.5.2 undone without branches: even values are the non-negative errors, odd ones the
+    // negative (0, -1, 1, -2, ...); in the inverted mapping (NEAR 0, k 0, a context biased negative) every
+    // error is the complement of that.
+    let zigzag = (m >> 1) ^ -(m & 1);
+    let inverted = p.near == 0 && k == 0 && 2 * ctx.s[q].b <= -i64::from(ctx.s[q].n);
+    let err = zigzag ^ -i32::from(inverted);
     ctx.update_regular(q, err, p);
     Ok(p.rebuild(px, if negative { -err } else { err }))
 }
