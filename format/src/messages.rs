@@ -78,6 +78,17 @@ pub fn parse_link(data: &[u8], so: usize) -> Result<Link> {
 /// Encodes a link message (UTF-8 names, addresses at the file's offset width).
 pub fn encode_link(name: &str, target: &LinkTarget, sizes: Sizes) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(16 + name.len());
+    encode_link_into(&mut out, name, target, sizes)?;
+    Ok(out)
+}
+
+/// [`encode_link`], appending the message body to `out` (a group's links share one buffer).
+pub fn encode_link_into(
+    out: &mut Vec<u8>,
+    name: &str,
+    target: &LinkTarget,
+    sizes: Sizes,
+) -> Result<()> {
     let nb = name.as_bytes();
     let w = bytes_for(nb.len() as u64);
     let wbits = match w {
@@ -102,7 +113,7 @@ pub fn encode_link(name: &str, target: &LinkTarget, sizes: Sizes) -> Result<Vec<
     out.put_uint(nb.len() as u64, width);
     out.extend_from_slice(nb);
     match target {
-        LinkTarget::Hard(a) => sizes.put_offset(&mut out, *a),
+        LinkTarget::Hard(a) => sizes.put_offset(out, *a),
         LinkTarget::Soft(s) => {
             out.put_u16(s.len() as u16);
             out.extend_from_slice(s.as_bytes());
@@ -118,7 +129,7 @@ pub fn encode_link(name: &str, target: &LinkTarget, sizes: Sizes) -> Result<Vec<
         }
         LinkTarget::Other(_) => {}
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Fractal heap + name-index B-tree addresses of dense link or attribute storage.

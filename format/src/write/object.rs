@@ -83,19 +83,25 @@ pub fn write_object<N: AsRef<str>>(
     // object costs no allocation per message (an empty group: none at all).
     let sizes = sink.sizes;
     let mut link_info = None;
-    let mut compact_links = Vec::new();
+    // Every link message body goes into one buffer; `link_ends[i]` is where link `i`'s ends.
+    let mut link_bytes = Vec::new();
+    let mut link_ends: smallvec::SmallVec<[usize; MAX_COMPACT]> = smallvec::SmallVec::new();
+    if let Some(links) = links {
+        link_bytes.reserve(links.len() * (16 + sizes.offsets));
+        link_ends.reserve_exact(links.len());
+        for (name, t) in links {
+            messages::encode_link_into(&mut link_bytes, name, t, sizes)?;
+            link_ends.push(link_bytes.len());
+        }
+    }
+    let link_body = |i: usize| &link_bytes[if i == 0 { 0 } else { link_ends[i - 1] }..link_ends[i]];
+    let mut compact_links = 0;
     if let Some(links) = links {
         if links.len() <= MAX_COMPACT {
             link_info = Some(messages::link_info_bytes(None, sizes));
-            compact_links.reserve_exact(links.len());
-            for (name, t) in links {
-                compact_links.push(messages::encode_link(name, t, sizes)?);
-            }
+            compact_links = links.len();
         } else {
-            let mut objs = Vec::with_capacity(links.len());
-            for (name, t) in links {
-                objs.push(messages::encode_link(name, t, sizes)?);
-            }
+            let objs: Vec<&[u8]> = (0..links.len()).map(link_body).collect();
             let heap = write_heap(&objs, HeapKind::Links, sink.pos(), &mut sink.buf, sizes)?;
             let mut recs: Vec<(u32, &str, &[u8])> = links
                 .iter()
@@ -159,18 +165,19 @@ pub fn write_object<N: AsRef<str>>(
         ));
     }
     // Core messages first, then the group's link messages, then the attributes.
-    let mut msgs: Vec<(u16, u8, &[u8])> =
-        Vec::with_capacity(core.len() + 3 + compact_links.len() + attrs.len().min(MAX_COMPACT));
+    let compact_info;
+    // Held inline for the usual object (up to 8 compact links or attributes besides its core messages).
+    let mut msgs: smallvec::SmallVec<[(u16, u8, &[u8]); 16]> = smallvec::SmallVec::new();
+    msgs.reserve(core.len() + 3 + compact_links + attrs.len().min(MAX_COMPACT));
     msgs.extend(core.iter().map(|(t, f, d)| (*t, *f, d.as_slice())));
     if let Some(info) = &link_info {
         msgs.push((mtype::LINK_INFO, 0, info));
         msgs.push((mtype::GROUP_INFO, 0, &messages::GROUP_INFO));
-        msgs.extend(compact_links.iter().map(|l| (mtype::LINK, 0, l.as_slice())));
+        msgs.extend((0..compact_links).map(|i| (mtype::LINK, 0, link_body(i))));
     }
     // libhdf5 counts the attributes of a v2 object header through its attribute-info message alone
     // (`H5Oget_info`'s `num_attrs`, h5py's `len(attrs)`, h5repack's copy, and the count it keeps when it
     // adds or deletes attributes), so compact attributes get one too, its addresses undefined.
-    let compact_info;
     match &attr_info {
         Some(info) => msgs.push((mtype::ATTR_INFO, 0, info)),
         None if attrs.is_empty() => {}

@@ -28,14 +28,24 @@ enum Node {
     Dataset(Box<DatasetNode>),
     /// A 1-D dataset of object references to the objects at these absolute paths, or of region references
     /// to selections (serialised, one per target) of the datasets there.
-    Refs {
-        targets: Vec<String>,
-        regions: Option<Vec<Vec<u8>>>,
-        attrs: Attrs,
-    },
+    Refs { refs: Box<RefList>, attrs: Attrs },
     /// A soft or external link (no object of its own).
     Link(LinkTarget),
 }
+
+// Members are moved whenever a group's table grows: keep every node small (a group's table and attributes).
+const _: () = assert!(std::mem::size_of::<Node>() <= 72);
+
+/// What a dataset of references points at (boxed in [`Node::Refs`], so that every node stays small).
+struct RefList {
+    /// The targets' absolute paths.
+    targets: Vec<String>,
+    /// For region references, each target's selection, serialised.
+    regions: Option<Vec<Vec<u8>>>,
+}
+
+/// An attribute of region references: its name, its targets' paths and their selections, serialised.
+type RegionRefAttr = (String, Vec<String>, Vec<Vec<u8>>);
 
 /// A dataset to be written: its values, storage options and attributes.
 struct DatasetNode {
@@ -90,17 +100,36 @@ const INDEX_ATTRS_FROM: usize = 16;
 #[derive(Default)]
 struct Attrs {
     list: Vec<(String, Array)>,
+    /// Reference attributes and the name index: boxed, so that a tree of plain objects stays small.
+    more: Option<Box<AttrsMore>>,
+}
+
+/// The parts of [`Attrs`] most objects never need.
+#[derive(Default)]
+struct AttrsMore {
     /// Target paths of the attributes that hold object references, by attribute name.
     ref_targets: Vec<(String, Vec<String>)>,
     /// Target paths and serialised selections of the attributes that hold region references, by name.
-    region_refs: Vec<(String, Vec<String>, Vec<Vec<u8>>)>,
-    /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`] (boxed so
-    /// that attribute-less objects stay small).
-    index: Option<Box<FxHashMap<String, usize>>>,
+    region_refs: Vec<RegionRefAttr>,
+    /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`].
+    index: Option<FxHashMap<String, usize>>,
 }
 
 impl Attrs {
-    /// Sets or replaces attribute `name`.
+    /// Target paths of the attributes that hold object references, by attribute name.
+    fn ref_targets(&self) -> &[(String, Vec<String>)] {
+        self.more.as_deref().map_or(&[], |m| &m.ref_targets)
+    }
+
+    /// Target paths and serialised selections of the attributes that hold region references, by name.
+    fn region_refs(&self) -> &[RegionRefAttr] {
+        self.more.as_deref().map_or(&[], |m| &m.region_refs)
+    }
+
+    fn more_mut(&mut self) -> &mut AttrsMore {
+        self.more.get_or_insert_with(Default::default)
+    }
+
     /// Sets attribute `name` to object references to `targets` (absolute, normalised paths; as many as
     /// `shape` holds, which the caller checked).
     fn set_refs(&mut self, name: &str, shape: &[u64], targets: Vec<String>) {
@@ -112,7 +141,9 @@ impl Attrs {
                 data: Data::ObjectRef(vec![0; n]),
             },
         );
-        self.ref_targets.push((name.to_string(), targets));
+        self.more_mut()
+            .ref_targets
+            .push((name.to_string(), targets));
     }
 
     /// Sets attribute `name` to region references to selections (serialised) of the datasets at `targets`.
@@ -134,29 +165,36 @@ impl Attrs {
                 data: Data::RegionRef(vec![none; targets.len()]),
             },
         );
-        self.region_refs.push((name.to_string(), targets, regions));
+        self.more_mut()
+            .region_refs
+            .push((name.to_string(), targets, regions));
     }
 
+    /// Sets or replaces attribute `name`.
     fn set(&mut self, name: &str, value: Array) {
-        self.ref_targets.retain(|(n, _)| n != name);
-        self.region_refs.retain(|(n, _, _)| n != name);
-        if self.index.is_none() && self.list.len() >= INDEX_ATTRS_FROM {
+        if let Some(m) = &mut self.more {
+            m.ref_targets.retain(|(n, _)| n != name);
+            m.region_refs.retain(|(n, _, _)| n != name);
+        }
+        let indexed = self.more.as_ref().is_some_and(|m| m.index.is_some());
+        if !indexed && self.list.len() >= INDEX_ATTRS_FROM {
             let index = self
                 .list
                 .iter()
                 .enumerate()
                 .map(|(i, (n, _))| (n.clone(), i))
                 .collect();
-            self.index = Some(Box::new(index));
+            self.more_mut().index = Some(index);
         }
-        let found = match &self.index {
+        let index = self.more.as_mut().and_then(|m| m.index.as_mut());
+        let found = match &index {
             None => self.list.iter().position(|(n, _)| n == name),
             Some(index) => index.get(name).copied(),
         };
         match found {
             Some(i) => self.list[i].1 = value,
             None => {
-                if let Some(index) = &mut self.index {
+                if let Some(index) = index {
                     index.insert(name.to_string(), self.list.len());
                 }
                 self.list.push((name.to_string(), value));
@@ -409,8 +447,7 @@ impl FileWriter {
         children.insert(
             name.to_string(),
             Node::Refs {
-                targets,
-                regions,
+                refs: Box::new(RefList { targets, regions }),
                 attrs: Attrs::default(),
             },
         );
@@ -450,7 +487,7 @@ impl FileWriter {
         for (t, (_, sel)) in norm.iter().zip(targets) {
             let dims = match self.node(t) {
                 Some(Node::Dataset(d)) => d.array.shape.clone(),
-                Some(Node::Refs { targets, .. }) => vec![targets.len() as u64],
+                Some(Node::Refs { refs, .. }) => vec![refs.targets.len() as u64],
                 Some(_) => {
                     return Err(FormatError::TypeMismatch(format!(
                         "region reference target {t} is not a dataset"
@@ -486,14 +523,15 @@ impl FileWriter {
 
     /// Serialises the whole file.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        if !has_attr_refs(&self.root) {
-            return Ok(self.write_pass(None)?.0);
+        let survey = survey(&self.root);
+        if !survey.attr_refs {
+            return Ok(self.write_pass(&survey, None)?.0);
         }
         // Attributes of references are written with their targets' addresses, which only a written file
         // knows: a first pass finds them (writing zeros), a second writes them. Attributes are never
         // compressed, so both passes place every object alike; a third is never needed.
-        let (_, found) = self.write_pass(None)?;
-        let (bytes, again) = self.write_pass(Some(found.clone()))?;
+        let (_, found) = self.write_pass(&survey, None)?;
+        let (bytes, again) = self.write_pass(&survey, Some(found.clone()))?;
         if again != found {
             return invalid(
                 "object addresses moved between the passes that write attribute references",
@@ -506,13 +544,14 @@ impl FileWriter {
     /// `None`). Returns the bytes and every object's address by path (when the file holds references).
     fn write_pass(
         &self,
+        survey: &Survey,
         known: Option<HashMap<String, u64>>,
     ) -> Result<(Vec<u8>, HashMap<String, u64>)> {
         let mut sink = Sink::new(0);
-        sink.buf.reserve(SB2_SIZE + size_estimate(&self.root));
+        sink.buf.reserve(SB2_SIZE + survey.bytes);
         sink.buf.resize(SB2_SIZE, 0);
         let mut refs = RefPatches {
-            enabled: has_refs(&self.root),
+            enabled: survey.refs,
             known,
             ..Default::default()
         };
@@ -541,7 +580,20 @@ impl FileWriter {
     }
 }
 
+/// Each attribute's name and encoded message (heap data written to `sink`), in the order they were set.
+#[inline]
 fn encode_attrs<'a>(
+    sink: &mut Sink,
+    attrs: &'a Attrs,
+    refs: &mut RefPatches,
+) -> Result<Vec<(&'a str, Vec<u8>)>> {
+    if attrs.list.is_empty() {
+        return Ok(Vec::new());
+    }
+    encode_attr_list(sink, attrs, refs)
+}
+
+fn encode_attr_list<'a>(
     sink: &mut Sink,
     attrs: &'a Attrs,
     refs: &mut RefPatches,
@@ -549,7 +601,7 @@ fn encode_attrs<'a>(
     let mut out = Vec::with_capacity(attrs.list.len());
     for (n, a) in &attrs.list {
         let message = if let Some((_, targets, regions)) =
-            attrs.region_refs.iter().find(|(name, _, _)| name == n)
+            attrs.region_refs().iter().find(|(name, _, _)| name == n)
         {
             // Heap objects whose first 8 bytes are patched with the targets' addresses once everything
             // is written (the message holds only their heap IDs).
@@ -562,7 +614,7 @@ fn encode_attrs<'a>(
                 sink.sizes,
             )?
         } else {
-            match attrs.ref_targets.iter().find(|(name, _)| name == n) {
+            match attrs.ref_targets().iter().find(|(name, _)| name == n) {
                 Some((_, targets)) => {
                     let mut raw = Vec::with_capacity(8 * targets.len());
                     for t in targets {
@@ -632,55 +684,67 @@ fn data_estimate(data: &Data) -> usize {
     data.len().saturating_mul(elem).saturating_add(heap)
 }
 
-/// Roughly the bytes the tree will take in the file (uncompressed), so that the output buffer
-/// is allocated once instead of growing by copies.
-fn size_estimate(node: &Node) -> usize {
+/// What one walk of the tree finds before it is written.
+struct Survey {
+    /// Roughly the bytes the tree will take in the file (uncompressed), so that the output buffer
+    /// is allocated once instead of growing by copies.
+    bytes: usize,
+    /// Whether any dataset or attribute of object or region references is in the tree.
+    refs: bool,
+    /// Whether any attribute of object references is in the tree.
+    attr_refs: bool,
+}
+
+fn survey(node: &Node) -> Survey {
+    let own = |attrs: &Attrs, bytes: usize, refs: bool| {
+        let attr_refs = !attrs.ref_targets().is_empty();
+        Survey {
+            bytes: bytes + attrs.estimated_bytes(),
+            refs: refs || attr_refs || !attrs.region_refs().is_empty(),
+            attr_refs,
+        }
+    };
     match node {
         Node::Group { children, attrs } => {
-            let links: usize = children
-                .iter()
-                .map(|(name, child)| 48 + name.len() + size_estimate(child))
-                .sum();
-            128 + links + attrs.estimated_bytes()
+            let mut s = own(attrs, 128, false);
+            for (name, child) in children {
+                let c = survey(child);
+                s.bytes += 48 + name.len() + c.bytes;
+                s.refs |= c.refs;
+                s.attr_refs |= c.attr_refs;
+            }
+            s
         }
-        Node::Dataset(d) => 256 + d.attrs.estimated_bytes() + data_estimate(&d.array.data),
-        Node::Refs { attrs, .. } => 256 + attrs.estimated_bytes(),
-        Node::Link(_) => 0,
+        Node::Dataset(d) => own(&d.attrs, 256 + data_estimate(&d.array.data), false),
+        Node::Refs { attrs, .. } => own(attrs, 256, true),
+        Node::Link(_) => Survey {
+            bytes: 0,
+            refs: false,
+            attr_refs: false,
+        },
     }
 }
 
-/// Whether any dataset or attribute of object or region references is in the tree.
-fn has_refs(node: &Node) -> bool {
-    let region_attrs = |a: &Attrs| !a.region_refs.is_empty();
-    match node {
-        Node::Refs { .. } => true,
-        Node::Group { children, attrs } => {
-            region_attrs(attrs) || has_attr_refs(node) || children.values().any(has_refs)
-        }
-        Node::Dataset(d) => region_attrs(&d.attrs) || has_attr_refs(node),
-        Node::Link(_) => false,
-    }
-}
-
-/// Whether any attribute of object references is in the tree.
-fn has_attr_refs(node: &Node) -> bool {
-    match node {
-        Node::Group { children, attrs } => {
-            !attrs.ref_targets.is_empty() || children.values().any(has_attr_refs)
-        }
-        Node::Dataset(d) => !d.attrs.ref_targets.is_empty(),
-        Node::Refs { attrs, .. } => !attrs.ref_targets.is_empty(),
-        Node::Link(_) => false,
-    }
+/// A name's first 8 bytes as a big-endian number (zero-padded): ordering by it, then by the whole name,
+/// orders names as comparing them alone does, mostly without a `memcmp` call.
+fn name_prefix(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let mut p = [0u8; 8];
+    let n = b.len().min(8);
+    p[..n].copy_from_slice(&b[..n]);
+    u64::from_be_bytes(p)
 }
 
 fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -> Result<u64> {
     let addr = match node {
         Node::Group { children, attrs } => {
-            let mut members: Vec<(&String, &Node)> = children.iter().collect();
-            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            let mut members: Vec<(u64, &String, &Node)> = children
+                .iter()
+                .map(|(name, child)| (name_prefix(name), name, child))
+                .collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
             let mut links = Vec::with_capacity(members.len());
-            for (name, child) in members {
+            for (_, name, child) in members {
                 let target = match child {
                     Node::Link(t) => t.clone(),
                     _ if refs.enabled => {
@@ -699,11 +763,8 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
             let attrs = encode_attrs(sink, attrs, refs)?;
             write_dataset(sink, array, opts, &attrs)?
         }
-        Node::Refs {
-            targets,
-            regions,
-            attrs,
-        } => {
+        Node::Refs { refs: list, attrs } => {
+            let RefList { targets, regions } = &**list;
             let attrs = encode_attrs(sink, attrs, refs)?;
             // Placeholders, patched with the targets' addresses once everything is written: the elements
             // themselves, or the first 8 bytes of each region's heap object.
