@@ -116,6 +116,40 @@ pub fn decode(
     Ok(buf.into_owned())
 }
 
+/// Whether [`decode_prefix`] can stop short of a whole chunk: the last filter undone is Blosc2 (which decodes
+/// only the frame chunks, blocks and rows it is asked for) and every one before it only checks the stored
+/// bytes (Fletcher-32).
+pub fn decodes_prefix(filters: &[Filter], mask: u32) -> bool {
+    let stages: Vec<&Filter> = applied(filters, mask).collect();
+    matches!(stages.split_last(),
+        Some((last, before)) if last.id == BLOSC2 && before.iter().all(|f| f.id == FLETCHER32))
+}
+
+/// Like [`decode`], but only the chunk's first `want` bytes are needed: where [`decodes_prefix`] holds, only
+/// what covers them is decoded (at least `want` bytes come back, at most 16 MiB more); otherwise the whole
+/// chunk, as [`decode`] does.
+pub fn decode_prefix(
+    filters: &[Filter],
+    mask: u32,
+    data: &[u8],
+    elem: usize,
+    max_out: usize,
+    want: usize,
+) -> Result<Vec<u8>> {
+    if !decodes_prefix(filters, mask) {
+        return decode(filters, mask, data, elem, max_out);
+    }
+    let stages: Vec<&Filter> = applied(filters, mask).collect();
+    let Some((last, before)) = stages.split_last() else {
+        return decode(filters, mask, data, elem, max_out);
+    };
+    let mut buf = Cow::Borrowed(data);
+    for f in before {
+        buf = stage(f, buf, elem, max_out)?;
+    }
+    crate::blosc2::decode_prefix(&last.params, &buf, max_out, want)
+}
+
 /// Undoes the pipeline on one stored chunk into `out`, which must come out exactly full (the chunk's
 /// decoded size): the last filter undone writes straight into `out` where its decoder can, without a buffer
 /// of its own. `mask` as for [`decode`].

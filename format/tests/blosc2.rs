@@ -75,6 +75,37 @@ with tables.open_file(sys.argv[1], "w") as f:
     e.append(np.random.default_rng(1).random((1000, 13)).astype("f4"))
 "#;
 
+/// Chunks of 72-104 MB (beyond the 64 MiB a small file's chunk may decode to) holding a few thousand rows, as
+/// PyTables writes them on a machine with a large cache. h5py + hdf5plugin: 1-D plain frames (one with
+/// Fletcher-32 checked first), 2-D b2nd arrays of one chunk. python-blosc2, written raw: a b2nd array of many
+/// chunks (rows past the extent in chunks never decoded) and a plain frame of many chunks.
+const HUGE_CHUNKS: &str = r#"
+import sys, h5py, hdf5plugin, blosc2, numpy as np
+B2 = hdf5plugin.Blosc2
+
+def raw(f, name, data, chunks, frame):
+    item = data.dtype.itemsize
+    opts = [1, 0, item, int(np.prod(chunks)) * item, 5, 1, 5]
+    if len(chunks) > 1:
+        opts += [len(chunks)] + list(chunks)
+    ds = f.create_dataset(name, shape=data.shape, maxshape=(None,) + data.shape[1:], dtype=data.dtype, chunks=chunks, compression=32026, compression_opts=tuple(opts))
+    block = np.zeros(chunks, data.dtype)
+    block[: data.shape[0]] = data
+    ds.id.write_direct_chunk((0,) * len(chunks), frame(block))
+
+with h5py.File(sys.argv[1], "w") as f:
+    grid = (np.arange(900 * 13) % 251).astype("f4").reshape(900, 13)
+    raw(f, "raw_nd_chunks", grid, (2_000_000, 13), lambda b: blosc2.asarray(b, chunks=(50_000, 13), blocks=(10_000, 13), cparams=dict(codec=blosc2.Codec.ZSTD)).to_cframe())
+    ramp = np.arange(20000, dtype="i8") * 3
+    raw(f, "raw_plain_chunks", ramp, (10_000_000,), lambda b: blosc2.SChunk(chunksize=1 << 20, data=b, cparams=dict(typesize=8, codec=blosc2.Codec.LZ4, blocksize=1 << 16)).to_cframe())
+    f.create_dataset("rows_1d", data=np.linspace(0, 1, 3001), maxshape=(None,), chunks=(12_000_000,), **B2(cname="zstd"))
+    f.create_dataset("rows_1d_fletcher", data=np.arange(2500, dtype="i8"), maxshape=(None,), chunks=(12_000_000,), fletcher32=True, **B2(cname="lz4"))
+    f.create_dataset("rows_2d", data=(np.arange(700 * 13) % 97).astype("f4").reshape(700, 13), maxshape=(None, 13), chunks=(2_000_000, 13), **B2(cname="zstd"))
+    e = f.create_dataset("rows_2d_grown", shape=(0, 300), maxshape=(None, 300), dtype="i2", chunks=(120_000, 300), **B2(cname="blosclz", filters=B2.BITSHUFFLE))
+    e.resize((1200, 300))
+    e[:] = (np.arange(1200 * 300) % 1013).astype("i2").reshape(1200, 300)
+"#;
+
 /// Frames made with python-blosc2 and written as raw chunks (what hdf5plugin cannot be asked for): b2nd arrays
 /// of several chunks and blocks, two filters in a row (precision truncation, then a shuffle), delta and bit
 /// shuffle over many blocks, special-value chunks, each split mode, byte delta, integer truncation, the
@@ -187,6 +218,45 @@ fn pytables_blosc2_datasets_read_equal_to_h5py() {
         common::python_written(PYTABLES, "pytables_blosc2.h5", &["hdf5plugin", "tables"])
     {
         check(&path);
+    }
+}
+
+#[test]
+fn chunks_far_beyond_the_extent_decode_only_the_rows_within_it() {
+    let Some((_dir, path)) = common::python_written(HUGE_CHUNKS, "huge_chunks.h5", &["hdf5plugin"])
+    else {
+        return;
+    };
+    check(&path);
+    let f = clawhdf5_format::H5File::open(&path).unwrap();
+    for name in [
+        "rows_1d",
+        "rows_1d_fletcher",
+        "rows_2d",
+        "rows_2d_grown",
+        "raw_nd_chunks",
+        "raw_plain_chunks",
+    ] {
+        let d = f.dataset(&format!("/{name}")).unwrap();
+        let chunk_bytes: u64 = d.chunk().unwrap().iter().product::<u64>() * d.dtype().size() as u64;
+        assert!(
+            chunk_bytes > 64 << 20,
+            "{name}: chunk of {chunk_bytes} bytes"
+        );
+        // A selection at the far end of the extent decodes the same rows as the whole read.
+        let whole = d.read().unwrap();
+        let dims = d.shape().to_vec();
+        let mut start = vec![0; dims.len()];
+        start[0] = dims[0] - 3;
+        let mut count = dims.clone();
+        count[0] = 3;
+        let tail = d.read_slice(&start, &count).unwrap();
+        let rows = |a: &clawhdf5_format::Array| match clawhdf5_format::inspect::array_to_json(a) {
+            serde_json::Value::Array(v) => v,
+            other => panic!("{name}: not an array: {other}"),
+        };
+        let all = rows(&whole);
+        assert_eq!(rows(&tail), all[all.len() - 3..], "{name}: its last rows");
     }
 }
 

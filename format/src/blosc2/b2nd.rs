@@ -129,6 +129,80 @@ pub(super) fn b2nd<'a>(
     Ok(out)
 }
 
+/// The first rows of a b2nd array (in chunks of `chunk_size` bytes, `nchunks` of them) that hold its first
+/// `want` bytes in C order: the array cut after them, and how many of the frame's first chunks hold them (the
+/// first dimension varies slowest). None when the array cannot be cut (a scalar, an inconsistent frame).
+pub(super) fn prefix_cut(
+    nd: &Nd,
+    chunk_size: usize,
+    typesize: usize,
+    nchunks: usize,
+    want: usize,
+) -> Option<(Nd, usize)> {
+    let ndim = nd.shape.len();
+    if ndim == 0 || nd.chunks.len() != ndim || nd.chunks.contains(&0) {
+        return None;
+    }
+    let grid: Vec<u64> = nd
+        .shape
+        .iter()
+        .zip(&nd.chunks)
+        .map(|(&s, &c)| s.div_ceil(c))
+        .collect();
+    if grid.iter().try_fold(1u64, |a, &b| a.checked_mul(b)) != Some(nchunks as u64) {
+        return None;
+    }
+    let ext_elems = nd.ext().iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+    let item = match ext_elems.and_then(|e| usize::try_from(e).ok()) {
+        Some(e) if e > 0 && chunk_size > 0 && chunk_size.is_multiple_of(e) => chunk_size / e,
+        _ => typesize.max(1),
+    };
+    let row_bytes = nd.shape[1..]
+        .iter()
+        .try_fold(item as u64, |a, &b| a.checked_mul(b))
+        .filter(|&r| r > 0)?;
+    let rows = (want as u64).div_ceil(row_bytes).min(nd.shape[0]);
+    let per_row: u64 = grid[1..].iter().product();
+    let kept = rows.div_ceil(nd.chunks[0]).checked_mul(per_row)?;
+    let cut = Nd {
+        shape: std::iter::once(rows)
+            .chain(nd.shape[1..].iter().copied())
+            .collect(),
+        chunks: nd.chunks.clone(),
+        blocks: nd.blocks.clone(),
+    };
+    Some((cut, usize::try_from(kept).ok()?.min(nchunks)))
+}
+
+/// Like [`b2nd`], but only the first `want` bytes of the array (in C order) are needed: the array is cut after
+/// the first rows that hold them (see [`prefix_cut`]), so only those rows' chunks are decoded (`locate` is
+/// asked for no others) and the result is those rows, at most 16 MiB past `want` (else an error).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn b2nd_prefix<'a>(
+    cd: &[u32],
+    nd: &Nd,
+    chunk_size: usize,
+    typesize: usize,
+    nchunks: usize,
+    max_out: usize,
+    want: usize,
+    locate: impl Fn(usize) -> Result<Piece<'a>>,
+) -> Result<Vec<u8>> {
+    let bound = max_out.min(want.saturating_add(super::chunk::MAX_PAST_WANT));
+    let Some((cut, kept)) = prefix_cut(nd, chunk_size, typesize, nchunks, want) else {
+        return b2nd(cd, nd, chunk_size, typesize, nchunks, bound, locate);
+    };
+    let ndim = nd.shape.len();
+    if let Some(&rank) = cd.get(7) {
+        let dims = cd.get(8..8 + ndim);
+        let same = dims.is_some_and(|d| d.iter().zip(&nd.shape).all(|(&a, &b)| u64::from(a) == b));
+        if rank as usize != ndim || !same {
+            return corrupt("b2nd array's shape differs from the filter's chunk shape");
+        }
+    }
+    b2nd(&[], &cut, chunk_size, typesize, kept, bound, locate)
+}
+
 /// The largest b2nd block read when chunks are decoded block by block, unless the output is larger.
 const MAX_BLOCK: usize = 16 << 20;
 

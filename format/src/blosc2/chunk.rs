@@ -341,25 +341,66 @@ impl<'a> Header<'a> {
 
 /// Decodes one Blosc2 chunk into at most `max_out` bytes; `block_shape` is its b2nd array's, when it is one's.
 pub(super) fn chunk(data: &[u8], max_out: usize, block_shape: Option<&[u64]>) -> Result<Vec<u8>> {
+    chunk_prefix(data, max_out, block_shape, usize::MAX)
+}
+
+/// Like [`chunk`], but only the first `want` bytes are needed: the whole blocks (or elements, for a special
+/// value) that cover them are decoded and no more, so the result holds at least `want.min(nbytes)` bytes and
+/// at most one block beyond them. A block of more than 16 MiB past `want` is refused.
+pub(super) fn chunk_prefix(
+    data: &[u8],
+    max_out: usize,
+    block_shape: Option<&[u64]>,
+    want: usize,
+) -> Result<Vec<u8>> {
     let Some(h) = Header::parse(data, max_out)? else {
-        return crate::blosc::decode(data, max_out);
+        return crate::blosc::decode(data, max_out.min(want.saturating_add(MAX_PAST_WANT)));
     };
     let b = match h.body(block_shape)? {
-        Body::Special(kind, value) => return special(kind, h.typesize, h.nbytes, value),
-        Body::Stored(bytes) => return Ok(bytes.to_vec()),
+        Body::Special(kind, value) => {
+            let unit = if value.is_empty() {
+                h.typesize
+            } else {
+                value.len()
+            };
+            let n = if want >= h.nbytes {
+                h.nbytes
+            } else {
+                want.div_ceil(unit).saturating_mul(unit).min(h.nbytes)
+            };
+            return special(kind, h.typesize, n, value);
+        }
+        Body::Stored(bytes) => return Ok(bytes[..bytes.len().min(want)].to_vec()),
         Body::Blocks(b) => b,
     };
-    let mut out = vec![0u8; h.nbytes];
+    let blocks = b.starts.len() / 4;
+    // The blocks that hold the first `want` bytes.
+    let needed = if want >= h.nbytes || h.blocksize == 0 {
+        blocks
+    } else {
+        want.div_ceil(h.blocksize).min(blocks)
+    };
+    let len = needed.saturating_mul(h.blocksize).min(h.nbytes);
+    if want < h.nbytes && len > want.saturating_add(MAX_PAST_WANT) {
+        return corrupt(format!(
+            "blosc2 chunk in blocks of {} bytes: implausibly large",
+            h.blocksize
+        ));
+    }
+    let mut out = vec![0u8; len];
     let mut scratch = Scratch::default();
-    for j in 0..b.starts.len() / 4 {
+    for j in 0..needed {
         let at = j * h.blocksize;
         let (head, tail) = out.split_at_mut(at);
         let dref = (j > 0).then(|| &head[..h.blocksize]);
-        let bsize = h.blocksize.min(h.nbytes - at);
+        let bsize = h.blocksize.min(len - at);
         h.block(&b, j, &mut tail[..bsize], dref, &mut scratch)?;
     }
     Ok(out)
 }
+
+/// How far past the bytes asked for a prefix decode may allocate (one block, or one row of a b2nd array).
+pub(super) const MAX_PAST_WANT: usize = 16 << 20;
 
 /// Decodes blocks `which` (ascending) of a chunk of `nbytes` bytes in blocks of `block_bytes` one at a time,
 /// handing each (its number, its bytes) to `sink`: a few blocks are held, never the whole chunk.

@@ -10,8 +10,8 @@
 //! 4 uninitialised) that is not stored. Without a `b2nd` (or older `caterva`) metalayer the chunks' bytes are
 //! the data, one after another.
 
-use super::b2nd::{b2nd, Nd};
-use super::chunk::{chunk, special};
+use super::b2nd::{b2nd, prefix_cut, Nd};
+use super::chunk::{chunk_prefix, special};
 use crate::error::{corrupt, unsupported, Result};
 
 /// Where a frame's metalayers start (the fixed part of its header ends there).
@@ -196,6 +196,17 @@ fn metalayer(header: &[u8]) -> Result<Option<Nd>> {
 
 /// Decodes a contiguous frame: its chunks one after another, or its b2nd array in C order.
 pub(super) fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
+    frame_prefix(cd, data, max_out, usize::MAX)
+}
+
+/// Like [`frame`], but only the first `want` bytes (in C order) are needed: the chunks, blocks and (in a b2nd
+/// array) rows that hold them are decoded and no more, allocating at most 16 MiB past `want`.
+pub(super) fn frame_prefix(
+    cd: &[u32],
+    data: &[u8],
+    max_out: usize,
+    want: usize,
+) -> Result<Vec<u8>> {
     let header_size = Cursor::field(data, 10, 0xd2, 4)? as usize;
     let frame_size = Cursor::field(data, 15, 0xcf, 8)?;
     let Some(frame) = usize::try_from(frame_size).ok().and_then(|n| data.get(..n)) else {
@@ -239,19 +250,43 @@ pub(super) fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> 
     else {
         return corrupt("blosc2 frame: chunk index past its end");
     };
+    // The chunks that hold the first `want` bytes: all of them unless a prefix is asked for.
+    let needed = if want >= total {
+        nchunks
+    } else {
+        match &nd {
+            None if chunk_size > 0 => want.div_ceil(chunk_size).min(nchunks),
+            None => nchunks,
+            Some(nd) => {
+                prefix_cut(nd, chunk_size, typesize, nchunks, want).map_or(nchunks, |c| c.1)
+            }
+        }
+    };
     let offsets = if nchunks == 0 {
         Vec::new()
     } else {
         // Every chunk holds at least one of the output's bytes (a b2nd chunk at least one element).
-        chunk(index, nchunks.min(max_out.max(1)).saturating_mul(8), None)?
+        let index_bytes = nchunks.min(max_out.max(1)).saturating_mul(8);
+        let index_want = if needed == nchunks {
+            usize::MAX
+        } else {
+            needed.saturating_mul(8)
+        };
+        chunk_prefix(index, index_bytes, None, index_want)?
     };
-    if offsets.len() % 8 != 0 || (chunk_size > 0 && offsets.len() / 8 != nchunks) {
+    let full = needed == nchunks;
+    if offsets.len() % 8 != 0
+        || (chunk_size > 0 && full && offsets.len() / 8 != nchunks)
+        || offsets.len() / 8 < needed
+    {
         return corrupt("blosc2 frame: chunk index of the wrong size");
     }
     let chunks = &frame[header_size..];
     // Chunk `i`: its bytes, or the kind of its special value.
     let locate = |i: usize| -> Result<Piece<'_>> {
-        let o = &offsets[i * 8..i * 8 + 8];
+        let Some(o) = offsets.get(i * 8..i * 8 + 8) else {
+            return corrupt("blosc2 frame: chunk past its index");
+        };
         let off = i64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]);
         if off >= 0 {
             let Some(c) = usize::try_from(off).ok().and_then(|o| chunks.get(o..)) else {
@@ -261,36 +296,64 @@ pub(super) fn frame(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> 
         }
         Ok(Piece::Special(o[7] & 0x07))
     };
-    // Chunk `i` decoded to `nbytes` bytes.
-    let get = |i: usize, nbytes: usize| -> Result<Vec<u8>> {
+    // Chunk `i` decoded to `nbytes` bytes, of which the first `need` are needed.
+    let get = |i: usize, nbytes: usize, need: usize| -> Result<Vec<u8>> {
         match locate(i)? {
-            Piece::Chunk(c) => chunk(c, nbytes, None),
-            Piece::Special(kind) => special(kind, typesize, nbytes, &[]),
+            Piece::Chunk(c) => chunk_prefix(c, nbytes, None, need),
+            Piece::Special(kind) => {
+                let n = if need >= nbytes {
+                    nbytes
+                } else {
+                    need.div_ceil(typesize.max(1))
+                        .saturating_mul(typesize.max(1))
+                        .min(nbytes)
+                };
+                special(kind, typesize, n, &[])
+            }
         }
     };
     let Some(nd) = nd else {
-        // Plain frame: the chunks' bytes in order.
+        // Plain frame: the chunks' bytes in order, up to the chunk that completes the bytes wanted.
         let n = offsets.len() / 8;
+        let goal = total.min(want);
         let mut out = Vec::new();
         for i in 0..n {
+            if out.len() >= goal {
+                break;
+            }
             let left = total - out.len().min(total);
-            let want = if chunk_size > 0 {
+            let size = if chunk_size > 0 {
                 chunk_size.min(left)
             } else {
                 left
             };
-            let c = get(i, want)?;
-            if n == 1 {
+            let c = get(i, size, goal - out.len())?;
+            if c.len() > size || (c.len() < size && out.len() + c.len() < goal) {
+                return corrupt("blosc2 frame: chunks do not add up to its size");
+            }
+            if out.is_empty() {
                 out = c;
             } else {
                 out.extend_from_slice(&c);
             }
         }
-        if out.len() != total {
+        if out.len() < goal || out.len() > total {
             return corrupt("blosc2 frame: chunks do not add up to its size");
         }
         return Ok(out);
     };
+    if want < total {
+        return super::b2nd::b2nd_prefix(
+            cd,
+            &nd,
+            chunk_size,
+            typesize,
+            if full { offsets.len() / 8 } else { nchunks },
+            max_out,
+            want,
+            locate,
+        );
+    }
     b2nd(
         cd,
         &nd,

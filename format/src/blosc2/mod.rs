@@ -19,9 +19,9 @@
 //! chunk offsets of other than 64 bits.
 
 use crate::error::Result;
-use chunk::chunk;
+use chunk::{chunk, chunk_prefix};
 pub use encode::encode;
-use frame::frame;
+use frame::{frame, frame_prefix};
 
 mod b2nd;
 mod chunk;
@@ -34,12 +34,27 @@ mod zfp;
 
 /// Decodes one Blosc2-filtered chunk (client data `cd`) into at most `max_out` bytes.
 pub fn decode(cd: &[u32], data: &[u8], max_out: usize) -> Result<Vec<u8>> {
-    if data.len() >= 10 && data[0] & 0xf0 == 0x90 && data[1] == 0xa8 && &data[2..10] == b"b2frame\0"
-    {
+    if is_frame(data) {
         frame(cd, data, max_out)
     } else {
         chunk(data, max_out, None)
     }
+}
+
+/// Decodes the first `want` bytes (at least; C order) of a Blosc2-filtered chunk of at most `max_out` bytes,
+/// decoding only the frame chunks, blocks and array rows that hold them: the part of a chunk that lies within
+/// its dataset's extent, when the writer sized chunks far beyond it (PyTables sizes them by the CPU's cache,
+/// hundreds of MiB). Allocates at most 16 MiB more than `want`; a stream that would need more is an error.
+pub fn decode_prefix(cd: &[u32], data: &[u8], max_out: usize, want: usize) -> Result<Vec<u8>> {
+    if is_frame(data) {
+        frame_prefix(cd, data, max_out, want)
+    } else {
+        chunk_prefix(data, max_out, None, want)
+    }
+}
+
+fn is_frame(data: &[u8]) -> bool {
+    data.len() >= 10 && data[0] & 0xf0 == 0x90 && data[1] == 0xa8 && &data[2..10] == b"b2frame\0"
 }
 
 #[cfg(test)]
@@ -47,6 +62,57 @@ mod tests {
     use super::chunk::{BITSHUFFLE, BYTEDELTA, BYTEDELTA_BUGGY, DELTA, SHUFFLE};
     use super::decode;
     use super::test_util::{b2nd_chunk, block, blocked, ext_chunk, frame, stored};
+
+    /// Every prefix decode returns at least the bytes asked for (or all there are) and they equal the whole
+    /// decode's: blocked chunks (delta referring to block 0), special and stored chunks, plain frames of several
+    /// chunks, b2nd arrays of several chunk rows and columns.
+    #[test]
+    fn prefixes_equal_the_whole_decode() {
+        let bytes: Vec<u8> = (0..200u32).map(|i| (i * 7 % 251) as u8).collect();
+        let chunks: Vec<_> = (0..4)
+            .map(|i| Some(stored(&b2nd_chunk([8, 6], [2, 6], [1, 3], i), 1)))
+            .collect();
+        let grid: Vec<_> = (0..4)
+            .map(|i| {
+                Some(stored(
+                    &super::test_util::b2nd_chunk_at([7, 6], [4, 3], [2, 3], [i / 2, i % 2]),
+                    1,
+                ))
+            })
+            .collect();
+        let samples = [
+            blocked(&bytes, 4, 32, [SHUFFLE, DELTA, 0, 0, 0, 0]),
+            blocked(&bytes, 1, 48, [0; 6]),
+            stored(&bytes, 2),
+            frame(
+                &[
+                    Some(stored(&bytes[..64], 1)),
+                    None,
+                    Some(blocked(&bytes[..64], 2, 16, [0; 6])),
+                ],
+                192,
+                64,
+                1,
+                None,
+            ),
+            frame(&chunks, 48, 12, 1, Some((&[8, 6], &[2, 6], &[1, 3]))),
+            frame(&grid, 42, 12, 1, Some((&[7, 6], &[4, 3], &[2, 3]))),
+        ];
+        for (n, s) in samples.iter().enumerate() {
+            let whole = decode(&[], s, 1 << 20).unwrap();
+            for want in 0..=whole.len() + 3 {
+                let part = super::decode_prefix(&[], s, 1 << 20, want).unwrap();
+                let need = want.min(whole.len());
+                assert!(
+                    part.len() >= need,
+                    "sample {n}, want {want}: {} bytes",
+                    part.len()
+                );
+                assert!(part.len() <= whole.len());
+                assert_eq!(part[..need], whole[..need], "sample {n}, want {want}");
+            }
+        }
+    }
 
     #[test]
     fn random_damage_never_panics() {
@@ -97,6 +163,10 @@ mod tests {
             }
             let max = (next() % 320) as usize;
             if let Ok(out) = decode(&[], &b, max) {
+                assert!(out.len() <= max);
+            }
+            let want = (next() % 64) as usize;
+            if let Ok(out) = super::decode_prefix(&[], &b, max, want) {
                 assert!(out.len() <= max);
             }
         }

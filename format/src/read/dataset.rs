@@ -338,7 +338,7 @@ impl<'a> Dataset<'a> {
         let ctx = self.file.ctx();
         let fetch =
             |a: u64, n: u64| -> Result<std::borrow::Cow<'_, [u8]>> { Ok(ctx.slice(a, n)?.into()) };
-        match self.load_chunk(e, chunk_bytes, &fetch, false, false)? {
+        match self.load_chunk(e, chunk_bytes, chunk_bytes, &fetch, false, false)? {
             ChunkBytes::Decoded(d) => Ok(d[..chunk_bytes].to_vec()),
             ChunkBytes::Mapped(m) => Ok(m[..chunk_bytes].to_vec()),
         }
@@ -893,7 +893,7 @@ impl<'a> Dataset<'a> {
         fetch: &Fetch<'_>,
         use_cache: bool,
     ) -> Result<Vec<ChunkBytes<'a>>> {
-        self.check_decoded_size(chunk_bytes)?;
+        let needs = self.chunk_needs(hits, chunk_bytes)?;
         if self.filters.is_empty() && use_cache {
             let ctx = self.file.ctx();
             return hits
@@ -908,8 +908,30 @@ impl<'a> Dataset<'a> {
         }
         let keep = use_cache && cacheable(hits.len(), chunk_bytes);
         hits.par_iter()
-            .map(|e| self.load_chunk(e, chunk_bytes, fetch, use_cache, keep))
+            .zip(needs)
+            .map(|(e, need)| self.load_chunk(e, chunk_bytes, need, fetch, use_cache, keep))
             .collect()
+    }
+
+    /// The bytes of each chunk in `hits` a read needs decoded, each checked against the file's size (before any
+    /// codec allocates): the whole chunk, or where the pipeline can stop early ([`filters::decodes_prefix`]) the
+    /// prefix that holds its elements within the dataset's extent. Writers may size chunks far beyond the data
+    /// (PyTables sizes Blosc2 chunks by the CPU's cache: hundreds of MiB for a few KiB of rows).
+    fn chunk_needs(&self, hits: &[&ChunkEntry], chunk_bytes: usize) -> Result<Vec<usize>> {
+        let chunk = self.chunk().unwrap_or(&[]);
+        let needs: Vec<usize> = hits
+            .iter()
+            .map(|e| {
+                if filters::decodes_prefix(&self.filters, e.filter_mask) {
+                    in_extent_prefix(&e.offset, chunk, &self.space.dims, self.dtype.size())
+                        .min(chunk_bytes)
+                } else {
+                    chunk_bytes
+                }
+            })
+            .collect();
+        self.check_decoded_size(needs.iter().copied().max().unwrap_or(0))?;
+        Ok(needs)
     }
 
     /// Refuses a filtered chunk whose decoded size is implausible for the file, before any codec allocates.
@@ -949,7 +971,11 @@ impl<'a> Dataset<'a> {
         if rows.len() < 2 {
             return Ok(false);
         }
-        self.check_decoded_size(chunk_bytes)?;
+        let needs: std::collections::HashMap<u64, usize> = hits
+            .iter()
+            .map(|e| e.addr)
+            .zip(self.chunk_needs(hits, chunk_bytes)?)
+            .collect();
         let elem = self.dtype.size();
         let row_bytes = count[1..].iter().product::<u64>() as usize * elem;
         // Each chunk row's slab of `out`: its first-dimension range within the box, in ascending order.
@@ -994,7 +1020,8 @@ impl<'a> Dataset<'a> {
                             }
                         }
                     }
-                    let d = self.load_chunk(e, chunk_bytes, fetch, use_cache, keep)?;
+                    let need = needs.get(&e.addr).copied().unwrap_or(chunk_bytes);
+                    let d = self.load_chunk(e, chunk_bytes, need, fetch, use_cache, keep)?;
                     copy_box(&d, chunk, &sst, slab, &shape, &dst, &cnt, elem);
                 }
                 Ok(())
@@ -1036,6 +1063,7 @@ impl<'a> Dataset<'a> {
         &self,
         e: &ChunkEntry,
         chunk_bytes: usize,
+        need: usize,
         fetch: &Fetch<'_>,
         use_cache: bool,
         keep: bool,
@@ -1061,8 +1089,19 @@ impl<'a> Dataset<'a> {
             stored[..chunk_bytes].to_vec()
         } else {
             let elem = self.dtype.size();
-            let d = filters::decode(&self.filters, e.filter_mask, &stored, elem, chunk_bytes)?;
-            if d.len() < chunk_bytes {
+            let d = if need < chunk_bytes {
+                filters::decode_prefix(
+                    &self.filters,
+                    e.filter_mask,
+                    &stored,
+                    elem,
+                    chunk_bytes,
+                    need,
+                )?
+            } else {
+                filters::decode(&self.filters, e.filter_mask, &stored, elem, chunk_bytes)?
+            };
+            if d.len() < need {
                 return corrupt("decoded chunk shorter than the chunk shape");
             }
             d
@@ -1205,6 +1244,28 @@ impl Pattern {
 }
 
 /// Bytes of one whole chunk of shape `chunk` with `elem`-byte elements; an error when that overflows.
+/// The bytes of a chunk (at `offset`, of shape `chunk`, row-major) up to and including its last element within
+/// the dataset's extent `dims`: every element a read can ask of it lies in this prefix. 0 when the chunk lies
+/// wholly outside the extent; saturates rather than overflows (the caller bounds it by the chunk's size).
+fn in_extent_prefix(offset: &[u64], chunk: &[u64], dims: &[u64], elem: usize) -> usize {
+    let r = chunk.len();
+    if offset.len() != r || dims.len() != r {
+        return usize::MAX;
+    }
+    let mut last = 0u64;
+    for d in 0..r {
+        let within = chunk[d].min(dims[d].saturating_sub(offset[d]));
+        if within == 0 {
+            return 0;
+        }
+        let stride = chunk[d + 1..]
+            .iter()
+            .fold(1u64, |a, &b| a.saturating_mul(b));
+        last = last.saturating_add((within - 1).saturating_mul(stride));
+    }
+    usize::try_from(last.saturating_add(1).saturating_mul(elem as u64)).unwrap_or(usize::MAX)
+}
+
 fn nominal_chunk_bytes(chunk: &[u64], elem: usize) -> Result<usize> {
     chunk
         .iter()
@@ -1216,6 +1277,37 @@ fn nominal_chunk_bytes(chunk: &[u64], elem: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::Pattern;
+
+    /// The prefix ends with the chunk's last element inside the extent, whichever dimensions cut it.
+    #[test]
+    fn the_in_extent_prefix_holds_every_element_within_the_extent() {
+        use super::in_extent_prefix as p;
+        // Inside: the whole chunk. Cut in the first dimension: its first rows. Beyond: nothing.
+        assert_eq!(p(&[0, 0], &[4, 5], &[8, 5], 2), 40);
+        assert_eq!(p(&[4, 0], &[4, 5], &[6, 5], 2), 20);
+        assert_eq!(p(&[8, 0], &[4, 5], &[8, 5], 2), 0);
+        // Cut in the last dimension only: up to the last row's last element within it.
+        assert_eq!(p(&[0, 5], &[4, 5], &[4, 8], 1), 3 * 5 + 3);
+        // Against every element of small chunks: the largest in-extent element's offset, plus one.
+        for dims in [[3u64, 7, 2], [5, 5, 5], [1, 9, 4]] {
+            for off in [[0u64, 0, 0], [2, 4, 0], [0, 6, 2]] {
+                let chunk = [3u64, 4, 3];
+                let mut last = None;
+                for i in 0..3 {
+                    for j in 0..4 {
+                        for k in 0..3 {
+                            if off[0] + i < dims[0] && off[1] + j < dims[1] && off[2] + k < dims[2]
+                            {
+                                last = last.max(Some(i * 12 + j * 3 + k));
+                            }
+                        }
+                    }
+                }
+                let want = last.map_or(0, |l| (l as usize + 1) * 4);
+                assert_eq!(p(&off, &chunk, &dims, 4), want, "{dims:?} {off:?}");
+            }
+        }
+    }
 
     /// The pattern answers what the explicit, ascending list of its indices would.
     #[test]
