@@ -104,7 +104,7 @@ fn ours() -> Vec<u8> {
 }
 
 /// A small file of chunks through every codec this reader decodes beyond deflate (szip, scale-offset, N-bit, bzip2,
-/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd, ZFP through H5Z-ZFP and Blosc2), a virtual dataset, an external one, region and
+/// LZF, zstd, LZ4, bitshuffle, Blosc, Blosc2 plain and b2nd (also in chunks far beyond the extent), ZFP through H5Z-ZFP and Blosc2), a virtual dataset, an external one, region and
 /// HDF5 1.12 references, and HDF5 2.0's complex, bfloat16 and FP8 types, written by h5py with hdf5plugin with shared object
 /// header messages on, so that mutations reach those decoders too.
 fn codecs_seed() -> Option<Vec<u8>> {
@@ -141,6 +141,9 @@ with h5py.File(h5py.h5f.create(sys.argv[1].encode(), h5py.h5f.ACC_TRUNC, fcpl=fc
     f.create_dataset("szip_ec", data=y, chunks=(128,), compression="szip", compression_opts=("ec", 16))
     f.create_dataset("blosc2", data=y, chunks=(300,), **hdf5plugin.Blosc2(cname="zstd"))
     f.create_dataset("b2nd", data=np.arange(600.0).reshape(20, 30), chunks=(10, 16), **hdf5plugin.Blosc2(cname="lz4", filters=hdf5plugin.Blosc2.BITSHUFFLE))
+    # Chunks far beyond the extent (only the rows within it are decoded).
+    f.create_dataset("blosc2_far", data=y[:700], maxshape=(None,), chunks=(100000,), **hdf5plugin.Blosc2(cname="zstd"))
+    f.create_dataset("b2nd_far", data=np.arange(390.0).reshape(30, 13), maxshape=(None, 13), chunks=(20000, 13), **hdf5plugin.Blosc2(cname="lz4"))
     # ZFP (H5Z-ZFP): fixed rate over partial 2-D blocks, reversible integers in 3-D, fixed precision in 1-D.
     f.create_dataset("zfp_rate", data=np.sin(np.arange(600.0)).reshape(20, 30), chunks=(10, 15), **hdf5plugin.Zfp(rate=10))
     f.create_dataset("zfp_rev", data=x.reshape(4, 10, 10), chunks=(4, 5, 10), **hdf5plugin.Zfp(reversible=True))
