@@ -31,6 +31,27 @@ impl Nd {
     }
 }
 
+/// Refuses a b2nd array whose shape differs from the one the filter's client data `cd` give (when they give one).
+fn check_shape(cd: &[u32], nd: &Nd) -> Result<()> {
+    let ndim = nd.shape.len();
+    if let Some(&rank) = cd.get(7) {
+        let dims = cd.get(8..8 + ndim);
+        let same = dims.is_some_and(|d| d.iter().zip(&nd.shape).all(|(&a, &b)| u64::from(a) == b));
+        if rank as usize != ndim || !same {
+            return corrupt("b2nd array's shape differs from the filter's chunk shape");
+        }
+    }
+    Ok(())
+}
+
+/// The element size: a chunk's bytes over its elements (padded to whole blocks), else the frame's element size.
+fn item_size(ext_elems: u64, chunk_size: usize, typesize: usize) -> usize {
+    match usize::try_from(ext_elems) {
+        Ok(e) if e > 0 && chunk_size > 0 && chunk_size.is_multiple_of(e) => chunk_size / e,
+        _ => typesize.max(1),
+    }
+}
+
 /// Gathers a b2nd array (`nchunks` chunks, each found by `locate(i)`) into C order: each chunk decoded whole
 /// when padded to no more than `max_out` bytes, else block by block.
 pub(super) fn b2nd<'a>(
@@ -43,13 +64,7 @@ pub(super) fn b2nd<'a>(
     locate: impl Fn(usize) -> Result<Piece<'a>>,
 ) -> Result<Vec<u8>> {
     let ndim = nd.shape.len();
-    if let Some(&rank) = cd.get(7) {
-        let dims = cd.get(8..8 + ndim);
-        let same = dims.is_some_and(|d| d.iter().zip(&nd.shape).all(|(&a, &b)| u64::from(a) == b));
-        if rank as usize != ndim || !same {
-            return corrupt("b2nd array's shape differs from the filter's chunk shape");
-        }
-    }
+    check_shape(cd, nd)?;
     if nd.blocks.iter().zip(&nd.chunks).any(|(b, c)| b > c) {
         return corrupt("b2nd blocks larger than their chunks");
     }
@@ -57,11 +72,7 @@ pub(super) fn b2nd<'a>(
     let prod = |v: &[u64]| v.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
     let too_big = || crate::FormatError::Corrupt("b2nd array larger than the HDF5 chunk".into());
     let ext_elems = prod(&ext).ok_or_else(too_big)?;
-    // The element size: the chunk size over its elements, else the frame's element size.
-    let item = match usize::try_from(ext_elems) {
-        Ok(e) if e > 0 && chunk_size > 0 && chunk_size.is_multiple_of(e) => chunk_size / e,
-        _ => typesize.max(1),
-    };
+    let item = item_size(ext_elems, chunk_size, typesize);
     let elems = prod(&nd.shape).ok_or_else(too_big)?;
     let out_len = usize::try_from(elems)
         .ok()
@@ -152,11 +163,8 @@ pub(super) fn prefix_cut(
     if grid.iter().try_fold(1u64, |a, &b| a.checked_mul(b)) != Some(nchunks as u64) {
         return None;
     }
-    let ext_elems = nd.ext().iter().try_fold(1u64, |a, &b| a.checked_mul(b));
-    let item = match ext_elems.and_then(|e| usize::try_from(e).ok()) {
-        Some(e) if e > 0 && chunk_size > 0 && chunk_size.is_multiple_of(e) => chunk_size / e,
-        _ => typesize.max(1),
-    };
+    let ext_elems = nd.ext().iter().try_fold(1u64, |a, &b| a.checked_mul(b))?;
+    let item = item_size(ext_elems, chunk_size, typesize);
     let row_bytes = nd.shape[1..]
         .iter()
         .try_fold(item as u64, |a, &b| a.checked_mul(b))
@@ -192,14 +200,7 @@ pub(super) fn b2nd_prefix<'a>(
     let Some((cut, kept)) = prefix_cut(nd, chunk_size, typesize, nchunks, want) else {
         return b2nd(cd, nd, chunk_size, typesize, nchunks, bound, locate);
     };
-    let ndim = nd.shape.len();
-    if let Some(&rank) = cd.get(7) {
-        let dims = cd.get(8..8 + ndim);
-        let same = dims.is_some_and(|d| d.iter().zip(&nd.shape).all(|(&a, &b)| u64::from(a) == b));
-        if rank as usize != ndim || !same {
-            return corrupt("b2nd array's shape differs from the filter's chunk shape");
-        }
-    }
+    check_shape(cd, nd)?;
     b2nd(&[], &cut, chunk_size, typesize, kept, bound, locate)
 }
 
