@@ -1243,7 +1243,6 @@ impl Pattern {
     }
 }
 
-/// Bytes of one whole chunk of shape `chunk` with `elem`-byte elements; an error when that overflows.
 /// The bytes of a chunk (at `offset`, of shape `chunk`, row-major) up to and including its last element within
 /// the dataset's extent `dims`: every element a read can ask of it lies in this prefix. 0 when the chunk lies
 /// wholly outside the extent; saturates rather than overflows (the caller bounds it by the chunk's size).
@@ -1266,6 +1265,7 @@ fn in_extent_prefix(offset: &[u64], chunk: &[u64], dims: &[u64], elem: usize) ->
     usize::try_from(last.saturating_add(1).saturating_mul(elem as u64)).unwrap_or(usize::MAX)
 }
 
+/// Bytes of one whole chunk of shape `chunk` with `elem`-byte elements; an error when that overflows.
 fn nominal_chunk_bytes(chunk: &[u64], elem: usize) -> Result<usize> {
     chunk
         .iter()
