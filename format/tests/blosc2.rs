@@ -260,6 +260,47 @@ fn chunks_far_beyond_the_extent_decode_only_the_rows_within_it() {
     }
 }
 
+/// Rows appended twice before a commit into Blosc2 chunks much longer than the data (chunks the reader decodes
+/// only in part), 1-D and b2nd: h5py reads every row back.
+#[test]
+fn rows_appended_twice_into_long_blosc2_chunks_read_back_in_h5py() {
+    use clawhdf5_format::{Array, Data, FileAppender};
+    let Some((_dir, path)) = common::python_written(
+        r#"
+import sys, h5py, hdf5plugin, numpy as np
+B2 = hdf5plugin.Blosc2
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("g", data=np.arange(100.0), maxshape=(None,), chunks=(1000,), **B2(cname="zstd"))
+    f.create_dataset("m", data=np.arange(210, dtype="i4").reshape(30, 7), maxshape=(None, 7), chunks=(500, 7), **B2(cname="lz4"))
+"#,
+        "long_chunks.h5",
+        &["hdf5plugin"],
+    ) else {
+        return;
+    };
+    let mut a = FileAppender::open(&path).unwrap();
+    for (lo, hi) in [(100, 150), (150, 210)] {
+        let rows = Data::F64((lo..hi).map(f64::from).collect());
+        a.append_rows("/g", Array::vector(rows)).unwrap();
+    }
+    for (lo, hi) in [(30, 45), (45, 70)] {
+        let rows = Data::I32((lo * 7..hi * 7).collect());
+        a.append_rows("/m", Array::matrix((hi - lo) as u64, 7, rows).unwrap())
+            .unwrap();
+    }
+    a.commit().unwrap();
+    common::run_python(
+        r#"
+import sys, h5py, hdf5plugin, numpy as np
+with h5py.File(sys.argv[1]) as f:
+    assert np.array_equal(f["g"][:], np.arange(210.0)), f["g"][:]
+    assert np.array_equal(f["m"][:], np.arange(490, dtype="i4").reshape(70, 7)), f["m"][:]
+"#,
+        &[&path],
+    );
+    common::assert_equal_to_h5py(&path);
+}
+
 #[test]
 fn python_blosc2_frames_read_equal_to_h5py() {
     if let Some((_dir, path)) =

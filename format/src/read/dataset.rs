@@ -667,7 +667,7 @@ impl<'a> Dataset<'a> {
                 let ctx = self.file.ctx();
                 let fetch =
                     |a: u64, n: u64| -> Result<Cow<[u8]>> { Ok(Cow::Borrowed(ctx.slice(a, n)?)) };
-                let loaded = self.load_chunks(&hits, chunk_bytes, &fetch, true)?;
+                let loaded = self.load_chunks(&hits, chunk_bytes, dims, &fetch, true)?;
                 for ((e, rg), d) in hits.iter().zip(&ranges).zip(&loaded) {
                     let pairs: Vec<Vec<(u64, u64)>> = (0..r)
                         .map(|k| {
@@ -866,8 +866,7 @@ impl<'a> Dataset<'a> {
                 out,
                 chunk,
                 &hits,
-                start,
-                count,
+                (start, count, dims),
                 chunk_bytes,
                 fetch,
                 use_cache,
@@ -875,7 +874,7 @@ impl<'a> Dataset<'a> {
         {
             return Ok(());
         }
-        let loaded = self.load_chunks(&hits, chunk_bytes, fetch, use_cache)?;
+        let loaded = self.load_chunks(&hits, chunk_bytes, dims, fetch, use_cache)?;
         for (e, d) in hits.iter().zip(&loaded) {
             let (sst, dst, cnt) = overlap(&e.offset, chunk, start, count);
             copy_box(d, chunk, &sst, out, count, &dst, &cnt, elem);
@@ -890,10 +889,11 @@ impl<'a> Dataset<'a> {
         &self,
         hits: &[&ChunkEntry],
         chunk_bytes: usize,
+        dims: &[u64],
         fetch: &Fetch<'_>,
         use_cache: bool,
     ) -> Result<Vec<ChunkBytes<'a>>> {
-        let needs = self.chunk_needs(hits, chunk_bytes)?;
+        self.check_needs(hits, chunk_bytes, dims)?;
         if self.filters.is_empty() && use_cache {
             let ctx = self.file.ctx();
             return hits
@@ -908,30 +908,35 @@ impl<'a> Dataset<'a> {
         }
         let keep = use_cache && cacheable(hits.len(), chunk_bytes);
         hits.par_iter()
-            .zip(needs)
-            .map(|(e, need)| self.load_chunk(e, chunk_bytes, need, fetch, use_cache, keep))
+            .map(|e| {
+                let need = self.chunk_need(e, chunk_bytes, dims);
+                self.load_chunk(e, chunk_bytes, need, fetch, use_cache, keep)
+            })
             .collect()
     }
 
-    /// The bytes of each chunk in `hits` a read needs decoded, each checked against the file's size (before any
-    /// codec allocates): the whole chunk, or where the pipeline can stop early ([`filters::decodes_prefix`]) the
-    /// prefix that holds its elements within the dataset's extent. Writers may size chunks far beyond the data
-    /// (PyTables sizes Blosc2 chunks by the CPU's cache: hundreds of MiB for a few KiB of rows).
-    fn chunk_needs(&self, hits: &[&ChunkEntry], chunk_bytes: usize) -> Result<Vec<usize>> {
-        let chunk = self.chunk().unwrap_or(&[]);
-        let needs: Vec<usize> = hits
+    /// The bytes of chunk `e` a read needs decoded: the whole chunk, or where the pipeline can stop early
+    /// ([`filters::decodes_prefix`]) the prefix that holds its elements within the extent `dims` the read selects
+    /// from (the dataset's, or the appender's). Writers may size chunks far beyond the data (PyTables sizes Blosc2
+    /// chunks by the CPU's cache: hundreds of MiB for a few KiB of rows).
+    fn chunk_need(&self, e: &ChunkEntry, chunk_bytes: usize, dims: &[u64]) -> usize {
+        match self.chunk() {
+            Some(chunk) if filters::decodes_prefix(&self.filters, e.filter_mask) => {
+                in_extent_prefix(&e.offset, chunk, dims, self.dtype.size()).min(chunk_bytes)
+            }
+            _ => chunk_bytes,
+        }
+    }
+
+    /// Refuses, before any codec allocates, a read whose chunks need more decoded bytes than the file's size
+    /// makes plausible (see [`Self::chunk_need`]).
+    fn check_needs(&self, hits: &[&ChunkEntry], chunk_bytes: usize, dims: &[u64]) -> Result<()> {
+        let most = hits
             .iter()
-            .map(|e| {
-                if filters::decodes_prefix(&self.filters, e.filter_mask) {
-                    in_extent_prefix(&e.offset, chunk, &self.space.dims, self.dtype.size())
-                        .min(chunk_bytes)
-                } else {
-                    chunk_bytes
-                }
-            })
-            .collect();
-        self.check_decoded_size(needs.iter().copied().max().unwrap_or(0))?;
-        Ok(needs)
+            .map(|e| self.chunk_need(e, chunk_bytes, dims))
+            .max()
+            .unwrap_or(0);
+        self.check_decoded_size(most)
     }
 
     /// Refuses a filtered chunk whose decoded size is implausible for the file, before any codec allocates.
@@ -954,8 +959,7 @@ impl<'a> Dataset<'a> {
         out: &mut [u8],
         chunk: &[u64],
         hits: &[&ChunkEntry],
-        start: &[u64],
-        count: &[u64],
+        (start, count, dims): (&[u64], &[u64], &[u64]),
         chunk_bytes: usize,
         fetch: &Fetch<'_>,
         use_cache: bool,
@@ -971,11 +975,7 @@ impl<'a> Dataset<'a> {
         if rows.len() < 2 {
             return Ok(false);
         }
-        let needs: std::collections::HashMap<u64, usize> = hits
-            .iter()
-            .map(|e| e.addr)
-            .zip(self.chunk_needs(hits, chunk_bytes)?)
-            .collect();
+        self.check_needs(hits, chunk_bytes, dims)?;
         let elem = self.dtype.size();
         let row_bytes = count[1..].iter().product::<u64>() as usize * elem;
         // Each chunk row's slab of `out`: its first-dimension range within the box, in ascending order.
@@ -1020,7 +1020,7 @@ impl<'a> Dataset<'a> {
                             }
                         }
                     }
-                    let need = needs.get(&e.addr).copied().unwrap_or(chunk_bytes);
+                    let need = self.chunk_need(e, chunk_bytes, dims);
                     let d = self.load_chunk(e, chunk_bytes, need, fetch, use_cache, keep)?;
                     copy_box(&d, chunk, &sst, slab, &shape, &dst, &cnt, elem);
                 }
@@ -1069,7 +1069,14 @@ impl<'a> Dataset<'a> {
         keep: bool,
     ) -> Result<ChunkBytes<'a>> {
         if use_cache {
-            if let Some(d) = self.cache.lock().ok().and_then(|c| c.get(e.addr)) {
+            // A chunk decoded only in part (see `chunk_need`) serves a read that needs no more of it.
+            if let Some(d) = self
+                .cache
+                .lock()
+                .ok()
+                .and_then(|c| c.get(e.addr))
+                .filter(|d| d.len() >= need)
+            {
                 return Ok(ChunkBytes::Decoded(d));
             }
             // A chunk the writer stored unfiltered (every filter skipped: it would not compress) is read in
