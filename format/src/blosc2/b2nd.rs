@@ -32,7 +32,7 @@ impl Nd {
 }
 
 /// Refuses a b2nd array whose shape differs from the one the filter's client data `cd` give (when they give one).
-fn check_shape(cd: &[u32], nd: &Nd) -> Result<()> {
+pub(super) fn check_shape(cd: &[u32], nd: &Nd) -> Result<()> {
     let ndim = nd.shape.len();
     if let Some(&rank) = cd.get(7) {
         let dims = cd.get(8..8 + ndim);
@@ -180,28 +180,6 @@ pub(super) fn prefix_cut(
         blocks: nd.blocks.clone(),
     };
     Some((cut, usize::try_from(kept).ok()?.min(nchunks)))
-}
-
-/// Like [`b2nd`], but only the first `want` bytes of the array (in C order) are needed: the array is cut after
-/// the first rows that hold them (see [`prefix_cut`]), so only those rows' chunks are decoded (`locate` is
-/// asked for no others) and the result is those rows, at most 16 MiB past `want` (else an error).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn b2nd_prefix<'a>(
-    cd: &[u32],
-    nd: &Nd,
-    chunk_size: usize,
-    typesize: usize,
-    nchunks: usize,
-    max_out: usize,
-    want: usize,
-    locate: impl Fn(usize) -> Result<Piece<'a>>,
-) -> Result<Vec<u8>> {
-    let bound = max_out.min(want.saturating_add(super::chunk::MAX_PAST_WANT));
-    let Some((cut, kept)) = prefix_cut(nd, chunk_size, typesize, nchunks, want) else {
-        return b2nd(cd, nd, chunk_size, typesize, nchunks, bound, locate);
-    };
-    check_shape(cd, nd)?;
-    b2nd(&[], &cut, chunk_size, typesize, kept, bound, locate)
 }
 
 /// The largest b2nd block read when chunks are decoded block by block, unless the output is larger.

@@ -10,8 +10,8 @@
 //! 4 uninitialised) that is not stored. Without a `b2nd` (or older `caterva`) metalayer the chunks' bytes are
 //! the data, one after another.
 
-use super::b2nd::{b2nd, prefix_cut, Nd};
-use super::chunk::{chunk_prefix, special};
+use super::b2nd::{b2nd, check_shape, prefix_cut, Nd};
+use super::chunk::{chunk_prefix, special, MAX_PAST_WANT};
 use crate::error::{corrupt, unsupported, Result};
 
 /// Where a frame's metalayers start (the fixed part of its header ends there).
@@ -250,17 +250,17 @@ pub(super) fn frame_prefix(
     else {
         return corrupt("blosc2 frame: chunk index past its end");
     };
+    // A b2nd array cut after the rows that hold the first `want` bytes, when a prefix is asked for.
+    let cut = match &nd {
+        Some(nd) if want < total => prefix_cut(nd, chunk_size, typesize, nchunks, want),
+        _ => None,
+    };
     // The chunks that hold the first `want` bytes: all of them unless a prefix is asked for.
-    let needed = if want >= total {
-        nchunks
-    } else {
-        match &nd {
-            None if chunk_size > 0 => want.div_ceil(chunk_size).min(nchunks),
-            None => nchunks,
-            Some(nd) => {
-                prefix_cut(nd, chunk_size, typesize, nchunks, want).map_or(nchunks, |c| c.1)
-            }
-        }
+    let needed = match (&nd, &cut) {
+        _ if want >= total => nchunks,
+        (None, _) if chunk_size > 0 => want.div_ceil(chunk_size).min(nchunks),
+        (Some(_), Some((_, kept))) => *kept,
+        _ => nchunks,
     };
     let offsets = if nchunks == 0 {
         Vec::new()
@@ -342,27 +342,26 @@ pub(super) fn frame_prefix(
         }
         return Ok(out);
     };
-    if want < total {
-        return super::b2nd::b2nd_prefix(
+    if want >= total {
+        return b2nd(
             cd,
             &nd,
             chunk_size,
             typesize,
-            if full { offsets.len() / 8 } else { nchunks },
+            offsets.len() / 8,
             max_out,
-            want,
             locate,
         );
     }
-    b2nd(
-        cd,
-        &nd,
-        chunk_size,
-        typesize,
-        offsets.len() / 8,
-        max_out,
-        locate,
-    )
+    // A prefix: only the cut array's chunks are asked of `locate`, and nothing is held past 16 MiB beyond it.
+    let bound = max_out.min(want.saturating_add(MAX_PAST_WANT));
+    match cut {
+        Some((cut, kept)) => {
+            check_shape(cd, &nd)?;
+            b2nd(&[], &cut, chunk_size, typesize, kept, bound, locate)
+        }
+        None => b2nd(cd, &nd, chunk_size, typesize, nchunks, bound, locate),
+    }
 }
 
 /// A frame's chunk: its bytes (from its start to the frame's end), or a special value not stored (its kind).
