@@ -9,7 +9,7 @@ use clawhdf5_memory::{
 };
 use serde::Serialize;
 
-use crate::agents::AgentStores;
+use crate::agents::{AgentStores, SharedMemory};
 use crate::error::BackendError;
 use crate::workspace::{self, FileSlice, SyncReport};
 
@@ -137,6 +137,23 @@ where
         .map_err(|e| BackendError::Internal(e.to_string()))?
 }
 
+/// Checkpoint `store` when its log has outgrown the checkpoint threshold. Saves grow the log, and so do
+/// searches (each logs the access statistics of what it returned), so both call this: a store that is only
+/// searched would otherwise replay an ever longer log at every start. The write lock is taken only when a
+/// checkpoint is due, so concurrent calls do not queue for it; a store busy with a writer is checked by the
+/// next call.
+async fn checkpoint_when_due(store: SharedMemory) -> Result<(), BackendError> {
+    let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
+    if due {
+        blocking(move || {
+            store.blocking_write().checkpoint_if_due()?;
+            Ok(())
+        })
+        .await?;
+    }
+    Ok(())
+}
+
 /// Hits in the re-ranker's order, each reporting the absolute retrieval evidence that `min_score` filters on
 /// (the re-ranked score is relative to the query's best candidate).
 fn reported_hits(recall: clawhdf5_memory::cognitive::Recall) -> Vec<SearchHit> {
@@ -172,16 +189,7 @@ impl MemoryBackend for HdfBackend {
         if let Some(t) = ticket {
             t.durable().await?;
         }
-        // The write lock again only when a checkpoint is due, so concurrent saves do not queue for it. A store
-        // busy with another writer is checked by the next save.
-        let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
-        if due {
-            blocking(move || {
-                store.blocking_write().checkpoint_if_due()?;
-                Ok(())
-            })
-            .await?;
-        }
+        checkpoint_when_due(store).await?;
         Ok(outcome)
     }
 
@@ -191,11 +199,14 @@ impl MemoryBackend for HdfBackend {
         query: SearchQuery,
     ) -> Result<Vec<SearchHit>, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || {
+        let shared = store.clone();
+        let hits = blocking(move || {
             let recall = store.blocking_read().search(&query, now_ms())?;
             Ok(reported_hits(recall))
         })
-        .await
+        .await?;
+        checkpoint_when_due(shared).await?;
+        Ok(hits)
     }
 
     async fn recall(
@@ -204,11 +215,14 @@ impl MemoryBackend for HdfBackend {
         query: SearchQuery,
     ) -> Result<Option<Vec<SearchHit>>, BackendError> {
         let store = self.stores.get(agent)?;
-        blocking(move || {
+        let shared = store.clone();
+        let hits = blocking(move || {
             let recall = store.blocking_read().recall_for_turn(&query, now_ms())?;
             Ok(recall.map(reported_hits))
         })
-        .await
+        .await?;
+        checkpoint_when_due(shared).await?;
+        Ok(hits)
     }
 
     async fn get(&self, agent: &str, id: u64) -> Result<Record, BackendError> {
@@ -421,5 +435,37 @@ mod tests {
         );
         let saved = saving.await.unwrap().unwrap();
         assert!(!saved.deduplicated);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_is_only_searched_still_checkpoints_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            auto_checkpoint_bytes: 4096,
+            ..StoreOptions::default()
+        };
+        let backend = HdfBackend::new(dir.path(), None, opts).unwrap();
+        let mut m = NewMemory::text("the spare key is under the blue pot");
+        m.embedding = Some(vector(1));
+        let id = backend.save("main", m).await.unwrap().id;
+        let searches = 400;
+        for _ in 0..searches {
+            let mut q = SearchQuery::new("spare key", 5);
+            q.mode = clawhdf5_memory::SearchMode::Keyword;
+            assert_eq!(backend.search("main", q).await.unwrap().len(), 1);
+        }
+        // Every search logged the access statistics of its hit: far more than 4 KiB, folded as it grew.
+        let store = backend.stores().get("main").unwrap();
+        assert!(!store.read().await.checkpoint_due());
+        let path = backend.stores().path_of("main");
+        let wal = std::fs::read(clawhdf5_memory::wal_path(&path)).unwrap();
+        let used = wal.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+        assert!(used < 8192, "the log holds {used} bytes");
+        // Nothing was lost by folding: every access is counted once the backend closes.
+        drop(store);
+        backend.close().await.unwrap();
+        drop(backend);
+        let reopened = Store::open(&path).unwrap();
+        assert_eq!(reopened.get(id).unwrap().access_count, searches);
     }
 }

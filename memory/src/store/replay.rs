@@ -28,7 +28,7 @@ impl Store {
     /// as it was opened before the snapshot was read (see [`open_log_early`]).
     pub(super) fn replay_log(&mut self, early_log: Option<File>) -> Result<()> {
         let wal_file = wal_path(&self.path);
-        let recovery = if self.opts.read_only {
+        let mut recovery = if self.opts.read_only {
             match early_log {
                 Some(f) => crate::wal::read_open_log(&wal_file, f)?,
                 None => Recovery::default(),
@@ -38,16 +38,14 @@ impl Store {
             self.wal = Some(wal);
             rec
         };
-        for entry in &recovery.entries {
+        // The entries are applied by value (a save's text and embedding move into the store) and not kept.
+        for entry in std::mem::take(&mut recovery.entries) {
             if entry.lsn <= self.meta.checkpoint_lsn {
                 continue;
             }
-            self.apply(entry.clone())?;
+            self.apply(entry)?;
         }
-        self.recovery = Recovery {
-            entries: Vec::new(),
-            ..recovery
-        };
+        self.recovery = recovery;
         Ok(())
     }
 
