@@ -1,5 +1,6 @@
 //! Incremental BM25 keyword index over dense document numbers (the store's row numbers).
 
+use crate::postings::Postings;
 use crate::tokenize::Terms;
 
 /// BM25 parameters.
@@ -17,6 +18,9 @@ impl Default for Bm25Params {
     }
 }
 
+/// The token count of a document the index does not hold.
+const ABSENT: u32 = u32::MAX;
+
 /// What [`Bm25Index::known_ids`] gives a term the vocabulary does not have yet.
 pub const UNKNOWN_TERM: u32 = u32::MAX;
 
@@ -27,12 +31,12 @@ pub struct Bm25Index {
     vocab: crate::FastMap<String, u32>,
     /// Terms by id (ids are assigned in order of first appearance and never reused).
     terms: Vec<String>,
-    /// Per term: (document, term frequency), documents ascending.
-    postings: Vec<Vec<(u32, u32)>>,
+    /// Per term: its documents, ascending, with the term's frequency in each.
+    postings: Vec<Postings>,
     /// Per term: number of live documents containing it.
     doc_freq: Vec<u32>,
-    /// Per document: token count; `None` when the document is absent or removed.
-    doc_len: Vec<Option<u32>>,
+    /// Per document: token count, [`ABSENT`] when the document is absent or removed.
+    doc_len: Vec<u32>,
     live_docs: u32,
     total_len: u64,
 }
@@ -48,14 +52,9 @@ impl Bm25Index {
 
     /// Reads every cache line of the postings and document lengths once; returns a checksum.
     pub fn touch(&self) -> u64 {
-        let mut sum: u64 = self
-            .doc_len
-            .iter()
-            .step_by(8)
-            .map(|l| u64::from(l.unwrap_or(0)))
-            .sum();
+        let mut sum: u64 = self.doc_len.iter().step_by(8).map(|&l| u64::from(l)).sum();
         for p in &self.postings {
-            sum = sum.wrapping_add(p.iter().step_by(8).map(|&(d, _)| u64::from(d)).sum());
+            sum = sum.wrapping_add(p.docs().iter().step_by(16).map(|&d| u64::from(d)).sum());
         }
         sum
     }
@@ -64,9 +63,9 @@ impl Bm25Index {
     pub fn memory_bytes(&self) -> usize {
         self.postings
             .iter()
-            .map(|p| p.len() * 8 + 24)
+            .map(|p| p.memory_bytes() + std::mem::size_of::<Postings>())
             .sum::<usize>()
-            + self.doc_len.len() * 8
+            + self.doc_len.len() * 4
     }
 
     /// Number of live documents.
@@ -107,7 +106,7 @@ impl Bm25Index {
         let id = self.terms.len() as u32;
         self.vocab.insert(term.to_string(), id);
         self.terms.push(term.to_string());
-        self.postings.push(Vec::new());
+        self.postings.push(Postings::default());
         self.doc_freq.push(0);
         id
     }
@@ -206,9 +205,9 @@ impl Bm25Index {
         }
         let d = doc as usize;
         if self.doc_len.len() <= d {
-            self.doc_len.resize(d + 1, None);
+            self.doc_len.resize(d + 1, ABSENT);
         }
-        if self.doc_len[d].is_some() {
+        if self.doc_len[d] != ABSENT {
             return true;
         }
         let mut i = 0;
@@ -220,18 +219,12 @@ impl Bm25Index {
             }
             let count = (j - i) as u32;
             i = j;
-            let list = &mut self.postings[term as usize];
-            // Documents normally arrive in ascending order; keep the list sorted otherwise.
-            match list.last() {
-                Some(&(last, _)) if last > doc => {
-                    let pos = list.partition_point(|&(x, _)| x < doc);
-                    list.insert(pos, (doc, count));
-                }
-                _ => list.push((doc, count)),
-            }
+            // Documents normally arrive in ascending order; the list stays sorted otherwise.
+            self.postings[term as usize].add(doc, count);
             self.doc_freq[term as usize] += 1;
         }
-        self.doc_len[d] = Some(sorted_ids.len() as u32);
+        // (A text of four billion tokens cannot be stored; the bound only keeps the marker free.)
+        self.doc_len[d] = sorted_ids.len().min(ABSENT as usize - 1) as u32;
         self.live_docs += 1;
         self.total_len += sorted_ids.len() as u64;
         true
@@ -248,7 +241,7 @@ impl Bm25Index {
                 .map(|(i, t)| (t.clone(), i as u32))
                 .collect(),
             terms,
-            postings: vec![Vec::new(); n],
+            postings: vec![Postings::default(); n],
             doc_freq: vec![0; n],
             ..Default::default()
         }
@@ -266,12 +259,12 @@ impl Bm25Index {
     pub fn doc_terms(&self, docs: usize) -> Vec<Vec<u32>> {
         let mut out: Vec<Vec<u32>> = (0..docs)
             .map(|d| {
-                let len = self.doc_len.get(d).copied().flatten().unwrap_or(0);
+                let len = self.len_of(d).unwrap_or(0);
                 Vec::with_capacity(len as usize)
             })
             .collect();
         for (term, list) in self.postings.iter().enumerate() {
-            for &(doc, tf) in list {
+            for (doc, tf) in list.iter() {
                 if let Some(v) = out.get_mut(doc as usize) {
                     v.extend(std::iter::repeat_n(term as u32, tf as usize));
                 }
@@ -283,7 +276,7 @@ impl Bm25Index {
     /// Remove document `doc`, given the same tokens it was added with.
     pub fn remove(&mut self, doc: u32, tokens: &[String]) {
         let d = doc as usize;
-        let Some(Some(len)) = self.doc_len.get(d).copied() else {
+        let Some(len) = self.len_of(d) else {
             return;
         };
         let mut seen: Vec<u32> = tokens
@@ -293,16 +286,20 @@ impl Bm25Index {
         seen.sort_unstable();
         seen.dedup();
         for term in seen {
-            let list = &mut self.postings[term as usize];
-            if let Ok(pos) = list.binary_search_by_key(&doc, |&(d, _)| d) {
-                list.remove(pos);
+            if self.postings[term as usize].remove(doc) {
                 let df = &mut self.doc_freq[term as usize];
                 *df = df.saturating_sub(1);
             }
         }
-        self.doc_len[d] = None;
+        self.doc_len[d] = ABSENT;
         self.live_docs -= 1;
         self.total_len -= len as u64;
+    }
+
+    /// Token count of document `d`, `None` when it is absent or removed.
+    #[inline]
+    fn len_of(&self, d: usize) -> Option<u32> {
+        self.doc_len.get(d).copied().filter(|&l| l != ABSENT)
     }
 
     /// Inverse document frequency of a term id.
@@ -348,8 +345,8 @@ impl Bm25Index {
             for &term in &terms {
                 let idf = self.idf(term);
                 let lift = idf * (k1 + 1.0);
-                for &(doc, tf) in &self.postings[term as usize] {
-                    let Some(Some(len)) = self.doc_len.get(doc as usize).copied() else {
+                for (doc, tf) in self.postings[term as usize].iter() {
+                    let Some(len) = self.len_of(doc as usize) else {
                         continue;
                     };
                     let tf = tf as f32;
@@ -581,6 +578,33 @@ mod tests {
     }
 
     #[test]
+    fn frequencies_past_a_byte_score_exactly() {
+        // A term repeated 300 times (its frequency kept on the side of the one-byte column) and 255 times
+        // (the marker value itself) against the BM25 formula computed here.
+        let long = |n: usize, w: &str| vec![w; n].join(" ");
+        let docs = [long(300, "tea"), long(255, "tea"), "tea cake".to_string()];
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let mut ix = index(&refs);
+        let (k1, b) = (1.2f32, 0.75f32);
+        let lens = [300.0f32, 255.0, 2.0];
+        let avg = lens.iter().sum::<f32>() / 3.0;
+        let idf = (1.0f32 + (3.0 - 3.0 + 0.5) / (3.0 + 0.5)).ln();
+        let want = |d: usize, tf: f32| {
+            let norm = k1 * (1.0 - b) + k1 * b / avg * lens[d];
+            idf * (k1 + 1.0) * tf / (tf + norm)
+        };
+        let hits = ix.search(&toks("tea"), 3, &|_| true);
+        let score = |d: u32| hits.iter().find(|h| h.0 == d).map(|h| h.1);
+        assert_eq!(score(0), Some(want(0, 300.0)));
+        assert_eq!(score(1), Some(want(1, 255.0)));
+        assert_eq!(score(2), Some(want(2, 1.0)));
+        // Removal drops the side entry with the document.
+        ix.remove(0, &toks(&docs[0]));
+        assert_eq!(ix.postings[0].docs(), &[1, 2]);
+        assert_eq!(ix.doc_terms(3)[1].len(), 255);
+    }
+
+    #[test]
     fn many_removals_shrink_postings() {
         let mut ix = Bm25Index::new(Bm25Params::default());
         for i in 0..6000u32 {
@@ -591,7 +615,7 @@ mod tests {
         }
         let r = ix.search(&toks("shared"), 100, &|_| true);
         assert_eq!(r.len(), 10);
-        assert_eq!(ix.postings[0].len(), 10);
+        assert_eq!(ix.postings[0].docs().len(), 10);
         assert!(r.iter().all(|&(d, _)| d >= 5990));
     }
 }

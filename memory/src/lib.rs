@@ -13,6 +13,7 @@ pub mod foreign;
 pub mod integrity;
 pub mod keyword_table;
 pub mod pending;
+mod postings;
 pub mod record;
 pub mod save_ahead;
 pub mod schema;
