@@ -11,7 +11,9 @@ pub(crate) struct Postings {
     docs: Vec<u32>,
     /// Per document: its frequency, or [`LARGE`].
     tfs: Vec<u8>,
-    /// Frequencies of [`LARGE`] and more, by document ascending (absent in almost every list).
+    /// Frequencies of [`LARGE`] and more, by document ascending (absent in almost every list). Boxed so
+    /// that the common case, no such frequency, costs one word per term rather than a whole `Vec`.
+    #[allow(clippy::box_collection)]
     large: Option<Box<Vec<(u32, u32)>>>,
 }
 
