@@ -51,3 +51,33 @@ fn agent_memory_logs_only_what_it_returns() {
     let total: u32 = access_counts(&p).iter().map(|c| c.1).sum();
     assert_eq!(total, 2, "only the two returned records count as accessed");
 }
+
+#[test]
+fn a_log_grown_by_searches_is_folded_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let opts = || StoreOptions {
+        auto_checkpoint_bytes: 4096,
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts()).unwrap();
+    s.save(NewMemory::text("apple pie recipe")).unwrap();
+    let mut q = SearchQuery::new("apple pie", 1);
+    q.mode = SearchMode::Keyword;
+    for _ in 0..400 {
+        assert_eq!(s.search(&q).unwrap().len(), 1);
+    }
+    // Searches cannot checkpoint (they borrow the store), and the process ends without closing it.
+    drop(s);
+    let logged = access_counts(&p)[0].1;
+    assert!(logged > 100, "{logged} accesses reached the log");
+    let s = Store::open_with(&p, opts()).unwrap();
+    assert!(
+        s.stats().wal_bytes < 4096,
+        "the log still holds {} bytes",
+        s.stats().wal_bytes
+    );
+    assert_eq!(s.records()[0].access_count, logged);
+    drop(s);
+    assert_eq!(access_counts(&p)[0].1, logged);
+}

@@ -99,11 +99,6 @@ impl Store {
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.data_lock = data_lock;
         store.replay_log(early_log)?;
-        if store.wal.is_some() {
-            // A missing graph or a long unindexed tail is built in the background; searches scan it meanwhile.
-            store.maintain_index();
-        }
-        store.warm_up();
         if let (Some(e), Some(m)) = (&store.opts.embedder, &store.meta.config.embedding_model) {
             if e.model_id() != m {
                 return Err(MemoryError::Embedding(format!(
@@ -113,6 +108,17 @@ impl Store {
                 )));
             }
         }
+        if store.wal.is_some() {
+            // A log past the checkpoint threshold is folded now, so that the next open does not replay it again:
+            // searches log access statistics, and a process that only searched never checkpointed. Best effort:
+            // the log holds every change whether or not this succeeds, and the next save checkpoints again.
+            if store.checkpoint_due() {
+                let _ = store.checkpoint();
+            }
+            // A missing graph or a long unindexed tail is built in the background; searches scan it meanwhile.
+            store.maintain_index();
+        }
+        store.warm_up();
         Ok(store)
     }
 
