@@ -45,7 +45,8 @@ pub struct StoreOptions {
     pub default_agent: String,
     /// Configuration for a newly created store (ignored when the file exists: its own config wins).
     pub config: StoreConfig,
-    /// Checkpoint automatically once the log grows past this many bytes.
+    /// Checkpoint automatically once the log grows past this many bytes: after a save or update, and at a
+    /// writable open (searches log access statistics too but cannot checkpoint, as they borrow the store).
     pub auto_checkpoint_bytes: u64,
     /// Sign every checkpoint with this Ed25519 key (see `integrity`).
     pub signing_key: Option<ed25519_dalek::SigningKey>,
