@@ -25,6 +25,7 @@ impl Postings {
     }
 
     /// The documents, ascending.
+    #[cfg(test)]
     pub(crate) fn docs(&self) -> &[u32] {
         &self.docs
     }
