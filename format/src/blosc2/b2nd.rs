@@ -29,6 +29,15 @@ impl Nd {
             .map(|(&c, &b)| c.div_ceil(b) * b)
             .collect()
     }
+
+    /// Chunks along each dimension.
+    fn grid(&self) -> Vec<u64> {
+        self.shape
+            .iter()
+            .zip(&self.chunks)
+            .map(|(&s, &c)| s.div_ceil(c))
+            .collect()
+    }
 }
 
 /// Refuses a b2nd array whose shape differs from the one the filter's client data `cd` give (when they give one).
@@ -84,12 +93,7 @@ pub(super) fn b2nd<'a>(
         .ok()
         .and_then(|e| e.checked_mul(item))
         .ok_or_else(too_big)?;
-    let grid: Vec<u64> = nd
-        .shape
-        .iter()
-        .zip(&nd.chunks)
-        .map(|(&s, &c)| s.div_ceil(c))
-        .collect();
+    let grid = nd.grid();
     let grid_chunks = prod(&grid).ok_or_else(too_big)?;
     if grid_chunks != nchunks as u64 {
         return corrupt(format!(
@@ -154,12 +158,7 @@ pub(super) fn prefix_cut(
     if ndim == 0 || nd.chunks.len() != ndim || nd.chunks.contains(&0) {
         return None;
     }
-    let grid: Vec<u64> = nd
-        .shape
-        .iter()
-        .zip(&nd.chunks)
-        .map(|(&s, &c)| s.div_ceil(c))
-        .collect();
+    let grid = nd.grid();
     if grid.iter().try_fold(1u64, |a, &b| a.checked_mul(b)) != Some(nchunks as u64) {
         return None;
     }
