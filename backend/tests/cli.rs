@@ -336,6 +336,15 @@ fn bad_event_time_is_refused() {
         "x",
     ]);
     assert_one_line_error(&o, "someday");
+    // A number of milliseconds no date can be written back as (years 1 to 9999 only).
+    let o = clawhdf5(&[
+        "save",
+        "--store",
+        s.to_str().unwrap(),
+        "--event-time=-99999999999999999",
+        "x",
+    ]);
+    assert_one_line_error(&o, "outside years 1 to 9999");
 }
 
 #[test]

@@ -14,6 +14,10 @@ pub const MAX_TAGS: usize = 256;
 pub const MAX_LABEL_BYTES: usize = 1024;
 /// Longest origin path, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
+/// Earliest event time, in ms since the Unix epoch: 0001-01-01T00:00:00Z.
+pub const MIN_EVENT_MS: i64 = -62_135_596_800_000;
+/// Latest event time, in ms since the Unix epoch: 9999-12-31T23:59:59.999Z.
+pub const MAX_EVENT_MS: i64 = 253_402_300_799_999;
 
 fn invalid(msg: String) -> MemoryError {
     MemoryError::InvalidInput(msg)
@@ -40,6 +44,17 @@ pub fn importance(x: f32) -> Result<()> {
         Ok(())
     } else {
         Err(invalid(format!("importance {x} is outside [0, 1]")))
+    }
+}
+
+/// An event time (ms since the Unix epoch) within years 1 to 9999, the dates it can be written back as.
+pub fn event_time(ms: i64) -> Result<()> {
+    if (MIN_EVENT_MS..=MAX_EVENT_MS).contains(&ms) {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "event_time {ms} ms is outside years 1 to 9999 ({MIN_EVENT_MS} to {MAX_EVENT_MS} ms)"
+        )))
     }
 }
 
@@ -102,6 +117,9 @@ pub fn new_memory(m: &NewMemory) -> Result<()> {
     if let Some(x) = m.importance {
         importance(x)?;
     }
+    if let Some(ms) = m.event_time {
+        event_time(ms)?;
+    }
     for (what, v) in [
         ("source", &m.source),
         ("agent", &m.agent),
@@ -154,6 +172,8 @@ mod tests {
         assert!(with(&|m| m.importance = Some(1.5)).contains("importance"));
         assert!(with(&|m| m.session = Some("s".repeat(MAX_LABEL_BYTES + 1))).contains("session"));
         assert!(with(&|m| m.tags = vec!["a".into(); MAX_TAGS + 1]).contains("tags"));
+        assert!(with(&|m| m.event_time = Some(-99_999_999_999_999_999)).contains("event_time"));
+        assert!(with(&|m| m.event_time = Some(MAX_EVENT_MS + 1)).contains("event_time"));
         assert!(with(&|m| m.tags = vec!["ok".into(), " ".into()]).contains("tag 1"));
         let span = |path: &str, start_line, end_line| Origin {
             path: path.into(),
@@ -167,6 +187,20 @@ mod tests {
         fine.origin = Some(span("memory/a.md", 3, 3));
         fine.tags = vec!["a".into(); MAX_TAGS];
         assert!(new_memory(&fine).is_ok());
+        for edge in [MIN_EVENT_MS, 0, MAX_EVENT_MS] {
+            fine.event_time = Some(edge);
+            assert!(new_memory(&fine).is_ok());
+        }
+    }
+
+    #[test]
+    fn event_time_bounds_are_the_first_and_last_writable_instants() {
+        use crate::record::{format_time, parse_time};
+        assert_eq!(format_time(MIN_EVENT_MS), "0001-01-01T00:00:00.000Z");
+        assert_eq!(format_time(MAX_EVENT_MS), "9999-12-31T23:59:59.999Z");
+        for ms in [MIN_EVENT_MS, MAX_EVENT_MS] {
+            assert_eq!(parse_time(&format_time(ms)), Some(ms));
+        }
     }
 
     #[test]
