@@ -171,6 +171,10 @@ pub struct ProbeArgs {
     /// Results per query.
     #[arg(long, default_value_t = 10)]
     pub k: usize,
+    /// Ask the first query only after the steady stream (which then leaves it out), for the first time in the
+    /// process: what a query new to a warm process costs, to compare with the first query after open.
+    #[arg(long)]
+    pub late: bool,
 }
 
 fn search_options(a: &SearchArgs) -> SearchOptions {
@@ -297,7 +301,7 @@ pub fn run(cmd: &HarnessCmd) -> Result<()> {
             read::run(&o, &c.out)
         }
         HarnessCmd::HarnessProbe(a) => {
-            let r = super::probe::probe(&a.store, &a.queries, a.count, a.k)?;
+            let r = super::probe::probe(&a.store, &a.queries, a.count, a.k, a.late)?;
             let line = serde_json::to_string(&r)
                 .map_err(|e| HarnessError::Probe(format!("cannot encode the result: {e}")))?;
             println!("{line}");

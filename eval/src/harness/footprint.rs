@@ -192,7 +192,7 @@ pub fn measure_size(
     let qpath = dir.join(format!("footprint-queries-{size}.json"));
     write_queries(&qpath, &qs)?;
     eprintln!("footprint: {size} records: reopen in a fresh process");
-    let probe = run_probe(&path, &qpath, 10, 10)?;
+    let probe = run_probe(&path, &qpath, 10, 10, false)?;
     if !keep {
         ingest::remove_store(&path);
         let _ = std::fs::remove_file(qpath);

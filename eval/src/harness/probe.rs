@@ -29,7 +29,8 @@ pub struct ProbeResult {
     pub records: usize,
     /// `Store::open_with` wall time (ms).
     pub open_ms: f64,
-    /// The first hybrid query after open (ms).
+    /// The first hybrid query after open (ms); in a `late` probe, the same query asked for the first time
+    /// after the steady stream.
     pub first_query_ms: f64,
     /// Results of the first query.
     pub first_hits: usize,
@@ -50,6 +51,13 @@ pub struct ProbeResult {
     pub rss_after_open: u64,
     /// Resident bytes after the first query.
     pub rss_after_first: u64,
+    /// Whether the first query was asked after the steady stream (`harness-probe --late`).
+    #[serde(default)]
+    pub late: bool,
+    /// From [`run_probes`]: the first query asked for the first time after the steady stream, in processes
+    /// of its own (median, ms), the cost of any query new to a warm process.
+    #[serde(default)]
+    pub first_query_late_ms: Option<f64>,
 }
 
 fn query(q: &ProbeQuery, k: usize) -> SearchQuery {
@@ -58,8 +66,15 @@ fn query(q: &ProbeQuery, k: usize) -> SearchQuery {
     s
 }
 
-/// The probe itself (run inside the child): reopen `store`, query it `count + 1` times.
-pub fn probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<ProbeResult> {
+/// The probe itself (run inside the child): reopen `store`, query it `count + 1` times. With `late`, the first
+/// query is left out of the stream and asked once after it instead of right after open.
+pub fn probe(
+    store: &Path,
+    queries: &Path,
+    count: usize,
+    k: usize,
+    late: bool,
+) -> Result<ProbeResult> {
     let text = std::fs::read_to_string(queries).map_err(io_at(queries))?;
     let qs: Vec<ProbeQuery> = serde_json::from_str(&text)
         .map_err(|e| HarnessError::Input(format!("{}: {e}", queries.display())))?;
@@ -75,20 +90,33 @@ pub fn probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<Pro
     let (s, open_s) = timed(|| reopen(store));
     let s = s?;
     let rss_after_open = rss_bytes().unwrap_or(0);
-    let (first, first_s) = timed(|| s.search(&prepared[0]));
-    let first_hits = first?.len();
+    // A late probe needs another query to stream; with one only, it is asked right after open as usual.
+    let late = late && prepared.len() > 1;
+    let (mut first_hits, mut first_s) = (0, 0.0);
+    if !late {
+        let (first, t) = timed(|| s.search(&prepared[0]));
+        first_hits = first?.len();
+        first_s = t;
+    }
     let rss_after_first = rss_bytes().unwrap_or(0);
+    // The stream's i-th query; a late probe's stream never asks the first.
+    let nth = |i: usize| {
+        if late {
+            &prepared[1 + i % (prepared.len() - 1)]
+        } else {
+            &prepared[(i + 1) % prepared.len()]
+        }
+    };
     let mut samples = Vec::with_capacity(count);
     let mut again = Vec::with_capacity(count / 25 + 1);
     let mut again_s = 0.0;
     let cpu0 = thread_cpu();
     let (res, total) = timed(|| -> Result<()> {
         for i in 0..count {
-            let q = &prepared[(i + 1) % prepared.len()];
-            let (r, t) = timed(|| s.search(q));
+            let (r, t) = timed(|| s.search(nth(i)));
             r?;
             samples.push(t);
-            if i % 25 == 24 {
+            if !late && i % 25 == 24 {
                 // The first query again, among the others (its own path no hotter than theirs); not counted
                 // in the stream's time.
                 let (r, t) = timed(|| s.search(&prepared[0]));
@@ -122,6 +150,11 @@ pub fn probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<Pro
         r?;
         Ok(latency(&times, total))
     };
+    if late {
+        let (first, t) = timed(|| s.search(&prepared[0]));
+        first_hits = first?.len();
+        first_s = t;
+    }
     if again.is_empty() {
         let (r, t) = timed(|| s.search(&prepared[0]));
         r?;
@@ -146,6 +179,8 @@ pub fn probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<Pro
         rss_before,
         rss_after_open,
         rss_after_first,
+        late,
+        first_query_late_ms: None,
     })
 }
 
@@ -156,8 +191,14 @@ pub fn write_queries(path: &Path, qs: &[ProbeQuery]) -> Result<()> {
     std::fs::write(path, text).map_err(io_at(path))
 }
 
-/// Run the probe in a fresh process of this binary (`clawhdf5-eval harness-probe`).
-pub fn run_probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result<ProbeResult> {
+/// Run the probe in a fresh process of this binary (`clawhdf5-eval harness-probe [--late]`).
+pub fn run_probe(
+    store: &Path,
+    queries: &Path,
+    count: usize,
+    k: usize,
+    late: bool,
+) -> Result<ProbeResult> {
     let exe = std::env::current_exe()
         .map_err(|e| HarnessError::Probe(format!("cannot find this program: {e}")))?;
     let out = Command::new(&exe)
@@ -170,6 +211,7 @@ pub fn run_probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result
         .arg(count.to_string())
         .arg("--k")
         .arg(k.to_string())
+        .args(late.then_some("--late"))
         .output()
         .map_err(|e| HarnessError::Probe(format!("cannot start {}: {e}", exe.display())))?;
     if !out.status.success() {
@@ -191,7 +233,8 @@ pub fn run_probe(store: &Path, queries: &Path, count: usize, k: usize) -> Result
 }
 
 /// [`run_probe`] in `runs` fresh processes: the first run's figures, with open time and the first query (and
-/// that query at steady state) replaced by their medians over the runs, which are single samples each.
+/// that query at steady state) replaced by their medians over the runs, which are single samples each; then
+/// `runs` late probes, whose median first query is `first_query_late_ms`.
 pub fn run_probes(
     store: &Path,
     queries: &Path,
@@ -200,9 +243,16 @@ pub fn run_probes(
     runs: usize,
 ) -> Result<ProbeResult> {
     let mut all = Vec::with_capacity(runs.max(1));
+    let mut late = Vec::with_capacity(runs.max(1));
     for _ in 0..runs.max(1) {
-        all.push(run_probe(store, queries, count, k)?);
+        all.push(run_probe(store, queries, count, k, false)?);
     }
+    // After the others, so that the access entries their searches log do not lengthen the log the others'
+    // opens replay.
+    for _ in 0..runs.max(1) {
+        late.push(run_probe(store, queries, count, k, true)?.first_query_ms);
+    }
+    late.sort_by(f64::total_cmp);
     let median = |f: &dyn Fn(&ProbeResult) -> f64| {
         let mut v: Vec<f64> = all.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
@@ -215,5 +265,6 @@ pub fn run_probes(
     out.open_ms = open_ms;
     out.first_query_ms = first_query_ms;
     out.first_query_warm_ms = first_query_warm_ms;
+    out.first_query_late_ms = late.get(late.len() / 2).copied();
     Ok(out)
 }
