@@ -11,6 +11,12 @@ use rayon::prelude::*;
 /// Rows per parallel chunk; stores smaller than two chunks are scanned on the calling thread.
 const CHUNK: usize = 8192;
 
+/// How many rows ahead [`scan_ids`] requests a row's memory: enough to overlap its latency with the scoring
+/// of the rows before it, few enough that a 384-dim f32 row's lines fit the CPU's outstanding-miss slots
+/// (measured on a 10K × 384 set, 1,000 scattered rows: 2 or 4 rows ahead score them ~1.35x faster than
+/// batches of 16 prefetched at once; 8 ahead gains less).
+const SCAN_AHEAD: usize = 4;
+
 /// The exact `k` nearest rows of `store` to `query` under `metric`, restricted to `filter` if given.
 /// Cosine queries are normalised first. Results are sorted closest first (ties by id).
 pub fn exact_top_k<S: VectorStore + ?Sized>(
@@ -33,11 +39,13 @@ pub fn exact_top_k<S: VectorStore + ?Sized>(
     }
     if let Some(Filter::Ids(set)) = filter {
         // Iterate only the allowed ids (cheap for selective filters).
-        let mut top = TopK::new(k);
-        for id in set.iter().take_while(|&id| (id as usize) < n) {
-            top.push(id, metric.distance_to(&q, store.row(id)));
-        }
-        return Ok(top.into_sorted());
+        return Ok(scan_ids(
+            store,
+            &q,
+            k,
+            metric,
+            set.iter().take_while(|&id| (id as usize) < n),
+        ));
     }
     let scan = |lo: usize, hi: usize| {
         let mut top = TopK::new(k);
@@ -65,9 +73,8 @@ pub fn exact_top_k<S: VectorStore + ?Sized>(
     Ok(top.into_sorted())
 }
 
-/// Exact scan over an explicit id list (used by indexes when a filter is very selective).
-/// Rows are fetched in small batches whose memory is prefetched before scoring, since the ids of
-/// a filter are usually scattered.
+/// Exact scan over an explicit id list (used by indexes when a filter is very selective). The ids of a
+/// filter are usually scattered, so each row's memory is requested [`SCAN_AHEAD`] rows before it is scored.
 pub(crate) fn scan_ids<S: VectorStore + ?Sized>(
     store: &S,
     q: &[f32],
@@ -75,20 +82,24 @@ pub(crate) fn scan_ids<S: VectorStore + ?Sized>(
     metric: Metric,
     ids: impl Iterator<Item = u32>,
 ) -> Vec<Neighbor> {
-    const BATCH: usize = 16;
     let mut top = TopK::new(k);
-    let mut buf = [0u32; BATCH];
-    let mut ids = ids.peekable();
-    while ids.peek().is_some() {
-        let mut n = 0;
-        for id in ids.by_ref().take(BATCH) {
-            store.row(id).prefetch(usize::MAX);
-            buf[n] = id;
-            n += 1;
+    // Rows requested and not scored yet, oldest at `head`.
+    let mut ring = [0u32; SCAN_AHEAD];
+    let (mut head, mut held) = (0, 0);
+    for id in ids {
+        store.row(id).prefetch(usize::MAX);
+        if held < SCAN_AHEAD {
+            ring[(head + held) % SCAN_AHEAD] = id;
+            held += 1;
+            continue;
         }
-        for &id in &buf[..n] {
-            top.push(id, metric.distance_to(q, store.row(id)));
-        }
+        let oldest = std::mem::replace(&mut ring[head], id);
+        head = (head + 1) % SCAN_AHEAD;
+        top.push(oldest, metric.distance_to(q, store.row(oldest)));
+    }
+    for j in 0..held {
+        let id = ring[(head + j) % SCAN_AHEAD];
+        top.push(id, metric.distance_to(q, store.row(id)));
     }
     top.into_sorted()
 }
@@ -153,5 +164,29 @@ mod tests {
         assert!(exact_top_k(&store, &q, 0, Metric::L2, None)
             .unwrap()
             .is_empty());
+    }
+
+    #[test]
+    fn id_scans_of_every_length_around_the_lookahead_match_naive() {
+        let mut rng = SplitMix64::new(8);
+        let (dim, n) = (9, 300);
+        let data: Vec<f32> = (0..n * dim).map(|_| rng.normal() as f32).collect();
+        let store = FlatVectors::from_vec(dim, data).unwrap();
+        let q: Vec<f32> = (0..dim).map(|_| rng.normal() as f32).collect();
+        for len in 0..=3 * SCAN_AHEAD + 1 {
+            // Scattered ids, out of order.
+            let ids: Vec<u32> = (0..len as u32).map(|i| (i * 37 + 11) % n as u32).collect();
+            for k in [1, 3, 10] {
+                let got: Vec<u32> = scan_ids(&store, &q, k, Metric::L2, ids.iter().copied())
+                    .iter()
+                    .map(|n| n.id)
+                    .collect();
+                assert_eq!(
+                    got,
+                    naive(&store, &q, k, Metric::L2, |i| ids.contains(&i)),
+                    "{len} ids, k {k}"
+                );
+            }
+        }
     }
 }
