@@ -1,5 +1,6 @@
 //! The `MemoryBackend` trait that agents and frameworks call, and its implementation over clawhdf5 stores.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -53,6 +54,9 @@ pub struct BackendStatus {
     pub vector: bool,
     /// Keyword search available (always).
     pub fts: bool,
+    /// Why the last checkpoint that fell due failed (a full disk, say), while it keeps failing: the
+    /// store's changes are safe in its log meanwhile and are folded by the next checkpoint that succeeds.
+    pub checkpoint_error: Option<String>,
 }
 
 /// A sync request.
@@ -105,6 +109,8 @@ pub trait MemoryBackend: Send + Sync {
 pub struct HdfBackend {
     stores: Arc<AgentStores>,
     workspace: Option<PathBuf>,
+    /// Per agent, the error of its last due checkpoint while checkpoints keep failing.
+    checkpoint_errors: CheckpointErrors,
 }
 
 impl HdfBackend {
@@ -117,6 +123,7 @@ impl HdfBackend {
         Ok(HdfBackend {
             stores: Arc::new(AgentStores::new(dir, options)?),
             workspace,
+            checkpoint_errors: CheckpointErrors::default(),
         })
     }
 
@@ -142,17 +149,39 @@ where
 /// searched would otherwise replay an ever longer log at every start. The write lock is taken only when a
 /// checkpoint is due, so concurrent calls do not queue for it; a store busy with a writer is checked by the
 /// next call.
-async fn checkpoint_when_due(store: SharedMemory) -> Result<(), BackendError> {
+///
+/// A failed checkpoint does not fail the call that triggered it: that save is already durable in the log and
+/// that search has its results, and the log keeps every change until a later checkpoint folds it. The
+/// failure is kept for `status` and told once on standard error (a server's log).
+async fn checkpoint_when_due(store: SharedMemory, agent: &str, errors: &CheckpointErrors) {
     let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
-    if due {
-        blocking(move || {
-            store.blocking_write().checkpoint_if_due()?;
-            Ok(())
-        })
-        .await?;
+    if !due {
+        return;
     }
-    Ok(())
+    let outcome = blocking(move || {
+        store.blocking_write().checkpoint_if_due()?;
+        Ok(())
+    })
+    .await;
+    let mut errors = errors.lock().unwrap_or_else(|p| p.into_inner());
+    match outcome {
+        Ok(()) => {
+            errors.remove(agent);
+        }
+        Err(e) => {
+            let message = e.to_string();
+            if errors.get(agent) != Some(&message) {
+                eprintln!(
+                    "clawhdf5: warning: agent {agent:?}: checkpoint failed, changes stay in the log: {message}"
+                );
+                errors.insert(agent.to_string(), message);
+            }
+        }
+    }
 }
+
+/// Per agent, the error of its last due checkpoint while checkpoints keep failing.
+type CheckpointErrors = std::sync::Mutex<HashMap<String, String>>;
 
 /// Hits in the re-ranker's order, each reporting the absolute retrieval evidence that `min_score` filters on
 /// (the re-ranked score is relative to the query's best candidate).
@@ -189,7 +218,7 @@ impl MemoryBackend for HdfBackend {
         if let Some(t) = ticket {
             t.durable().await?;
         }
-        checkpoint_when_due(store).await?;
+        checkpoint_when_due(store, agent, &self.checkpoint_errors).await;
         Ok(outcome)
     }
 
@@ -205,7 +234,7 @@ impl MemoryBackend for HdfBackend {
             Ok(reported_hits(recall))
         })
         .await?;
-        checkpoint_when_due(shared).await?;
+        checkpoint_when_due(shared, agent, &self.checkpoint_errors).await;
         Ok(hits)
     }
 
@@ -221,7 +250,7 @@ impl MemoryBackend for HdfBackend {
             Ok(recall.map(reported_hits))
         })
         .await?;
-        checkpoint_when_due(shared).await?;
+        checkpoint_when_due(shared, agent, &self.checkpoint_errors).await;
         Ok(hits)
     }
 
@@ -289,6 +318,12 @@ impl MemoryBackend for HdfBackend {
     async fn status(&self, agent: &str) -> Result<BackendStatus, BackendError> {
         let store = self.stores.get(agent)?;
         let workspace = self.workspace.as_ref().map(|w| w.display().to_string());
+        let checkpoint_error = self
+            .checkpoint_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent)
+            .cloned();
         blocking(move || {
             let s = store.blocking_read();
             let st = s.store().stats();
@@ -307,6 +342,7 @@ impl MemoryBackend for HdfBackend {
                 embedding_model: st.embedding_model,
                 vector: st.embedded > 0,
                 fts: true,
+                checkpoint_error,
             })
         })
         .await
@@ -467,5 +503,46 @@ mod tests {
         drop(backend);
         let reopened = Store::open(&path).unwrap();
         assert_eq!(reopened.get(id).unwrap().access_count, searches);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_that_finds_the_disk_full_fails_neither_the_save_nor_the_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            auto_checkpoint_bytes: 1,
+            ..StoreOptions::default()
+        };
+        let backend = HdfBackend::new(dir.path(), None, opts).unwrap();
+        // The store exists (opened by `status`); its first vectors make the next checkpoint rewrite the file
+        // whole, through `<path>.tmp`, which leads to /dev/full (every write fails with ENOSPC).
+        assert_eq!(backend.status("main").await.unwrap().checkpoint_error, None);
+        let path = backend.stores().path_of("main");
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let mut m = NewMemory::text("the spare key is under the blue pot");
+        m.embedding = Some(vector(1));
+        let first = backend.save("main", m).await.unwrap().id;
+        let failed = backend.status("main").await.unwrap().checkpoint_error;
+        assert!(
+            failed
+                .as_deref()
+                .is_some_and(|e| e.contains("No space left")),
+            "{failed:?}"
+        );
+        let mut q = SearchQuery::new("spare key", 5);
+        q.mode = clawhdf5_memory::SearchMode::Keyword;
+        assert_eq!(backend.search("main", q).await.unwrap()[0].record.id, first);
+        // Room again: the next due checkpoint folds the log and the error is gone.
+        let _ = std::fs::remove_file(&tmp);
+        let mut m = NewMemory::text("the bike lock code is 4312");
+        m.embedding = Some(vector(2));
+        let second = backend.save("main", m).await.unwrap().id;
+        assert_eq!(backend.status("main").await.unwrap().checkpoint_error, None);
+        backend.close().await.unwrap();
+        drop(backend);
+        let reopened = Store::open_read_only(&path).unwrap();
+        assert!(reopened.get(first).is_some() && reopened.get(second).is_some());
     }
 }

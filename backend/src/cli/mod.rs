@@ -98,6 +98,19 @@ impl WriteOpts {
     }
 }
 
+/// Close a store whose changes this command has already made durable in its log (every change is fsynced there
+/// before it is acknowledged). A close that cannot fold the log into the HDF5 file (a full disk, say) loses
+/// nothing and does not fail the command: it is told on standard error, and the next writable open folds it.
+pub fn close_durable(store: clawhdf5_memory::Store) {
+    if let Err(e) = store.close() {
+        eprintln!(
+            "clawhdf5: warning: the changes are saved in the store's log, but folding the log into the HDF5 \
+             file failed ({}); the next command that opens the store for writing folds it",
+            one_line(&anyhow::Error::new(e))
+        );
+    }
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {

@@ -85,7 +85,7 @@ pub fn forget(a: ForgetArgs) -> anyhow::Result<()> {
             forgotten.push(id);
         }
     }
-    store.close()?;
+    super::close_durable(store);
     if a.json {
         outln!("{}", serde_json::json!({ "forgotten": forgotten }))?;
     } else if forgotten.is_empty() {
@@ -289,7 +289,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     }
     flush(&mut batch, first_line, last_line)?;
     bar.finish_and_clear();
-    store.close()?;
+    super::close_durable(store);
     if a.json {
         outln!(
             "{}",

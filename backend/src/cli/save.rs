@@ -53,6 +53,6 @@ pub fn run(a: SaveArgs) -> anyhow::Result<()> {
         "{}",
         serde_json::json!({"id": outcome.id, "deduplicated": outcome.deduplicated})
     )?;
-    store.close()?;
+    super::close_durable(store);
     Ok(())
 }

@@ -694,9 +694,9 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     row(
         "first query after open / the same query asked first at steady state",
         &|r| {
-            r.probe
-                .first_query_late_ms
-                .map_or("—".into(), |l| format!("{:.2}×", r.probe.first_query_ms / l.max(1e-9)))
+            r.probe.first_query_late_ms.map_or("—".into(), |l| {
+                format!("{:.2}×", r.probe.first_query_ms / l.max(1e-9))
+            })
         },
     );
     row("first query / p50 of all queries", &|r| {

@@ -255,6 +255,8 @@ pub(super) fn write_atomically(
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
+    // A write that fails (a full disk, say) leaves no partial file behind to hold the space it took.
+    let mut unfinished = Unfinished(Some(tmp.clone()));
     let (mut w, dicts) = schema::snapshot_writer(&tmp, view)?;
     let mut carried = Carried::default();
     if path.exists() {
@@ -284,6 +286,18 @@ pub(super) fn write_atomically(
         carried.kept = Some(kept);
     }
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    unfinished.0 = None;
     sync_dir(path)?;
     Ok((dicts, carried, data_lock))
+}
+
+/// A file that is removed when this is dropped still holding it (best effort).
+struct Unfinished(Option<PathBuf>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
