@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clawhdf5_memory::{
@@ -111,7 +112,12 @@ pub struct HdfBackend {
     workspace: Option<PathBuf>,
     /// Per agent, the error of its last due checkpoint while checkpoints keep failing.
     checkpoint_errors: CheckpointErrors,
+    /// How long after a failed checkpoint the next is tried (each try may write up to the whole store).
+    checkpoint_retry: Duration,
 }
+
+/// Default of [`HdfBackend::set_checkpoint_retry`].
+const CHECKPOINT_RETRY: Duration = Duration::from_secs(30);
 
 impl HdfBackend {
     /// A backend keeping stores in `dir`, syncing `workspace` by default.
@@ -124,7 +130,14 @@ impl HdfBackend {
             stores: Arc::new(AgentStores::new(dir, options)?),
             workspace,
             checkpoint_errors: CheckpointErrors::default(),
+            checkpoint_retry: CHECKPOINT_RETRY,
         })
+    }
+
+    /// How long after a failed checkpoint (a full disk, say) saves and searches wait before trying the next:
+    /// 30 seconds unless set. Meanwhile their changes stay in the log, as they always are until folded.
+    pub fn set_checkpoint_retry(&mut self, after: Duration) {
+        self.checkpoint_retry = after;
     }
 
     /// The per-agent stores.
@@ -153,9 +166,17 @@ where
 /// A failed checkpoint does not fail the call that triggered it: that save is already durable in the log and
 /// that search has its results, and the log keeps every change until a later checkpoint folds it. The
 /// failure is kept for `status` and told once on standard error (a server's log).
-async fn checkpoint_when_due(store: SharedMemory, agent: &str, errors: &CheckpointErrors) {
+async fn checkpoint_when_due(store: SharedMemory, agent: &str, backend: &HdfBackend) {
     let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
-    if !due {
+    let errors = &backend.checkpoint_errors;
+    let waiting = |errors: &CheckpointErrors| {
+        errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent)
+            .is_some_and(|(_, at)| at.elapsed() < backend.checkpoint_retry)
+    };
+    if !due || waiting(errors) {
         return;
     }
     let outcome = blocking(move || {
@@ -170,18 +191,18 @@ async fn checkpoint_when_due(store: SharedMemory, agent: &str, errors: &Checkpoi
         }
         Err(e) => {
             let message = e.to_string();
-            if errors.get(agent) != Some(&message) {
+            if errors.get(agent).is_none_or(|(m, _)| *m != message) {
                 eprintln!(
                     "clawhdf5: warning: agent {agent:?}: checkpoint failed, changes stay in the log: {message}"
                 );
-                errors.insert(agent.to_string(), message);
             }
+            errors.insert(agent.to_string(), (message, Instant::now()));
         }
     }
 }
 
-/// Per agent, the error of its last due checkpoint while checkpoints keep failing.
-type CheckpointErrors = std::sync::Mutex<HashMap<String, String>>;
+/// Per agent, the error of its last due checkpoint and when it failed, while checkpoints keep failing.
+type CheckpointErrors = std::sync::Mutex<HashMap<String, (String, Instant)>>;
 
 /// Hits in the re-ranker's order, each reporting the absolute retrieval evidence that `min_score` filters on
 /// (the re-ranked score is relative to the query's best candidate).
@@ -218,7 +239,7 @@ impl MemoryBackend for HdfBackend {
         if let Some(t) = ticket {
             t.durable().await?;
         }
-        checkpoint_when_due(store, agent, &self.checkpoint_errors).await;
+        checkpoint_when_due(store, agent, self).await;
         Ok(outcome)
     }
 
@@ -234,7 +255,7 @@ impl MemoryBackend for HdfBackend {
             Ok(reported_hits(recall))
         })
         .await?;
-        checkpoint_when_due(shared, agent, &self.checkpoint_errors).await;
+        checkpoint_when_due(shared, agent, self).await;
         Ok(hits)
     }
 
@@ -250,7 +271,7 @@ impl MemoryBackend for HdfBackend {
             Ok(recall.map(reported_hits))
         })
         .await?;
-        checkpoint_when_due(shared, agent, &self.checkpoint_errors).await;
+        checkpoint_when_due(shared, agent, self).await;
         Ok(hits)
     }
 
@@ -323,7 +344,7 @@ impl MemoryBackend for HdfBackend {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(agent)
-            .cloned();
+            .map(|(message, _)| message.clone());
         blocking(move || {
             let s = store.blocking_read();
             let st = s.store().stats();
@@ -513,7 +534,7 @@ mod tests {
             auto_checkpoint_bytes: 1,
             ..StoreOptions::default()
         };
-        let backend = HdfBackend::new(dir.path(), None, opts).unwrap();
+        let mut backend = HdfBackend::new(dir.path(), None, opts).unwrap();
         // The store exists (opened by `status`); its first vectors make the next checkpoint rewrite the file
         // whole, through `<path>.tmp`, which leads to /dev/full (every write fails with ENOSPC).
         assert_eq!(backend.status("main").await.unwrap().checkpoint_error, None);
@@ -534,11 +555,22 @@ mod tests {
         let mut q = SearchQuery::new("spare key", 5);
         q.mode = clawhdf5_memory::SearchMode::Keyword;
         assert_eq!(backend.search("main", q).await.unwrap()[0].record.id, first);
-        // Room again: the next due checkpoint folds the log and the error is gone.
+        // Room again, but the next try waits out the retry delay (30 s by default)...
         let _ = std::fs::remove_file(&tmp);
         let mut m = NewMemory::text("the bike lock code is 4312");
         m.embedding = Some(vector(2));
         let second = backend.save("main", m).await.unwrap().id;
+        assert!(backend
+            .status("main")
+            .await
+            .unwrap()
+            .checkpoint_error
+            .is_some());
+        // ...after which the next due checkpoint folds the log and the error is gone.
+        backend.set_checkpoint_retry(Duration::ZERO);
+        let mut m = NewMemory::text("the boiler is serviced every May");
+        m.embedding = Some(vector(3));
+        backend.save("main", m).await.unwrap();
         assert_eq!(backend.status("main").await.unwrap().checkpoint_error, None);
         backend.close().await.unwrap();
         drop(backend);
