@@ -140,6 +140,13 @@ impl HdfBackend {
         self.checkpoint_retry = after;
     }
 
+    /// The agents whose last due checkpoint failed (a panic elsewhere does not hide them).
+    fn failed_checkpoints(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant)>> {
+        self.checkpoint_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The per-agent stores.
     pub fn stores(&self) -> &Arc<AgentStores> {
         &self.stores
@@ -168,15 +175,13 @@ where
 /// failure is kept for `status` and told once on standard error (a server's log).
 async fn checkpoint_when_due(store: SharedMemory, agent: &str, backend: &HdfBackend) {
     let due = store.try_read().is_ok_and(|s| s.checkpoint_due());
-    let errors = &backend.checkpoint_errors;
-    let waiting = |errors: &CheckpointErrors| {
-        errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    let waiting = || {
+        backend
+            .failed_checkpoints()
             .get(agent)
             .is_some_and(|(_, at)| at.elapsed() < backend.checkpoint_retry)
     };
-    if !due || waiting(errors) {
+    if !due || waiting() {
         return;
     }
     let outcome = blocking(move || {
@@ -184,7 +189,7 @@ async fn checkpoint_when_due(store: SharedMemory, agent: &str, backend: &HdfBack
         Ok(())
     })
     .await;
-    let mut errors = errors.lock().unwrap_or_else(|p| p.into_inner());
+    let mut errors = backend.failed_checkpoints();
     match outcome {
         Ok(()) => {
             errors.remove(agent);
@@ -340,9 +345,7 @@ impl MemoryBackend for HdfBackend {
         let store = self.stores.get(agent)?;
         let workspace = self.workspace.as_ref().map(|w| w.display().to_string());
         let checkpoint_error = self
-            .checkpoint_errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .failed_checkpoints()
             .get(agent)
             .map(|(message, _)| message.clone());
         blocking(move || {
