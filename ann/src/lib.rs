@@ -22,6 +22,7 @@ pub mod metric;
 pub mod pages;
 pub mod quant;
 pub mod rng;
+pub mod sign;
 pub mod store;
 pub mod synth;
 pub mod topk;

@@ -3,6 +3,7 @@
 
 use crate::kernels;
 use crate::metric::Metric;
+use crate::sign::{SignCodes, SignQuery};
 use crate::store::{Row, VectorStore};
 use rayon::prelude::*;
 
@@ -83,6 +84,9 @@ pub struct Int8Vectors {
     codes: AlignedBytes,
     scales: Vec<f32>,
     norms2: Vec<f32>,
+    /// One sign bit per dimension of each row, for the first pass of large exact scans (derived from
+    /// the codes; kept in step with them).
+    signs: SignCodes,
 }
 
 impl PartialEq for Int8Vectors {
@@ -177,7 +181,17 @@ impl Int8Vectors {
             codes: AlignedBytes::zeroed(rows * stride),
             scales: vec![0.0; rows],
             norms2: vec![0.0; rows],
+            signs: SignCodes::zeroed(dim, rows),
         }
+    }
+
+    /// Derives every row's sign code from its int8 codes (in parallel).
+    fn fill_signs(&mut self) {
+        let (codes, scales, norms2) = (&self.codes, &self.scales, &self.norms2);
+        let (stride, dim) = (self.stride, self.dim);
+        let bytes = codes.bytes();
+        self.signs
+            .fill(|i| (&bytes[i * stride..i * stride + dim], scales[i], norms2[i]));
     }
 
     /// Quantises every row of a store (in parallel).
@@ -222,6 +236,7 @@ impl Int8Vectors {
                         *nn = kernels::dot_f32(v, v);
                     }
                 });
+            q.fill_signs();
         }
         q
     }
@@ -251,6 +266,7 @@ impl Int8Vectors {
         }
         q.scales = scales;
         q.norms2 = norms2;
+        q.fill_signs();
         Some(q)
     }
 
@@ -265,11 +281,14 @@ impl Int8Vectors {
                 .for_each(|c| *c = OFFSET as u8);
             self.scales.resize(i + 1, 0.0);
             self.norms2.resize(i + 1, 0.0);
+            self.signs.grow(i + 1);
         }
         let (stride, dim) = (self.stride, self.dim);
         let row = &mut self.codes.bytes_mut()[i * stride..i * stride + dim];
         self.scales[i] = kernels::quantize_i8(v, row);
         self.norms2[i] = kernels::dot_f32(v, v);
+        self.signs
+            .set_from_int8(id, row, self.scales[i], self.norms2[i]);
     }
 
     /// Dimensions per row.
@@ -378,9 +397,21 @@ impl Int8Vectors {
         kernels::prefetch(self.scales.as_ptr().wrapping_add(id as usize));
     }
 
+    /// The rows' sign codes (see [`crate::sign`]).
+    pub fn signs(&self) -> &SignCodes {
+        &self.signs
+    }
+
+    /// Prepares a query for [`SignCodes::distance`] on [`Int8Vectors::signs`].
+    pub fn sign_query(&self, q: &[f32]) -> SignQuery {
+        self.signs.prepare(q)
+    }
+
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
-        self.codes.capacity() + 4 * (self.scales.capacity() + self.norms2.capacity())
+        self.codes.capacity()
+            + 4 * (self.scales.capacity() + self.norms2.capacity())
+            + self.signs.memory_bytes()
     }
 }
 

@@ -86,9 +86,86 @@ impl TopK {
     }
 }
 
+/// Keeps the `k` closest of many candidates by appending them to a buffer of `2k` and, when it fills,
+/// keeping its best `k` with a linear-time selection: cheaper than a heap when most of a long stream
+/// enters (as in a scan that keeps hundreds of rows), since an append costs no sifting.
+#[derive(Debug, Clone)]
+pub struct TopKBuffer {
+    k: usize,
+    buf: Vec<Neighbor>,
+    /// Candidates must be closer than this to enter: the `k`-th best at the last selection.
+    bound: f32,
+}
+
+impl TopKBuffer {
+    /// Empty collector for the best `k`.
+    pub fn new(k: usize) -> Self {
+        TopKBuffer {
+            k,
+            buf: Vec::with_capacity(2 * k),
+            bound: f32::INFINITY,
+        }
+    }
+
+    /// Distance a candidate must beat to enter (infinity until the first selection).
+    #[inline]
+    pub fn threshold(&self) -> f32 {
+        self.bound
+    }
+
+    /// Offers a candidate.
+    #[inline]
+    pub fn push(&mut self, id: u32, distance: f32) {
+        if self.k == 0 || distance >= self.bound {
+            return;
+        }
+        self.buf.push(Neighbor { id, distance });
+        if self.buf.len() >= 2 * self.k {
+            self.select();
+        }
+    }
+
+    /// Keeps the best `k` of the buffer and tightens the bound to the worst of them.
+    fn select(&mut self) {
+        if self.buf.len() > self.k {
+            self.buf.select_nth_unstable(self.k - 1);
+            self.buf.truncate(self.k);
+            self.bound = self.buf[self.k - 1].distance;
+        }
+    }
+
+    /// The best `k` (or all, if fewer came), in no particular order.
+    pub fn into_unsorted(mut self) -> Vec<Neighbor> {
+        self.select();
+        self.buf
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_buffer_keeps_what_the_heap_keeps() {
+        let mut rng = crate::rng::SplitMix64::new(5);
+        for k in [0usize, 1, 3, 10, 100] {
+            for n in [0usize, 1, 5, 50, 1000] {
+                let (mut heap, mut buf) = (TopK::new(k), TopKBuffer::new(k));
+                for id in 0..n as u32 {
+                    // Few distinct distances, so ties are exercised too.
+                    let d = rng.below(40) as f32;
+                    heap.push(id, d);
+                    buf.push(id, d);
+                }
+                let mut got = buf.into_unsorted();
+                got.sort();
+                let want = heap.into_sorted();
+                // Ties at the bound may keep other ids; the distances must agree.
+                let dist = |v: &[Neighbor]| v.iter().map(|n| n.distance).collect::<Vec<_>>();
+                assert_eq!(dist(&got), dist(&want), "k={k} n={n}");
+            }
+        }
+    }
 
     #[test]
     fn keeps_best_k_sorted() {

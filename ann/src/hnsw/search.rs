@@ -8,7 +8,7 @@ use crate::kernels::prefetch;
 use crate::metric::Metric;
 use crate::quant::{Int8Vectors, QuantQuery};
 use crate::store::VectorStore;
-use crate::topk::{Neighbor, TopK};
+use crate::topk::{Neighbor, TopK, TopKBuffer};
 use crate::visited::with_visited;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -121,6 +121,23 @@ const I8_QUERY_EVALS: usize = 12;
 const F32_ROW_IN_I8_EVALS: usize = 2;
 /// Rows of an int8 scan whose memory is requested before they are scored (a multiple of 4).
 const I8_SCAN_AHEAD: usize = 8;
+
+/// How many rows a sign-code pass keeps for int8 scoring in a top-`k` search at `ef` (`None` where
+/// that overflows). Measured on MiniLM embeddings of real text (10 % and 50 % of 100K rows allowed)
+/// and on clustered synthetic vectors, 400 kept rows held every one of the exact top 10 in all but
+/// one or two of 5,000 query-filter pairs; 200 already missed 0.1–4 %.
+fn sign_pool(k: usize, ef: usize) -> Option<usize> {
+    k.checked_mul(40).map(|p| p.max(4 * rescore_pool(k, ef)))
+}
+/// A sign-code pass is only considered for sets at least this many times the rows it keeps.
+const SIGN_MIN_ROWS_PER_KEPT: usize = 4;
+/// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation: measured at d = 384
+/// on 10,000 allowed rows of a 100K set, 17.5 ns a row against 33 ns for the int8 scan's (costed at
+/// [`I8_SCAN_ROW_PCT`]); a kept row then costs about one evaluation in the int8 pass (67 ns: its
+/// rows are scattered).
+const SIGN_ROW_PCT: usize = 30;
+/// Rows of a sign-code pass whose memory is requested before they are scored.
+const SIGN_SCAN_AHEAD: usize = 8;
 
 /// Filters allowing less than this fraction of the rows walk with two-hop routing.
 const TWO_HOP_BELOW: f64 = 0.3;
@@ -581,6 +598,12 @@ impl Hnsw {
         let Some(quant) = self.quant.as_ref().filter(|_| int8) else {
             return scan_ids(store, q, k, metric, ids.into_iter());
         };
+        // Large sets: a first pass over the rows' sign codes (an eighth of the int8 bytes) keeps the
+        // best `sign_pool` rows, and only those are scored in int8.
+        let ids = match sign_pool(k, ef).filter(|&p| self.sign_pass_pays(rows, p)) {
+            Some(keep) => self.sign_pass(quant, q, keep, &ids),
+            None => ids,
+        };
         let qq = quant.quantize_query(q);
         let mut top = TopK::new(rescore_pool(k, ef));
         // Rows four at a time (one pass over the query's codes for four rows), each group's rows
@@ -604,6 +627,44 @@ impl Hnsw {
         rescore(store, q, metric, &mut pool);
         pool.truncate(k);
         pool
+    }
+
+    /// The `keep` rows of `ids` whose sign codes estimate them closest to `q`, closest first.
+    fn sign_pass(&self, quant: &Int8Vectors, q: &[f32], keep: usize, ids: &[u32]) -> Vec<u32> {
+        let metric = self.params.metric;
+        let signs = quant.signs();
+        let sq = quant.sign_query(q);
+        let kernels = crate::kernels::active();
+        let mut top = TopKBuffer::new(keep);
+        ids.iter()
+            .take(SIGN_SCAN_AHEAD)
+            .for_each(|&id| signs.prefetch_row(id));
+        for (i, &id) in ids.iter().enumerate() {
+            if let Some(&ahead) = ids.get(i + SIGN_SCAN_AHEAD) {
+                signs.prefetch_row(ahead);
+            }
+            let d = signs.distance_with(kernels, metric, &sq, id);
+            if d < top.threshold() {
+                top.push(id, d);
+            }
+        }
+        // In id order, so the int8 pass reads the kept rows in memory order.
+        let mut kept: Vec<u32> = top.into_unsorted().into_iter().map(|n| n.id).collect();
+        kept.sort_unstable();
+        kept
+    }
+
+    /// Whether a sign-code pass that keeps `keep` of `rows` rows costs less than scoring them all
+    /// in int8 (see [`SIGN_ROW_PCT`]).
+    fn sign_pass_pays(&self, rows: usize, keep: usize) -> bool {
+        rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
+            && Self::sign_pass_cost(rows, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100
+    }
+
+    /// Cost of the sign pass over `rows` rows plus the int8 scoring of the `keep` it keeps, in int8
+    /// walk evaluations.
+    fn sign_pass_cost(rows: usize, keep: usize) -> usize {
+        (rows.saturating_mul(SIGN_ROW_PCT) / 100).saturating_add(keep)
     }
 
     /// Cost of a two-hop walk relative to an unfiltered walk at the same `ef`, in the units of
@@ -635,8 +696,13 @@ impl Hnsw {
     /// at ef 24, 408 at ef 192).
     pub(crate) fn int8_scan_cost(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
         self.quant.as_ref()?;
+        let int8_rows = rows.saturating_mul(I8_SCAN_ROW_PCT) / 100;
+        let first_pass = match sign_pool(k, ef).filter(|&p| self.sign_pass_pays(rows, p)) {
+            Some(keep) => Self::sign_pass_cost(rows, keep),
+            None => int8_rows,
+        };
         Some(
-            (rows.saturating_mul(I8_SCAN_ROW_PCT) / 100)
+            first_pass
                 .saturating_add(I8_QUERY_EVALS)
                 .saturating_add(rescore_pool(k, ef).min(rows) * F32_ROW_IN_I8_EVALS),
         )

@@ -633,9 +633,11 @@ fn int8_scans_are_costed_in_int8_walk_evaluations() {
     assert_eq!(f32_index.scan_cost(1000, 10, 24), 1000);
     let small = int8_index.scan_cost(1000, 10, 24);
     assert!((100..1000).contains(&small), "{small}");
-    // Beyond the cache a row costs twice as much; huge counts saturate instead of overflowing.
+    // Large sets take the sign-code pass first (an eighth of the bytes a row, then int8 for the
+    // rows it keeps): 0.3 of an evaluation a row, not the int8 scan's 0.5; huge counts saturate
+    // instead of overflowing.
     let big = int8_index.scan_cost(100_000, 10, 24);
-    assert!(big > 100 * (small - 60), "{big} vs {small}");
+    assert!((30_000..35_000).contains(&big), "{big}");
     assert!(int8_index.scan_cost(usize::MAX, 10, 24) >= usize::MAX / 100);
     // A handful of rows is cheaper to score in f32 directly (no quantised query, no re-score).
     assert_eq!(int8_index.scan_cost(100, 10, 24), 100);

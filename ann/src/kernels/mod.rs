@@ -41,6 +41,10 @@ pub struct KernelSet {
     pub dot_u8i8_x4: fn([&[u8]; 4], &[i8]) -> [i32; 4],
     /// int8 quantisation of an f32 vector (see [`scalar::quantize_i8`]): codes into the slice, scale returned.
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
+    /// A sign-code row against a query's byte levels (see [`scalar::sign_dot`]).
+    pub sign_dot: fn(&[u64], &[u8]) -> [u32; 2],
+    /// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
+    pub sign_bits: fn(&[u8], &mut [u64]) -> u64,
 }
 
 impl std::fmt::Debug for KernelSet {
@@ -64,6 +68,8 @@ pub fn scalar_set() -> KernelSet {
         dot_u8i8: scalar::dot_u8i8,
         dot_u8i8_x4: scalar::dot_u8i8_x4,
         quantize_i8: scalar::quantize_i8,
+        sign_dot: scalar::sign_dot,
+        sign_bits: scalar::sign_bits,
     }
 }
 
@@ -162,6 +168,18 @@ pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
 #[inline]
 pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     (active().dot_u8i8_x4)(rows, b)
+}
+
+/// A sign-code row against a query's byte levels (see [`scalar::sign_dot`]).
+#[inline]
+pub fn sign_dot(row: &[u64], levels: &[u8]) -> [u32; 2] {
+    (active().sign_dot)(row, levels)
+}
+
+/// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
+#[inline]
+pub fn sign_bits(codes: &[u8], out: &mut [u64]) -> u64 {
+    (active().sign_bits)(codes, out)
 }
 
 /// Hints the CPU to fetch the memory at `p` (no-op where no stable prefetch intrinsic exists).
@@ -301,6 +319,30 @@ mod tests {
             );
             assert_eq!((k.l2_i8)(&lo, &hi), 333 * 255 * 255, "{}", k.name);
             assert_eq!((k.dot_f32)(&[], &[]), 0.0);
+            for words in [0usize, 1, 5, 6, 7, 8, 9, 17] {
+                let row: Vec<u64> = (0..words).map(|_| rng.next_u64()).collect();
+                let levels: Vec<u8> = (0..64 * words).map(|_| rng.below(256) as u8).collect();
+                let naive = (0..words * 64).fold([0u32, 0], |[o, s], b| {
+                    let on = ((row[b / 64] >> (b % 64)) & 1) as u32;
+                    [o + on, s + on * u32::from(levels[b])]
+                });
+                assert_eq!(
+                    (k.sign_dot)(&row, &levels),
+                    naive,
+                    "{} sign_dot words={words}",
+                    k.name
+                );
+                for len in [64 * words, (64 * words).saturating_sub(13)] {
+                    let mut codes = levels[..len].to_vec();
+                    codes.iter_mut().step_by(7).for_each(|c| *c = 128);
+                    let (mut got, mut want) = (vec![0u64; words], vec![0u64; words]);
+                    let l1 = (k.sign_bits)(&codes, &mut got);
+                    assert_eq!(l1, (s.sign_bits)(&codes, &mut want), "{} sign_bits", k.name);
+                    assert_eq!(got, want, "{} sign_bits len={len}", k.name);
+                    let naive_l1: u64 = codes.iter().map(|&c| u64::from(c.abs_diff(128))).sum();
+                    assert_eq!(l1, naive_l1);
+                }
+            }
         }
     }
 

@@ -138,3 +138,37 @@ pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
     }
     max / 127.0
 }
+
+/// Sign-code kernel: `[ones(row), Σ levels[i] over the set bits i of row]`; `levels` holds at least
+/// `64 * row.len()` bytes (see `crate::sign`).
+#[inline(always)]
+pub fn sign_dot(row: &[u64], levels: &[u8]) -> [u32; 2] {
+    let mut ones = 0;
+    let mut sum = 0u32;
+    for (&w, lv) in row.iter().zip(levels.chunks_exact(64)) {
+        ones += w.count_ones();
+        sum += lv
+            .iter()
+            .enumerate()
+            .map(|(b, &l)| u32::from(l) & 0u32.wrapping_sub(((w >> b) & 1) as u32))
+            .sum::<u32>();
+    }
+    [ones, sum]
+}
+
+/// Sign bits of int8 codes stored offset by +128: bit `i % 64` of `out[i / 64]` is set where code `i`
+/// is positive (stored byte above 128); returns the sum of the codes' magnitudes. `out` holds
+/// `codes.len() / 64` words rounded up.
+#[inline(always)]
+pub fn sign_bits(codes: &[u8], out: &mut [u64]) -> u64 {
+    let mut l1 = 0u64;
+    for (w, chunk) in out.iter_mut().zip(codes.chunks(64)) {
+        let mut bits = 0u64;
+        for (b, &c) in chunk.iter().enumerate() {
+            bits |= u64::from(c > 128) << b;
+            l1 += u64::from(c.abs_diff(128));
+        }
+        *w = bits;
+    }
+    l1
+}

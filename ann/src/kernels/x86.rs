@@ -12,6 +12,7 @@ pub fn avx2_set() -> Option<KernelSet> {
     if is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
+        && is_x86_feature_detected!("popcnt")
     {
         Some(KernelSet {
             name: "avx2+fma",
@@ -59,6 +60,14 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
+            sign_dot: |row, levels| {
+                // SAFETY: as above (avx2 and popcnt are among the detected features).
+                unsafe { sign_dot_avx2(row, levels) }
+            },
+            sign_bits: |codes, out| {
+                // SAFETY: as above.
+                unsafe { sign_bits_avx2(codes, out) }
+            },
         })
     } else {
         None
@@ -72,6 +81,7 @@ pub fn avx512_set() -> Option<KernelSet> {
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("f16c")
         && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("popcnt")
     {
         Some(KernelSet {
             name: "avx512",
@@ -119,6 +129,14 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
+            sign_dot: |row, levels| {
+                // SAFETY: as above (avx512f+avx512bw, and popcnt, detected).
+                unsafe { sign_dot_avx512(row, levels) }
+            },
+            sign_bits: |codes, out| {
+                // SAFETY: as above.
+                unsafe { sign_bits_avx512(codes, out) }
+            },
         })
     } else {
         None
@@ -133,6 +151,7 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
     }
     Some(KernelSet {
         name: "avx512+vnni",
+
         dot_u8i8: |a, b| {
             // SAFETY: built on the AVX-512 set (avx512f+avx512bw+avx512vl detected) after detecting avx512vnni.
             unsafe { u8i8_vnni(a, b) }
@@ -572,4 +591,51 @@ pub fn prefetch<T>(p: *const T) {
 #[target_feature(enable = "avx2")]
 unsafe fn quantize_i8_avx2(v: &[f32], out: &mut [u8]) -> f32 {
     scalar::quantize_i8(v, out)
+}
+
+/// [`scalar::sign_dot`] compiled for AVX2 and `popcnt` (the level sums vectorise).
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn sign_dot_avx2(row: &[u64], levels: &[u8]) -> [u32; 2] {
+    scalar::sign_dot(row, levels)
+}
+
+/// [`scalar::sign_dot`] with AVX-512 BW: each code word is the byte mask that selects the query's
+/// levels of its 64 dimensions (`vmovdqu8` with zeroing), summed by `vpsadbw` into 64-bit lanes.
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+unsafe fn sign_dot_avx512(row: &[u64], levels: &[u8]) -> [u32; 2] {
+    let mut acc = _mm512_setzero_si512();
+    let zero = _mm512_setzero_si512();
+    let mut ones = 0;
+    for (&w, lv) in row.iter().zip(levels.chunks_exact(64)) {
+        ones += w.count_ones();
+        // SAFETY: `lv` is 64 bytes long (a chunk of exactly 64).
+        let v = unsafe { _mm512_loadu_si512(lv.as_ptr() as *const _) };
+        let picked = _mm512_maskz_mov_epi8(w, v);
+        acc = _mm512_add_epi64(acc, _mm512_sad_epu8(picked, zero));
+    }
+    [ones, _mm512_reduce_add_epi64(acc) as u32]
+}
+
+/// [`scalar::sign_bits`] compiled for AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn sign_bits_avx2(codes: &[u8], out: &mut [u64]) -> u64 {
+    scalar::sign_bits(codes, out)
+}
+
+/// [`scalar::sign_bits`] with AVX-512 BW: an unsigned compare against 128 gives a word's 64 bits, and
+/// `vpsadbw` against 128 sums the codes' magnitudes.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn sign_bits_avx512(codes: &[u8], out: &mut [u64]) -> u64 {
+    let mid = _mm512_set1_epi8(-128);
+    let mut l1 = _mm512_setzero_si512();
+    for (w, chunk) in out.iter_mut().zip(codes.chunks(64)) {
+        let n = chunk.len();
+        let mask: __mmask64 = if n == 64 { !0 } else { (1u64 << n) - 1 };
+        // SAFETY: the masked load reads only the chunk's n bytes; lanes past them are 128 (zero
+        // codes), which add no bits and no magnitude.
+        let v = unsafe { _mm512_mask_loadu_epi8(mid, mask, chunk.as_ptr() as *const _) };
+        *w = _mm512_cmpgt_epu8_mask(v, mid);
+        l1 = _mm512_add_epi64(l1, _mm512_sad_epu8(v, mid));
+    }
+    _mm512_reduce_add_epi64(l1) as u64
 }

@@ -1,0 +1,301 @@
+//! Sign codes: one bit per dimension (whether the row's int8 code is positive) plus two scalars per row,
+//! one cache line a row at d ≤ 448. A first pass over them ranks the rows of a large exact scan at an
+//! eighth of the int8 copy's memory traffic; only the best few hundred are then scored in int8 and the
+//! best of those in f32, so the scan still returns what the int8 scan would.
+//!
+//! The estimate is RaBitQ's: with `s` the row's ±1 signs, `<q, x> ≈ <q, s> · |x|² / |x|₁` (exact when
+//! `x` is a multiple of `s`). The query is quantised to 8-bit levels, and `<q, s>` comes from the sum
+//! of the levels where the row's bits are set (one masked byte sum per 64 dimensions).
+
+/// Rows start on this boundary (a cache line), so a row of up to 7 words loads from one line.
+const LINE_WORDS: usize = 8;
+
+/// Sign codes of every row of an int8 copy (see the module documentation).
+#[derive(Debug, Default)]
+pub struct SignCodes {
+    /// Code words per row (`dim / 64` rounded up).
+    words: usize,
+    /// Words per row: the code words, one word of scalars, rounded up to a cache line.
+    stride: usize,
+    /// Rows of `stride` words starting at `data[off]`, which sits on a cache line.
+    data: Vec<u64>,
+    off: usize,
+    rows: usize,
+}
+
+/// A query prepared for [`SignCodes::distance`]: its 8-bit levels and the constants of the estimate.
+#[derive(Debug, Clone)]
+pub struct SignQuery {
+    /// One level per dimension, zero-padded to the code words' 64 bits each.
+    levels: Vec<u8>,
+    /// Dimension `i` of the query is about `lo + step * level_i`.
+    lo: f32,
+    step: f32,
+    /// Sum of the quantised query's dimensions.
+    sum: f32,
+    /// Squared norm of the query (for L2).
+    norm2: f32,
+}
+
+impl Clone for SignCodes {
+    /// A copy whose rows sit on cache lines too (a plain `Vec` clone could move them off).
+    fn clone(&self) -> Self {
+        let mut c = SignCodes::zeroed(self.words * 64, self.rows);
+        let used = self.rows * self.stride;
+        c.data[c.off..c.off + used].copy_from_slice(&self.data[self.off..self.off + used]);
+        c
+    }
+}
+
+impl SignCodes {
+    /// `rows` rows of zeros (all signs negative, scalars zero) for `dim`-dimensional vectors.
+    pub fn zeroed(dim: usize, rows: usize) -> Self {
+        let words = dim.div_ceil(64);
+        let stride = (words + 1).next_multiple_of(LINE_WORDS);
+        let mut data = vec![0u64; rows * stride + LINE_WORDS - 1];
+        let off = match data.as_ptr().align_offset(LINE_WORDS * 8) {
+            o if o < LINE_WORDS => o,
+            // align_offset may decline to answer; rows are then merely unaligned.
+            _ => 0,
+        };
+        data.truncate(off + rows * stride);
+        SignCodes {
+            words,
+            stride,
+            data,
+            off,
+            rows,
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Grows to at least `rows` rows (new rows zero).
+    pub(crate) fn grow(&mut self, rows: usize) {
+        if rows <= self.rows {
+            return;
+        }
+        let need = self.off + rows * self.stride;
+        if need <= self.data.capacity() {
+            self.data.resize(need, 0);
+        } else {
+            // A reallocation could move the rows off their cache lines: copy them into a new,
+            // aligned buffer with room to spare.
+            let mut next = SignCodes::zeroed(self.words * 64, rows.max(self.rows * 3 / 2));
+            let used = self.rows * self.stride;
+            next.data[next.off..next.off + used]
+                .copy_from_slice(&self.data[self.off..self.off + used]);
+            next.data.truncate(next.off + rows * self.stride);
+            *self = next;
+        }
+        self.rows = rows;
+    }
+
+    /// Sets row `id` from its int8 codes (stored offset by +128, as in [`crate::Int8Vectors`]), their
+    /// scale and the squared norm of the f32 row.
+    pub(crate) fn set_from_int8(&mut self, id: u32, offset_codes: &[u8], scale: f32, norm2: f32) {
+        let (words, start) = (self.words, self.off + id as usize * self.stride);
+        encode_row(
+            &mut self.data[start..start + words + 1],
+            offset_codes,
+            scale,
+            norm2,
+        );
+    }
+
+    /// Sets every row from an int8 copy's rows, in parallel: `row(i)` gives row `i`'s offset codes,
+    /// scale and squared norm.
+    pub(crate) fn fill<'a>(&mut self, row: impl Fn(usize) -> (&'a [u8], f32, f32) + Sync) {
+        use rayon::prelude::*;
+        let (words, stride, rows) = (self.words, self.stride, self.rows);
+        let off = self.off;
+        self.data[off..off + rows * stride]
+            .par_chunks_mut(stride * 256)
+            .enumerate()
+            .for_each(|(b, block)| {
+                for (j, out) in block.chunks_exact_mut(stride).enumerate() {
+                    let (codes, scale, norm2) = row(b * 256 + j);
+                    encode_row(&mut out[..words + 1], codes, scale, norm2);
+                }
+            });
+    }
+
+    /// Prepares a query: 8-bit levels between its smallest and largest dimension.
+    pub fn prepare(&self, q: &[f32]) -> SignQuery {
+        let mut levels = vec![0u8; self.words * 64];
+        let (lo, hi) = q
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            });
+        let top = 255.0f32;
+        let spread = hi - lo;
+        let (lo, step) = if spread > 0.0 && spread.is_finite() {
+            (lo, spread / top)
+        } else {
+            (if lo.is_finite() { lo } else { 0.0 }, 0.0)
+        };
+        let mut level_sum = 0u32;
+        for (l, &x) in levels.iter_mut().zip(q) {
+            let v = if step > 0.0 {
+                ((x - lo) / step).round().clamp(0.0, top) as u8
+            } else {
+                0
+            };
+            *l = v;
+            level_sum += u32::from(v);
+        }
+        SignQuery {
+            levels,
+            lo,
+            step,
+            sum: lo * q.len() as f32 + step * level_sum as f32,
+            norm2: crate::kernels::dot_f32(q, q),
+        }
+    }
+
+    /// Estimated distance from `q` to row `id` (lower is closer), only for ranking rows against each
+    /// other before they are scored properly.
+    #[inline]
+    pub fn distance(&self, metric: crate::Metric, q: &SignQuery, id: u32) -> f32 {
+        self.distance_with(crate::kernels::active(), metric, q, id)
+    }
+
+    /// [`SignCodes::distance`] with the kernel set looked up once by the caller (for scans).
+    #[inline]
+    pub(crate) fn distance_with(
+        &self,
+        kernels: &crate::kernels::KernelSet,
+        metric: crate::Metric,
+        q: &SignQuery,
+        id: u32,
+    ) -> f32 {
+        let start = self.off + id as usize * self.stride;
+        let row = &self.data[start..start + self.words + 1];
+        let [ones, weighted] = (kernels.sign_dot)(&row[..self.words], &q.levels);
+        // Sum of the query's dimensions where the row's sign is +, then <q, s> = 2 * that - sum(q).
+        let plus = q.lo * ones as f32 + q.step * weighted as f32;
+        let qs = 2.0 * plus - q.sum;
+        let scalars = row[self.words];
+        let factor = f32::from_bits(scalars as u32);
+        let dot = qs * factor;
+        match metric {
+            crate::Metric::Dot => -dot,
+            crate::Metric::Cosine => 1.0 - dot,
+            crate::Metric::L2 => {
+                let norm2 = f32::from_bits((scalars >> 32) as u32);
+                (q.norm2 + norm2 - 2.0 * dot).max(0.0)
+            }
+        }
+    }
+
+    /// Prefetches row `id`.
+    #[inline]
+    pub(crate) fn prefetch_row(&self, id: u32) {
+        let at = self.off + id as usize * self.stride;
+        if let Some(w) = self.data.get(at) {
+            crate::kernels::prefetch(w as *const u64);
+        }
+    }
+
+    /// Heap bytes used.
+    pub fn memory_bytes(&self) -> usize {
+        self.data.capacity() * 8
+    }
+}
+
+/// Writes one row: the sign bits of `offset_codes` (1 where the code is positive) into the first words
+/// of `out`, then `|x|² / |x|₁` and `|x|²` as two f32s in its last word.
+fn encode_row(out: &mut [u64], offset_codes: &[u8], scale: f32, norm2: f32) {
+    let (bits, scalars) = out.split_at_mut(out.len() - 1);
+    let l1 = crate::kernels::sign_bits(offset_codes, bits);
+    let l1 = l1 as f32 * scale;
+    let factor = if l1 > 0.0 && l1.is_finite() {
+        norm2 / l1
+    } else {
+        0.0
+    };
+    scalars[0] = u64::from(factor.to_bits()) | (u64::from(norm2.to_bits()) << 32);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Clustered;
+    use crate::{Int8Vectors, Metric, VectorStore};
+
+    #[test]
+    fn the_estimate_keeps_the_true_top_10_within_the_best_400() {
+        let dim = 384;
+        let g = Clustered::new(dim, 30, 1.0, 3);
+        let (base, queries) = (g.sample(4000, 1), g.sample(20, 2));
+        let q8 = Int8Vectors::from_store(&base);
+        for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+            for i in 0..queries.len() as u32 {
+                let q = metric.prepare_query(queries.vector(i));
+                let sq = q8.sign_query(&q);
+                let mut est: Vec<(f32, u32)> = (0..base.len() as u32)
+                    .map(|id| (q8.signs().distance(metric, &sq, id), id))
+                    .collect();
+                est.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let kept: Vec<u32> = est.iter().take(400).map(|e| e.1).collect();
+                let truth = crate::exact_top_k(&base, &q, 10, metric, None).unwrap();
+                for n in truth {
+                    assert!(
+                        kept.contains(&n.id),
+                        "{metric:?} query {i}: row {} not kept",
+                        n.id
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_set_one_by_one_grown_or_cloned_equal_rows_filled_at_once() {
+        let dim = 130; // three code words, the last partly used
+        let g = Clustered::new(dim, 5, 1.0, 9);
+        let base = g.sample(300, 1);
+        let all = Int8Vectors::from_store(&base);
+        let mut one_by_one = Int8Vectors::new(dim);
+        for id in 0..base.len() as u32 {
+            one_by_one.set(id, &base.row(id).to_f32());
+        }
+        let copy = one_by_one.clone();
+        let q = g.sample(1, 7);
+        let sq = all.sign_query(q.vector(0));
+        for id in 0..base.len() as u32 {
+            let want = all.signs().distance(Metric::L2, &sq, id);
+            assert_eq!(one_by_one.signs().distance(Metric::L2, &sq, id), want);
+            assert_eq!(copy.signs().distance(Metric::L2, &sq, id), want);
+            assert!(want.is_finite());
+        }
+        // Rows stay on cache lines through growth and copies.
+        for codes in [all.signs(), one_by_one.signs(), copy.signs()] {
+            assert_eq!(codes.data[codes.off..].as_ptr().align_offset(64), 0);
+            assert_eq!(codes.len(), 300);
+        }
+    }
+
+    #[test]
+    fn zero_rows_and_flat_queries_give_finite_estimates() {
+        let codes = SignCodes::zeroed(64, 3);
+        for q in [vec![0.0f32; 64], vec![1.0; 64], vec![]] {
+            let sq = codes.prepare(&q);
+            for id in 0..3 {
+                for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+                    assert!(codes.distance(metric, &sq, id).is_finite());
+                }
+            }
+        }
+        assert!(SignCodes::default().is_empty());
+    }
+}
