@@ -3,12 +3,15 @@
 
 use crate::kernels;
 use crate::metric::Metric;
-use crate::sign::{SignCodes, SignQuery};
+use crate::sign::SignCodes;
 use crate::store::{Row, VectorStore};
 use rayon::prelude::*;
 
 /// Rows start on this byte boundary (a cache line), so a row's codes load without line splits.
 const ROW_ALIGN: usize = 64;
+/// Copies with fewer rows keep no sign codes: scanning every allowed row of them in int8 reads at
+/// most a few MB, and the codes' extra cache line a row would be memory for nothing.
+pub const SIGN_CODES_MIN_ROWS: usize = 32_768;
 /// Offset added to each stored code so rows are `u8` (the unsigned operand of u8 x i8 dot products).
 pub(crate) const OFFSET: i32 = 128;
 
@@ -85,8 +88,8 @@ pub struct Int8Vectors {
     scales: Vec<f32>,
     norms2: Vec<f32>,
     /// One sign bit per dimension of each row, for the first pass of large exact scans (derived from
-    /// the codes; kept in step with them).
-    signs: SignCodes,
+    /// the codes and kept in step with them), once the copy holds [`SIGN_CODES_MIN_ROWS`] rows.
+    signs: Option<SignCodes>,
 }
 
 impl PartialEq for Int8Vectors {
@@ -181,17 +184,26 @@ impl Int8Vectors {
             codes: AlignedBytes::zeroed(rows * stride),
             scales: vec![0.0; rows],
             norms2: vec![0.0; rows],
-            signs: SignCodes::zeroed(dim, rows),
+            signs: None,
         }
     }
 
-    /// Derives every row's sign code from its int8 codes (in parallel).
+    /// Derives every row's sign code from its int8 codes (in parallel) if the copy holds at least
+    /// [`SIGN_CODES_MIN_ROWS`] rows.
     fn fill_signs(&mut self) {
+        if self.len() >= SIGN_CODES_MIN_ROWS {
+            self.build_signs();
+        }
+    }
+
+    /// Derives every row's sign code from its int8 codes (in parallel), whatever the copy's size.
+    pub(crate) fn build_signs(&mut self) {
         let (codes, scales, norms2) = (&self.codes, &self.scales, &self.norms2);
         let (stride, dim) = (self.stride, self.dim);
         let bytes = codes.bytes();
-        self.signs
-            .fill(|i| (&bytes[i * stride..i * stride + dim], scales[i], norms2[i]));
+        let mut signs = SignCodes::zeroed(dim, self.scales.len());
+        signs.fill(|i| (&bytes[i * stride..i * stride + dim], scales[i], norms2[i]));
+        self.signs = Some(signs);
     }
 
     /// Quantises every row of a store (in parallel).
@@ -281,14 +293,18 @@ impl Int8Vectors {
                 .for_each(|c| *c = OFFSET as u8);
             self.scales.resize(i + 1, 0.0);
             self.norms2.resize(i + 1, 0.0);
-            self.signs.grow(i + 1);
         }
         let (stride, dim) = (self.stride, self.dim);
         let row = &mut self.codes.bytes_mut()[i * stride..i * stride + dim];
         self.scales[i] = kernels::quantize_i8(v, row);
         self.norms2[i] = kernels::dot_f32(v, v);
-        self.signs
-            .set_from_int8(id, row, self.scales[i], self.norms2[i]);
+        match &mut self.signs {
+            Some(signs) => {
+                signs.grow(i + 1);
+                signs.set_from_int8(id, row, self.scales[i], self.norms2[i]);
+            }
+            None => self.fill_signs(),
+        }
     }
 
     /// Dimensions per row.
@@ -397,21 +413,16 @@ impl Int8Vectors {
         kernels::prefetch(self.scales.as_ptr().wrapping_add(id as usize));
     }
 
-    /// The rows' sign codes (see [`crate::sign`]).
-    pub fn signs(&self) -> &SignCodes {
-        &self.signs
-    }
-
-    /// Prepares a query for [`SignCodes::distance`] on [`Int8Vectors::signs`].
-    pub fn sign_query(&self, q: &[f32]) -> SignQuery {
-        self.signs.prepare(q)
+    /// The rows' sign codes (see [`crate::sign`]), kept from [`SIGN_CODES_MIN_ROWS`] rows on.
+    pub fn signs(&self) -> Option<&SignCodes> {
+        self.signs.as_ref()
     }
 
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
         self.codes.capacity()
             + 4 * (self.scales.capacity() + self.norms2.capacity())
-            + self.signs.memory_bytes()
+            + self.signs.as_ref().map_or(0, SignCodes::memory_bytes)
     }
 }
 

@@ -237,13 +237,15 @@ mod tests {
         let dim = 384;
         let g = Clustered::new(dim, 30, 1.0, 3);
         let (base, queries) = (g.sample(4000, 1), g.sample(20, 2));
-        let q8 = Int8Vectors::from_store(&base);
+        let mut q8 = Int8Vectors::from_store(&base);
+        q8.build_signs();
+        let signs = q8.signs().unwrap();
         for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
             for i in 0..queries.len() as u32 {
                 let q = metric.prepare_query(queries.vector(i));
-                let sq = q8.sign_query(&q);
+                let sq = signs.prepare(&q);
                 let mut est: Vec<(f32, u32)> = (0..base.len() as u32)
-                    .map(|id| (q8.signs().distance(metric, &sq, id), id))
+                    .map(|id| (signs.distance(metric, &sq, id), id))
                     .collect();
                 est.sort_by(|a, b| a.0.total_cmp(&b.0));
                 let kept: Vec<u32> = est.iter().take(400).map(|e| e.1).collect();
@@ -261,27 +263,39 @@ mod tests {
 
     #[test]
     fn rows_set_one_by_one_grown_or_cloned_equal_rows_filled_at_once() {
-        let dim = 130; // three code words, the last partly used
+        let dim = 70; // two code words, the last partly used
+        let n = crate::quant::SIGN_CODES_MIN_ROWS + 300;
         let g = Clustered::new(dim, 5, 1.0, 9);
-        let base = g.sample(300, 1);
+        let base = g.sample(n, 1);
         let all = Int8Vectors::from_store(&base);
+        let small = Int8Vectors::from_store_prefix(&base, 300);
+        assert!(small.signs().is_none(), "small copies keep no sign codes");
+        // Rows set one at a time: the codes appear when the copy reaches the threshold, then grow
+        // row by row.
         let mut one_by_one = Int8Vectors::new(dim);
-        for id in 0..base.len() as u32 {
+        for id in 0..n as u32 {
             one_by_one.set(id, &base.row(id).to_f32());
+            let want = id as usize + 1 >= crate::quant::SIGN_CODES_MIN_ROWS;
+            assert_eq!(one_by_one.signs().is_some(), want, "row {id}");
         }
         let copy = one_by_one.clone();
         let q = g.sample(1, 7);
-        let sq = all.sign_query(q.vector(0));
-        for id in 0..base.len() as u32 {
-            let want = all.signs().distance(Metric::L2, &sq, id);
-            assert_eq!(one_by_one.signs().distance(Metric::L2, &sq, id), want);
-            assert_eq!(copy.signs().distance(Metric::L2, &sq, id), want);
+        let (all_s, one_s, copy_s) = (
+            all.signs().unwrap(),
+            one_by_one.signs().unwrap(),
+            copy.signs().unwrap(),
+        );
+        let sq = all_s.prepare(q.vector(0));
+        for id in (0..n as u32).step_by(97).chain(n as u32 - 5..n as u32) {
+            let want = all_s.distance(Metric::L2, &sq, id);
+            assert_eq!(one_s.distance(Metric::L2, &sq, id), want);
+            assert_eq!(copy_s.distance(Metric::L2, &sq, id), want);
             assert!(want.is_finite());
         }
         // Rows stay on cache lines through growth and copies.
-        for codes in [all.signs(), one_by_one.signs(), copy.signs()] {
+        for codes in [all_s, one_s, copy_s] {
             assert_eq!(codes.data[codes.off..].as_ptr().align_offset(64), 0);
-            assert_eq!(codes.len(), 300);
+            assert_eq!(codes.len(), n);
         }
     }
 

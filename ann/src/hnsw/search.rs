@@ -122,13 +122,22 @@ const F32_ROW_IN_I8_EVALS: usize = 2;
 /// Rows of an int8 scan whose memory is requested before they are scored (a multiple of 4).
 const I8_SCAN_AHEAD: usize = 8;
 
-/// How many rows a sign-code pass keeps for int8 scoring in a top-`k` search at `ef` (`None` where
-/// that overflows). Measured on MiniLM embeddings of real text (10 % and 50 % of 100K rows allowed)
-/// and on clustered synthetic vectors, 400 kept rows held every one of the exact top 10 in all but
-/// one or two of 5,000 query-filter pairs; 200 already missed 0.1–4 %.
-fn sign_pool(k: usize, ef: usize) -> Option<usize> {
-    k.checked_mul(40).map(|p| p.max(4 * rescore_pool(k, ef)))
+/// How many rows a sign-code pass keeps for int8 scoring in a top-`k` search at `ef` on `dim`-dimensional
+/// rows (`None`: no sign-code pass below [`SIGN_MIN_DIM`] dimensions, or where the count overflows).
+/// Measured on MiniLM embeddings of real text (d = 384, 10 % and 50 % of 100K rows allowed) and on
+/// clustered synthetic vectors, 400 kept rows held every one of the exact top 10 in all but one or two of
+/// 5,000 query-filter pairs; 200 already missed 0.1–4 %. A sign's estimate is coarser in fewer
+/// dimensions, so below 384 the pass keeps proportionally more (at d = 64 it missed one of the top 10
+/// with 400 kept of 5,000).
+pub(crate) fn sign_pool(k: usize, ef: usize, dim: usize) -> Option<usize> {
+    if dim < SIGN_MIN_DIM {
+        return None;
+    }
+    let base = k.checked_mul(40)?.max(4 * rescore_pool(k, ef));
+    base.checked_mul(384usize.div_ceil(dim))
 }
+/// Rows of fewer dimensions never take a sign-code pass (see [`sign_pool`]).
+const SIGN_MIN_DIM: usize = 256;
 /// A sign-code pass is only considered for sets at least this many times the rows it keeps.
 const SIGN_MIN_ROWS_PER_KEPT: usize = 4;
 /// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation: measured at d = 384
@@ -600,8 +609,8 @@ impl Hnsw {
         };
         // Large sets: a first pass over the rows' sign codes (an eighth of the int8 bytes) keeps the
         // best `sign_pool` rows, and only those are scored in int8.
-        let ids = match sign_pool(k, ef).filter(|&p| self.sign_pass_pays(rows, p)) {
-            Some(keep) => self.sign_pass(quant, q, keep, &ids),
+        let ids = match sign_pool(k, ef, self.dim).filter(|&p| self.sign_pass_pays(rows, p)) {
+            Some(keep) => self.sign_pass(quant, q, keep, ids),
             None => ids,
         };
         let qq = quant.quantize_query(q);
@@ -629,11 +638,14 @@ impl Hnsw {
         pool
     }
 
-    /// The `keep` rows of `ids` whose sign codes estimate them closest to `q`, closest first.
-    fn sign_pass(&self, quant: &Int8Vectors, q: &[f32], keep: usize, ids: &[u32]) -> Vec<u32> {
+    /// The `keep` rows of `ids` whose sign codes estimate them closest to `q`, in id order (all of
+    /// `ids` if the int8 copy keeps no sign codes).
+    fn sign_pass(&self, quant: &Int8Vectors, q: &[f32], keep: usize, ids: Vec<u32>) -> Vec<u32> {
         let metric = self.params.metric;
-        let signs = quant.signs();
-        let sq = quant.sign_query(q);
+        let Some(signs) = quant.signs() else {
+            return ids;
+        };
+        let sq = signs.prepare(q);
         let kernels = crate::kernels::active();
         let mut top = TopKBuffer::new(keep);
         ids.iter()
@@ -654,10 +666,11 @@ impl Hnsw {
         kept
     }
 
-    /// Whether a sign-code pass that keeps `keep` of `rows` rows costs less than scoring them all
-    /// in int8 (see [`SIGN_ROW_PCT`]).
-    fn sign_pass_pays(&self, rows: usize, keep: usize) -> bool {
-        rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
+    /// Whether the int8 copy keeps sign codes and a pass over them that keeps `keep` of `rows` rows
+    /// costs less than scoring them all in int8 (see [`SIGN_ROW_PCT`]).
+    pub(crate) fn sign_pass_pays(&self, rows: usize, keep: usize) -> bool {
+        self.quant.as_ref().is_some_and(|q| q.signs().is_some())
+            && rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
             && Self::sign_pass_cost(rows, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100
     }
 
@@ -697,7 +710,8 @@ impl Hnsw {
     pub(crate) fn int8_scan_cost(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
         self.quant.as_ref()?;
         let int8_rows = rows.saturating_mul(I8_SCAN_ROW_PCT) / 100;
-        let first_pass = match sign_pool(k, ef).filter(|&p| self.sign_pass_pays(rows, p)) {
+        let first_pass = match sign_pool(k, ef, self.dim).filter(|&p| self.sign_pass_pays(rows, p))
+        {
             Some(keep) => Self::sign_pass_cost(rows, keep),
             None => int8_rows,
         };

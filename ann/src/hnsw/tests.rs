@@ -623,6 +623,39 @@ fn int8_exact_scan_returns_the_exact_filtered_top_k() {
 }
 
 #[test]
+fn sign_code_scans_return_the_exact_top_k() {
+    // With sign codes (built here although the copy is below their size threshold), scans of
+    // 5,000 and 2,500 rows of 384 dimensions rank them by sign code first, score the best 400 in
+    // int8 and the best of those in f32: the exact top-10 all the same.
+    let (s, qs) = data(5000, 384);
+    let mut h = built(&s, true);
+    h.quant.as_mut().unwrap().build_signs();
+    assert!(h.sign_pass_pays(5000, 400) && h.sign_pass_pays(2500, 400));
+    let half: IdSet = (0..5000u32).filter(|i| i % 2 == 0).collect();
+    for i in 0..qs.len() as u32 {
+        let q = qs.vector(i);
+        let prepared = Metric::Cosine.prepare_query(q);
+        let scanned = h.exact_allowed(&s, &prepared, 10, 32, 5000, None);
+        assert_eq!(
+            scanned,
+            exact_top_k(&s, q, 10, Metric::Cosine, None).unwrap(),
+            "query {i}"
+        );
+        let scanned = h.exact_allowed(&s, &prepared, 10, 32, 2500, Some(Filter::Ids(&half)));
+        assert_eq!(
+            scanned,
+            exact_top_k(&s, q, 10, Metric::Cosine, Some(Filter::Ids(&half))).unwrap(),
+            "query {i}, half the rows"
+        );
+    }
+    // Fewer dimensions: no sign-code pass (its estimate is too coarse for a fixed pool); between
+    // 256 and 384, a larger pool.
+    assert_eq!(super::search::sign_pool(10, 32, 64), None);
+    assert_eq!(super::search::sign_pool(10, 32, 300), Some(800));
+    assert_eq!(super::search::sign_pool(10, 32, 1536), Some(400));
+}
+
+#[test]
 fn int8_scans_are_costed_in_int8_walk_evaluations() {
     let f32_index = Hnsw::new(384, HnswParams::default()).unwrap();
     let mut int8_index = f32_index.clone();
@@ -633,11 +666,16 @@ fn int8_scans_are_costed_in_int8_walk_evaluations() {
     assert_eq!(f32_index.scan_cost(1000, 10, 24), 1000);
     let small = int8_index.scan_cost(1000, 10, 24);
     assert!((100..1000).contains(&small), "{small}");
-    // Large sets take the sign-code pass first (an eighth of the bytes a row, then int8 for the
-    // rows it keeps): 0.3 of an evaluation a row, not the int8 scan's 0.5; huge counts saturate
-    // instead of overflowing.
+    // Beyond the cache a row costs twice as much; huge counts saturate instead of overflowing.
     let big = int8_index.scan_cost(100_000, 10, 24);
-    assert!((30_000..35_000).contains(&big), "{big}");
+    assert!(big > 100 * (small - 60), "{big} vs {small}");
+    // With sign codes (kept by copies of 32K rows and more), large sets take the sign-code pass
+    // first (an eighth of the bytes a row, then int8 for the rows it keeps): 0.3 of an evaluation
+    // a row, not the int8 scan's 0.5.
+    int8_index.quant.as_mut().unwrap().build_signs();
+    let signed = int8_index.scan_cost(100_000, 10, 24);
+    assert!((30_000..35_000).contains(&signed), "{signed}");
+    assert_eq!(int8_index.scan_cost(1000, 10, 24), small);
     assert!(int8_index.scan_cost(usize::MAX, 10, 24) >= usize::MAX / 100);
     // A handful of rows is cheaper to score in f32 directly (no quantised query, no re-score).
     assert_eq!(int8_index.scan_cost(100, 10, 24), 100);
