@@ -114,6 +114,29 @@ impl SignCodes {
     /// Sets every row from an int8 copy's rows, in parallel: `row(i)` gives row `i`'s offset codes,
     /// scale and squared norm.
     pub(crate) fn fill<'a>(&mut self, row: impl Fn(usize) -> (&'a [u8], f32, f32) + Sync) {
+        self.fill_rows(|i, out| {
+            let (codes, scale, norm2) = row(i);
+            encode_row(out, codes, scale, norm2);
+        });
+    }
+
+    /// Sign codes of rows `0..rows` of a store's f32 (or f16) vectors, built in parallel.
+    pub fn from_store<S: crate::VectorStore + ?Sized>(store: &S, rows: usize) -> Self {
+        let rows = rows.min(store.len());
+        let mut codes = SignCodes::zeroed(store.dim(), rows);
+        codes.fill_rows(|i, out| encode_f32_row(out, &store.row(i as u32).to_f32()));
+        codes
+    }
+
+    /// Sets row `id` from its f32 vector (the row must exist: see [`SignCodes::grow`]).
+    pub(crate) fn set_from_f32(&mut self, id: u32, v: &[f32]) {
+        let (words, start) = (self.words, self.off + id as usize * self.stride);
+        encode_f32_row(&mut self.data[start..start + words + 1], v);
+    }
+
+    /// Runs `encode(i, row_words)` for every row, in parallel (`row_words`: the code words and the
+    /// scalar word).
+    fn fill_rows(&mut self, encode: impl Fn(usize, &mut [u64]) + Sync) {
         use rayon::prelude::*;
         let (words, stride, rows) = (self.words, self.stride, self.rows);
         let off = self.off;
@@ -122,8 +145,7 @@ impl SignCodes {
             .enumerate()
             .for_each(|(b, block)| {
                 for (j, out) in block.chunks_exact_mut(stride).enumerate() {
-                    let (codes, scale, norm2) = row(b * 256 + j);
-                    encode_row(&mut out[..words + 1], codes, scale, norm2);
+                    encode(b * 256 + j, &mut out[..words + 1]);
                 }
             });
     }
@@ -217,13 +239,77 @@ impl SignCodes {
 fn encode_row(out: &mut [u64], offset_codes: &[u8], scale: f32, norm2: f32) {
     let (bits, scalars) = out.split_at_mut(out.len() - 1);
     let l1 = crate::kernels::sign_bits(offset_codes, bits);
-    let l1 = l1 as f32 * scale;
+    scalars[0] = pack_scalars(l1 as f32 * scale, norm2);
+}
+
+/// Writes one row from an f32 vector: the sign bits of `v` (1 where positive), then `|v|² / |v|₁` and
+/// `|v|²` (see [`encode_row`]).
+fn encode_f32_row(out: &mut [u64], v: &[f32]) {
+    let (bits, scalars) = out.split_at_mut(out.len() - 1);
+    for (w, chunk) in bits.iter_mut().zip(v.chunks(64)) {
+        *w = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (b, &x)| m | (u64::from(x > 0.0) << b));
+    }
+    let l1: f32 = v.iter().map(|x| x.abs()).sum();
+    let norm2 = crate::kernels::dot_f32(v, v);
+    scalars[0] = pack_scalars(l1, norm2);
+}
+
+/// The scalar word of a row: `|x|² / |x|₁` (0 for a zero or non-finite row) and `|x|²`.
+fn pack_scalars(l1: f32, norm2: f32) -> u64 {
     let factor = if l1 > 0.0 && l1.is_finite() {
         norm2 / l1
     } else {
         0.0
     };
-    scalars[0] = u64::from(factor.to_bits()) | (u64::from(norm2.to_bits()) << 32);
+    u64::from(factor.to_bits()) | (u64::from(norm2.to_bits()) << 32)
+}
+
+/// Sign codes an index without an int8 copy builds from the store's f32 rows the first time a
+/// large exact scan needs them (searches take the store; loading an index does not), then keeps in
+/// step with inserts. Derived data: two indexes compare equal whatever they hold.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LazySignCodes(std::sync::OnceLock<SignCodes>);
+
+impl PartialEq for LazySignCodes {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl LazySignCodes {
+    /// The codes of rows `0..rows` of `store`, built now if this is the first call.
+    pub(crate) fn get_or_build<S: crate::VectorStore + ?Sized>(
+        &self,
+        store: &S,
+        rows: usize,
+    ) -> &SignCodes {
+        self.0.get_or_init(|| SignCodes::from_store(store, rows))
+    }
+
+    /// Re-encodes rows `ids` from `store` if the codes were built (growing them as needed).
+    pub(crate) fn update<S: crate::VectorStore + ?Sized>(&mut self, store: &S, ids: &[u32]) {
+        if let Some(codes) = self.0.get_mut() {
+            if let Some(&top) = ids.iter().max() {
+                codes.grow(top as usize + 1);
+            }
+            for &id in ids {
+                codes.set_from_f32(id, &store.row(id).to_f32());
+            }
+        }
+    }
+
+    /// Drops the codes (they are built again when next needed).
+    pub(crate) fn clear(&mut self) {
+        self.0 = std::sync::OnceLock::new();
+    }
+
+    /// Heap bytes used.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.0.get().map_or(0, SignCodes::memory_bytes)
+    }
 }
 
 #[cfg(test)]
@@ -239,23 +325,26 @@ mod tests {
         let (base, queries) = (g.sample(4000, 1), g.sample(20, 2));
         let mut q8 = Int8Vectors::from_store(&base);
         q8.build_signs();
-        let signs = q8.signs().unwrap();
-        for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
-            for i in 0..queries.len() as u32 {
-                let q = metric.prepare_query(queries.vector(i));
-                let sq = signs.prepare(&q);
-                let mut est: Vec<(f32, u32)> = (0..base.len() as u32)
-                    .map(|id| (signs.distance(metric, &sq, id), id))
-                    .collect();
-                est.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let kept: Vec<u32> = est.iter().take(400).map(|e| e.1).collect();
-                let truth = crate::exact_top_k(&base, &q, 10, metric, None).unwrap();
-                for n in truth {
-                    assert!(
-                        kept.contains(&n.id),
-                        "{metric:?} query {i}: row {} not kept",
-                        n.id
-                    );
+        // Codes derived from the int8 copy, and codes built from the f32 rows directly.
+        let from_f32 = SignCodes::from_store(&base, base.len());
+        for signs in [q8.signs().unwrap(), &from_f32] {
+            for metric in [Metric::Cosine, Metric::Dot, Metric::L2] {
+                for i in 0..queries.len() as u32 {
+                    let q = metric.prepare_query(queries.vector(i));
+                    let sq = signs.prepare(&q);
+                    let mut est: Vec<(f32, u32)> = (0..base.len() as u32)
+                        .map(|id| (signs.distance(metric, &sq, id), id))
+                        .collect();
+                    est.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let kept: Vec<u32> = est.iter().take(400).map(|e| e.1).collect();
+                    let truth = crate::exact_top_k(&base, &q, 10, metric, None).unwrap();
+                    for n in truth {
+                        assert!(
+                            kept.contains(&n.id),
+                            "{metric:?} query {i}: row {} not kept",
+                            n.id
+                        );
+                    }
                 }
             }
         }

@@ -113,6 +113,8 @@ impl Hnsw {
                     q.set(id, &store.row(id).to_f32());
                 }
             }
+        } else {
+            self.f32_signs.update(store, &todo);
         }
         let mut done = 0;
         while done < todo.len() {

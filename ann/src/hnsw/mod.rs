@@ -89,6 +89,9 @@ pub struct Hnsw {
     pub(crate) max_level: usize,
     pub(crate) live: usize,
     pub(crate) quant: Option<Int8Vectors>,
+    /// Without an int8 copy: sign codes of the store's rows, built by the first large exact scan that
+    /// pays for them (see `crate::sign`).
+    pub(crate) f32_signs: crate::sign::LazySignCodes,
     /// Set by `build` for one `insert_many` call: the int8 copy already holds every row.
     pub(crate) prequantized: bool,
 }
@@ -114,6 +117,7 @@ impl Hnsw {
             max_level: 0,
             live: 0,
             quant: params.quantize.then(|| Int8Vectors::new(dim)),
+            f32_signs: Default::default(),
             prequantized: false,
         })
     }
@@ -153,7 +157,8 @@ impl Hnsw {
         self.deleted.len()
     }
 
-    /// Heap bytes held by the index (graph, tombstones and int8 copy; never the store's vectors).
+    /// Heap bytes held by the index (graph, tombstones, int8 copy and sign codes; never the store's
+    /// vectors).
     pub fn memory_bytes(&self) -> usize {
         self.levels.capacity()
             + self.links0.capacity() * 4
@@ -161,6 +166,7 @@ impl Hnsw {
             + self.upper.iter().map(|u| u.capacity() * 4).sum::<usize>()
             + self.deleted.memory_bytes()
             + self.quant.as_ref().map_or(0, |q| q.memory_bytes())
+            + self.f32_signs.memory_bytes()
     }
 
     /// Reads every cache line of the graph and its int8 copy once, so the first search after a load does not
@@ -188,6 +194,8 @@ impl Hnsw {
         } else {
             None
         };
+        // Built again from `store` if a scan needs them.
+        self.f32_signs.clear();
         Ok(())
     }
 

@@ -648,6 +648,34 @@ fn sign_code_scans_return_the_exact_top_k() {
             "query {i}, half the rows"
         );
     }
+    // An index without an int8 copy builds sign codes from the store's f32 rows (only once it has
+    // 32K slots: not this one), ranks by them and scores the rows kept in f32: exact as well.
+    let mut f = built(&s, false);
+    assert_eq!(
+        f.f32_sign_pool(5000, 10, 32),
+        None,
+        "below the size threshold"
+    );
+    assert_eq!(
+        f.f32_signs.memory_bytes(),
+        0,
+        "built only when a scan needs them"
+    );
+    let signs = f.f32_signs.get_or_build(&s, f.slots());
+    for i in 0..qs.len() as u32 {
+        let q = Metric::Cosine.prepare_query(qs.vector(i));
+        let kept = f.sign_pass(signs, &q, 400, (0..5000).collect());
+        assert_eq!(kept.len(), 400);
+        let got = crate::exact::scan_ids(&s, &q, 10, Metric::Cosine, kept.into_iter());
+        let truth = exact_top_k(&s, qs.vector(i), 10, Metric::Cosine, None).unwrap();
+        assert_eq!(got, truth, "query {i}");
+    }
+    assert!(f.f32_signs.memory_bytes() > 5000 * 48);
+    // Inserting rows re-encodes them in the built codes; switching to int8 drops them.
+    assert!(f.delete(3));
+    f.insert_many(&[3], &s).unwrap();
+    f.set_quantized(&s, true).unwrap();
+    assert_eq!(f.f32_signs.memory_bytes(), 0);
     // Fewer dimensions: no sign-code pass (its estimate is too coarse for a fixed pool); between
     // 256 and 384, a larger pool.
     assert_eq!(super::search::sign_pool(10, 32, 64), None);
