@@ -1,5 +1,5 @@
-//! Sign codes: one bit per dimension (whether the row's int8 code is positive) plus two scalars per row,
-//! one cache line a row at d ≤ 448. A first pass over them ranks the rows of a large exact scan at an
+//! Sign codes: one bit per dimension (whether the row's int8 code is positive) plus three scalars per
+//! row, one cache line a row at d ≤ 384. A first pass over them ranks the rows of a large exact scan at an
 //! eighth of the int8 copy's memory traffic; only the best few hundred are then scored in int8 and the
 //! best of those in f32, so the scan still returns what the int8 scan would.
 //!
@@ -15,7 +15,7 @@ const LINE_WORDS: usize = 8;
 pub struct SignCodes {
     /// Code words per row (`dim / 64` rounded up).
     words: usize,
-    /// Words per row: the code words, one word of scalars, rounded up to a cache line.
+    /// Words per row: the code words, two words of scalars, rounded up to a cache line.
     stride: usize,
     /// Rows of `stride` words starting at `data[off]`, which sits on a cache line.
     data: Vec<u64>,
@@ -51,7 +51,7 @@ impl SignCodes {
     /// `rows` rows of zeros (all signs negative, scalars zero) for `dim`-dimensional vectors.
     pub fn zeroed(dim: usize, rows: usize) -> Self {
         let words = dim.div_ceil(64);
-        let stride = (words + 1).next_multiple_of(LINE_WORDS);
+        let stride = (words + 2).next_multiple_of(LINE_WORDS);
         let mut data = vec![0u64; rows * stride + LINE_WORDS - 1];
         let off = match data.as_ptr().align_offset(LINE_WORDS * 8) {
             o if o < LINE_WORDS => o,
@@ -104,7 +104,7 @@ impl SignCodes {
     pub(crate) fn set_from_int8(&mut self, id: u32, offset_codes: &[u8], scale: f32, norm2: f32) {
         let (words, start) = (self.words, self.off + id as usize * self.stride);
         encode_row(
-            &mut self.data[start..start + words + 1],
+            &mut self.data[start..start + words + 2],
             offset_codes,
             scale,
             norm2,
@@ -131,11 +131,11 @@ impl SignCodes {
     /// Sets row `id` from its f32 vector (the row must exist: see [`SignCodes::grow`]).
     pub(crate) fn set_from_f32(&mut self, id: u32, v: &[f32]) {
         let (words, start) = (self.words, self.off + id as usize * self.stride);
-        encode_f32_row(&mut self.data[start..start + words + 1], v);
+        encode_f32_row(&mut self.data[start..start + words + 2], v);
     }
 
     /// Runs `encode(i, row_words)` for every row, in parallel (`row_words`: the code words and the
-    /// scalar word).
+    /// two scalar words).
     fn fill_rows(&mut self, encode: impl Fn(usize, &mut [u64]) + Sync) {
         use rayon::prelude::*;
         let (words, stride, rows) = (self.words, self.stride, self.rows);
@@ -145,7 +145,7 @@ impl SignCodes {
             .enumerate()
             .for_each(|(b, block)| {
                 for (j, out) in block.chunks_exact_mut(stride).enumerate() {
-                    encode(b * 256 + j, &mut out[..words + 1]);
+                    encode(b * 256 + j, &mut out[..words + 2]);
                 }
             });
     }
@@ -186,45 +186,50 @@ impl SignCodes {
 
     /// Estimated distance from `q` to row `id` (lower is closer), only for ranking rows against each
     /// other before they are scored properly.
-    #[inline]
     pub fn distance(&self, metric: crate::Metric, q: &SignQuery, id: u32) -> f32 {
-        self.distance_with(crate::kernels::active(), metric, q, id)
+        let mut out = [0.0];
+        self.distances(
+            crate::kernels::active(),
+            metric,
+            q,
+            &[id],
+            &mut [0],
+            &mut out,
+        );
+        out[0]
     }
 
-    /// [`SignCodes::distance`] with the kernel set looked up once by the caller (for scans).
-    #[inline]
-    pub(crate) fn distance_with(
+    /// [`SignCodes::distance`] of every row of `ids` into `out` (same length; `sums` is scratch of
+    /// that length), with the kernel set looked up once by the caller: one kernel call sums the
+    /// query's levels over all the rows' set bits, then each row's scalars turn its sum into an
+    /// estimate.
+    pub(crate) fn distances(
         &self,
         kernels: &crate::kernels::KernelSet,
         metric: crate::Metric,
         q: &SignQuery,
-        id: u32,
-    ) -> f32 {
-        let start = self.off + id as usize * self.stride;
-        let row = &self.data[start..start + self.words + 1];
-        let [ones, weighted] = (kernels.sign_dot)(&row[..self.words], &q.levels);
-        // Sum of the query's dimensions where the row's sign is +, then <q, s> = 2 * that - sum(q).
-        let plus = q.lo * ones as f32 + q.step * weighted as f32;
-        let qs = 2.0 * plus - q.sum;
-        let scalars = row[self.words];
-        let factor = f32::from_bits(scalars as u32);
-        let dot = qs * factor;
-        match metric {
-            crate::Metric::Dot => -dot,
-            crate::Metric::Cosine => 1.0 - dot,
-            crate::Metric::L2 => {
-                let norm2 = f32::from_bits((scalars >> 32) as u32);
-                (q.norm2 + norm2 - 2.0 * dot).max(0.0)
-            }
-        }
-    }
-
-    /// Prefetches row `id`.
-    #[inline]
-    pub(crate) fn prefetch_row(&self, id: u32) {
-        let at = self.off + id as usize * self.stride;
-        if let Some(w) = self.data.get(at) {
-            crate::kernels::prefetch(w as *const u64);
+        ids: &[u32],
+        sums: &mut [u32],
+        out: &mut [f32],
+    ) {
+        let rows = &self.data[self.off..];
+        (kernels.sign_sums)(rows, self.stride, self.words, ids, &q.levels, sums);
+        for ((o, &id), &sum) in out.iter_mut().zip(ids).zip(sums.iter()) {
+            let start = id as usize * self.stride + self.words;
+            let Some(&[scalars, norm2]) = rows.get(start..start + 2) else {
+                *o = f32::INFINITY;
+                continue;
+            };
+            let factor = f32::from_bits(scalars as u32);
+            let ones = (scalars >> 32) as f32;
+            // The query's dimensions where the row's sign is +, summed; <q, s> = 2 * that - sum(q).
+            let plus = q.lo * ones + q.step * sum as f32;
+            let dot = (2.0 * plus - q.sum) * factor;
+            *o = match metric {
+                crate::Metric::Dot => -dot,
+                crate::Metric::Cosine => 1.0 - dot,
+                crate::Metric::L2 => (q.norm2 + f32::from_bits(norm2 as u32) - 2.0 * dot).max(0.0),
+            };
         }
     }
 
@@ -235,17 +240,17 @@ impl SignCodes {
 }
 
 /// Writes one row: the sign bits of `offset_codes` (1 where the code is positive) into the first words
-/// of `out`, then `|x|² / |x|₁` and `|x|²` as two f32s in its last word.
+/// of `out`, then its two scalar words (see [`pack_scalars`]).
 fn encode_row(out: &mut [u64], offset_codes: &[u8], scale: f32, norm2: f32) {
-    let (bits, scalars) = out.split_at_mut(out.len() - 1);
+    let (bits, scalars) = out.split_at_mut(out.len() - 2);
     let l1 = crate::kernels::sign_bits(offset_codes, bits);
-    scalars[0] = pack_scalars(l1 as f32 * scale, norm2);
+    pack_scalars(scalars, bits, l1 as f32 * scale, norm2);
 }
 
 /// Writes one row from an f32 vector: the sign bits of `v` (1 where positive), then `|v|² / |v|₁` and
 /// `|v|²` (see [`encode_row`]).
 fn encode_f32_row(out: &mut [u64], v: &[f32]) {
-    let (bits, scalars) = out.split_at_mut(out.len() - 1);
+    let (bits, scalars) = out.split_at_mut(out.len() - 2);
     for (w, chunk) in bits.iter_mut().zip(v.chunks(64)) {
         *w = chunk
             .iter()
@@ -254,17 +259,20 @@ fn encode_f32_row(out: &mut [u64], v: &[f32]) {
     }
     let l1: f32 = v.iter().map(|x| x.abs()).sum();
     let norm2 = crate::kernels::dot_f32(v, v);
-    scalars[0] = pack_scalars(l1, norm2);
+    pack_scalars(scalars, bits, l1, norm2);
 }
 
-/// The scalar word of a row: `|x|² / |x|₁` (0 for a zero or non-finite row) and `|x|²`.
-fn pack_scalars(l1: f32, norm2: f32) -> u64 {
+/// The two scalar words of a row: `|x|² / |x|₁` (0 for a zero or non-finite row) and the number of
+/// set bits, then `|x|²`.
+fn pack_scalars(scalars: &mut [u64], bits: &[u64], l1: f32, norm2: f32) {
     let factor = if l1 > 0.0 && l1.is_finite() {
         norm2 / l1
     } else {
         0.0
     };
-    u64::from(factor.to_bits()) | (u64::from(norm2.to_bits()) << 32)
+    let ones: u32 = bits.iter().map(|w| w.count_ones()).sum();
+    scalars[0] = u64::from(factor.to_bits()) | (u64::from(ones) << 32);
+    scalars[1] = u64::from(norm2.to_bits());
 }
 
 /// Sign codes an index without an int8 copy builds from the store's f32 rows the first time a

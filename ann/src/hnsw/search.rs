@@ -152,8 +152,9 @@ const SIGN_MIN_DIM: usize = 256;
 /// A sign-code pass is only considered for sets at least this many times the rows it keeps.
 const SIGN_MIN_ROWS_PER_KEPT: usize = 4;
 /// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation: measured at d = 384
-/// on 10,000 allowed rows of a 100K set, 17.5 ns a row against 33 ns for the int8 scan's (costed at
-/// [`I8_SCAN_ROW_PCT`]); a kept row then costs about one evaluation in the int8 pass (67 ns: its
+/// on 10,000 allowed rows of a 100K set, 17.5 ns a row (one kernel call a row; the list kernel that
+/// replaced it is faster, so the figure is conservative) against 33 ns for the int8 scan's (costed
+/// at [`I8_SCAN_ROW_PCT`]); a kept row then costs about one evaluation in the int8 pass (67 ns: its
 /// rows are scattered).
 const SIGN_ROW_PCT: usize = 30;
 /// Cost of one row of a sign-code pass on an index without an int8 copy, in hundredths of the units
@@ -166,8 +167,8 @@ const F32_SIGN_ROW_PCT: usize = 45;
 /// Cost of scoring one row a sign-code pass kept, in the same units (scattered f32 rows, about 100 ns
 /// each, doubled).
 const F32_KEPT_ROW_COST: usize = 3;
-/// Rows of a sign-code pass whose memory is requested before they are scored.
-const SIGN_SCAN_AHEAD: usize = 8;
+/// Rows a sign-code pass scores per kernel call.
+const SIGN_BLOCK: usize = 256;
 
 /// Filters allowing less than this fraction of the rows walk with two-hop routing.
 const TWO_HOP_BELOW: f64 = 0.3;
@@ -582,7 +583,10 @@ impl Hnsw {
         let slots = self.levels.len() as u32;
         let deleted = &self.deleted;
         let has_deleted = !deleted.is_empty();
-        let live = |id: u32| self.is_present(id) && (!has_deleted || !deleted.contains(id));
+        // Every slot holds a live row (the usual case): no per-id check.
+        let all_live = self.live == slots as usize;
+        let live =
+            |id: u32| all_live || (self.is_present(id) && (!has_deleted || !deleted.contains(id)));
         let mut ids = Vec::with_capacity(rows);
         match filter {
             Some(Filter::Ids(set)) => {
@@ -680,16 +684,15 @@ impl Hnsw {
         let sq = signs.prepare(q);
         let kernels = crate::kernels::active();
         let mut top = TopKBuffer::new(keep);
-        ids.iter()
-            .take(SIGN_SCAN_AHEAD)
-            .for_each(|&id| signs.prefetch_row(id));
-        for (i, &id) in ids.iter().enumerate() {
-            if let Some(&ahead) = ids.get(i + SIGN_SCAN_AHEAD) {
-                signs.prefetch_row(ahead);
-            }
-            let d = signs.distance_with(kernels, metric, &sq, id);
-            if d < top.threshold() {
-                top.push(id, d);
+        // Blocks of rows: one kernel call sums each block's rows, then the estimates are offered.
+        let (mut sums, mut dists) = ([0u32; SIGN_BLOCK], [0f32; SIGN_BLOCK]);
+        for block in ids.chunks(SIGN_BLOCK) {
+            let n = block.len();
+            signs.distances(kernels, metric, &sq, block, &mut sums[..n], &mut dists[..n]);
+            for (&id, &d) in block.iter().zip(&dists[..n]) {
+                if d < top.threshold() {
+                    top.push(id, d);
+                }
             }
         }
         // In id order, so the int8 pass reads the kept rows in memory order.

@@ -13,6 +13,9 @@ mod neon;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+/// Signature of [`scalar::sign_sums`]: rows, stride, words, ids, levels, out.
+pub type SignSums = fn(&[u64], usize, usize, &[u32], &[u8], &mut [u32]);
+
 /// One implementation of every kernel (function pointers, so dispatch costs one indirect call).
 #[derive(Clone, Copy)]
 pub struct KernelSet {
@@ -41,8 +44,8 @@ pub struct KernelSet {
     pub dot_u8i8_x4: fn([&[u8]; 4], &[i8]) -> [i32; 4],
     /// int8 quantisation of an f32 vector (see [`scalar::quantize_i8`]): codes into the slice, scale returned.
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
-    /// A sign-code row against a query's byte levels (see [`scalar::sign_dot`]).
-    pub sign_dot: fn(&[u64], &[u8]) -> [u32; 2],
+    /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
+    pub sign_sums: SignSums,
     /// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
     pub sign_bits: fn(&[u8], &mut [u64]) -> u64,
 }
@@ -68,7 +71,7 @@ pub fn scalar_set() -> KernelSet {
         dot_u8i8: scalar::dot_u8i8,
         dot_u8i8_x4: scalar::dot_u8i8_x4,
         quantize_i8: scalar::quantize_i8,
-        sign_dot: scalar::sign_dot,
+        sign_sums: scalar::sign_sums,
         sign_bits: scalar::sign_bits,
     }
 }
@@ -170,10 +173,17 @@ pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     (active().dot_u8i8_x4)(rows, b)
 }
 
-/// A sign-code row against a query's byte levels (see [`scalar::sign_dot`]).
+/// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
 #[inline]
-pub fn sign_dot(row: &[u64], levels: &[u8]) -> [u32; 2] {
-    (active().sign_dot)(row, levels)
+pub fn sign_sums(
+    rows: &[u64],
+    stride: usize,
+    words: usize,
+    ids: &[u32],
+    levels: &[u8],
+    out: &mut [u32],
+) {
+    (active().sign_sums)(rows, stride, words, ids, levels, out)
 }
 
 /// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
@@ -320,18 +330,34 @@ mod tests {
             assert_eq!((k.l2_i8)(&lo, &hi), 333 * 255 * 255, "{}", k.name);
             assert_eq!((k.dot_f32)(&[], &[]), 0.0);
             for words in [0usize, 1, 5, 6, 7, 8, 9, 17] {
-                let row: Vec<u64> = (0..words).map(|_| rng.next_u64()).collect();
+                // Rows of `words + 2` words (bits, then two words the kernel must ignore), some
+                // ids past the end (their sums are 0), lists of every length around the kernels'
+                // pairs.
+                let stride = words + 2;
+                let rows: Vec<u64> = (0..9 * stride).map(|_| rng.next_u64()).collect();
                 let levels: Vec<u8> = (0..64 * words).map(|_| rng.below(256) as u8).collect();
-                let naive = (0..words * 64).fold([0u32, 0], |[o, s], b| {
-                    let on = ((row[b / 64] >> (b % 64)) & 1) as u32;
-                    [o + on, s + on * u32::from(levels[b])]
-                });
-                assert_eq!(
-                    (k.sign_dot)(&row, &levels),
-                    naive,
-                    "{} sign_dot words={words}",
-                    k.name
-                );
+                let naive = |id: u32| -> u32 {
+                    if (id as usize + 1) * stride > rows.len() {
+                        return 0;
+                    }
+                    let row = &rows[id as usize * stride..];
+                    (0..words * 64)
+                        .map(|b| ((row[b / 64] >> (b % 64)) & 1) as u32 * u32::from(levels[b]))
+                        .sum()
+                };
+                for n in 0..12 {
+                    let ids: Vec<u32> = (0..n).map(|_| rng.below(11) as u32).collect();
+                    let mut got = vec![7u32; n];
+                    (k.sign_sums)(&rows, stride, words, &ids, &levels, &mut got);
+                    let want: Vec<u32> = ids.iter().map(|&id| naive(id)).collect();
+                    assert_eq!(got, want, "{} sign_sums words={words} n={n}", k.name);
+                }
+                let ones = vec![!0u64; stride];
+                let high = vec![255u8; 64 * words];
+                let mut got = [0u32; 3];
+                (k.sign_sums)(&ones, stride, words, &[0, 0, 0], &high, &mut got);
+                assert_eq!(got, [255 * 64 * words as u32; 3], "{}", k.name);
+                let row: Vec<u64> = rows[..words].to_vec();
                 for len in [64 * words, (64 * words).saturating_sub(13)] {
                     let mut codes = levels[..len].to_vec();
                     codes.iter_mut().step_by(7).for_each(|c| *c = 128);

@@ -41,7 +41,7 @@ pub fn neon_set() -> Option<KernelSet> {
                 rows.map(|a| unsafe { u8i8_neon(a, b) })
             },
             quantize_i8: scalar::quantize_i8,
-            sign_dot: scalar::sign_dot,
+            sign_sums: scalar::sign_sums,
             sign_bits: scalar::sign_bits,
         })
     } else {

@@ -139,21 +139,34 @@ pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
     max / 127.0
 }
 
-/// Sign-code kernel: `[ones(row), Σ levels[i] over the set bits i of row]`; `levels` holds at least
-/// `64 * row.len()` bytes (see `crate::sign`).
+/// Sign-code kernel over a list of rows: `rows` holds rows of `stride` words whose first `words` are
+/// sign bits; for each `ids[i]`, `out[i]` is the sum of `levels[b]` over the set bits `b` of that row
+/// (0 for a row outside `rows`). `levels` holds at least `64 * words` bytes (see `crate::sign`).
 #[inline(always)]
-pub fn sign_dot(row: &[u64], levels: &[u8]) -> [u32; 2] {
-    let mut ones = 0;
-    let mut sum = 0u32;
-    for (&w, lv) in row.iter().zip(levels.chunks_exact(64)) {
-        ones += w.count_ones();
-        sum += lv
-            .iter()
-            .enumerate()
-            .map(|(b, &l)| u32::from(l) & 0u32.wrapping_sub(((w >> b) & 1) as u32))
-            .sum::<u32>();
+pub fn sign_sums(
+    rows: &[u64],
+    stride: usize,
+    words: usize,
+    ids: &[u32],
+    levels: &[u8],
+    out: &mut [u32],
+) {
+    for (o, &id) in out.iter_mut().zip(ids) {
+        let start = id as usize * stride;
+        *o = match rows.get(start..start + words) {
+            Some(row) => row
+                .iter()
+                .zip(levels.chunks_exact(64))
+                .map(|(&w, lv)| {
+                    lv.iter()
+                        .enumerate()
+                        .map(|(b, &l)| u32::from(l) & 0u32.wrapping_sub(((w >> b) & 1) as u32))
+                        .sum::<u32>()
+                })
+                .sum(),
+            None => 0,
+        };
     }
-    [ones, sum]
 }
 
 /// Sign bits of int8 codes stored offset by +128: bit `i % 64` of `out[i / 64]` is set where code `i`

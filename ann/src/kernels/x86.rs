@@ -60,9 +60,9 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
-            sign_dot: |row, levels| {
-                // SAFETY: as above (avx2 and popcnt are among the detected features).
-                unsafe { sign_dot_avx2(row, levels) }
+            sign_sums: |rows, stride, words, ids, levels, out| {
+                // SAFETY: as above.
+                unsafe { sign_sums_avx2(rows, stride, words, ids, levels, out) }
             },
             sign_bits: |codes, out| {
                 // SAFETY: as above.
@@ -129,9 +129,9 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
-            sign_dot: |row, levels| {
-                // SAFETY: as above (avx512f+avx512bw, and popcnt, detected).
-                unsafe { sign_dot_avx512(row, levels) }
+            sign_sums: |rows, stride, words, ids, levels, out| {
+                // SAFETY: as above.
+                unsafe { sign_sums_avx512(rows, stride, words, ids, levels, out) }
             },
             sign_bits: |codes, out| {
                 // SAFETY: as above.
@@ -593,27 +593,68 @@ unsafe fn quantize_i8_avx2(v: &[f32], out: &mut [u8]) -> f32 {
     scalar::quantize_i8(v, out)
 }
 
-/// [`scalar::sign_dot`] compiled for AVX2 and `popcnt` (the level sums vectorise).
-#[target_feature(enable = "avx2,popcnt")]
-unsafe fn sign_dot_avx2(row: &[u64], levels: &[u8]) -> [u32; 2] {
-    scalar::sign_dot(row, levels)
+/// [`scalar::sign_sums`] compiled for AVX2 (the level sums vectorise).
+#[target_feature(enable = "avx2")]
+unsafe fn sign_sums_avx2(
+    rows: &[u64],
+    stride: usize,
+    words: usize,
+    ids: &[u32],
+    levels: &[u8],
+    out: &mut [u32],
+) {
+    scalar::sign_sums(rows, stride, words, ids, levels, out)
 }
 
-/// [`scalar::sign_dot`] with AVX-512 BW: each code word is the byte mask that selects the query's
-/// levels of its 64 dimensions (`vmovdqu8` with zeroing), summed by `vpsadbw` into 64-bit lanes.
-#[target_feature(enable = "avx512f,avx512bw,popcnt")]
-unsafe fn sign_dot_avx512(row: &[u64], levels: &[u8]) -> [u32; 2] {
-    let mut acc = _mm512_setzero_si512();
+/// [`scalar::sign_sums`] with AVX-512 BW, two rows at a time: each code word is the byte mask that
+/// selects the query's levels of its 64 dimensions, summed by `vpsadbw` into 64-bit lanes; the two
+/// rows share one horizontal sum (one in the lanes' low halves, one in their high halves: a row's
+/// sum, at most 255 a dimension, stays below 2^32 for any dimension under 16 million). Rows are
+/// requested [`SIGN_AHEAD`] ids ahead.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn sign_sums_avx512(
+    rows: &[u64],
+    stride: usize,
+    words: usize,
+    ids: &[u32],
+    levels: &[u8],
+    out: &mut [u32],
+) {
+    const SIGN_AHEAD: usize = 8;
     let zero = _mm512_setzero_si512();
-    let mut ones = 0;
-    for (&w, lv) in row.iter().zip(levels.chunks_exact(64)) {
-        ones += w.count_ones();
-        // SAFETY: `lv` is 64 bytes long (a chunk of exactly 64).
-        let v = unsafe { _mm512_loadu_si512(lv.as_ptr() as *const _) };
-        let picked = _mm512_maskz_mov_epi8(w, v);
-        acc = _mm512_add_epi64(acc, _mm512_sad_epu8(picked, zero));
+    let words = words.min(levels.len() / 64);
+    let row_at = |id: u32| {
+        let start = id as usize * stride;
+        rows.get(start..start + words)
+    };
+    // The levels of each code word, loaded once per pair of rows from L1.
+    let sum = |row: Option<&[u64]>, w: usize, lv: __m512i| match row {
+        Some(r) => _mm512_sad_epu8(_mm512_maskz_mov_epi8(r[w], lv), zero),
+        None => zero,
+    };
+    let n = ids.len().min(out.len());
+    let mut i = 0;
+    while i < n {
+        for &ahead in ids.iter().skip(i + SIGN_AHEAD).take(2) {
+            if let Some(r) = row_at(ahead) {
+                prefetch(r.as_ptr());
+            }
+        }
+        let (r0, r1) = (row_at(ids[i]), ids.get(i + 1).and_then(|&id| row_at(id)));
+        let (mut a0, mut a1) = (zero, zero);
+        for w in 0..words {
+            // SAFETY: w < words <= levels.len() / 64, so the 64 bytes at 64 * w are in `levels`.
+            let lv = unsafe { _mm512_loadu_si512(levels.as_ptr().add(64 * w) as *const _) };
+            a0 = _mm512_add_epi64(a0, sum(r0, w, lv));
+            a1 = _mm512_add_epi64(a1, sum(r1, w, lv));
+        }
+        let both = _mm512_reduce_add_epi64(_mm512_or_si512(a0, _mm512_slli_epi64::<32>(a1))) as u64;
+        out[i] = both as u32;
+        if i + 1 < n {
+            out[i + 1] = (both >> 32) as u32;
+        }
+        i += 2;
     }
-    [ones, _mm512_reduce_add_epi64(acc) as u32]
 }
 
 /// [`scalar::sign_bits`] compiled for AVX2.
