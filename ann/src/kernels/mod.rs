@@ -357,7 +357,6 @@ mod tests {
                 let mut got = [0u32; 3];
                 (k.sign_sums)(&ones, stride, words, &[0, 0, 0], &high, &mut got);
                 assert_eq!(got, [255 * 64 * words as u32; 3], "{}", k.name);
-                let row: Vec<u64> = rows[..words].to_vec();
                 for len in [64 * words, (64 * words).saturating_sub(13)] {
                     let mut codes = levels[..len].to_vec();
                     codes.iter_mut().step_by(7).for_each(|c| *c = 128);
