@@ -213,7 +213,12 @@ impl SignCodes {
         out: &mut [f32],
     ) {
         let rows = &self.data[self.off..];
-        (kernels.sign_sums)(rows, self.stride, self.words, ids, &q.levels, sums);
+        let coded = crate::kernels::SignRows {
+            data: rows,
+            stride: self.stride,
+            words: self.words,
+        };
+        (kernels.sign_sums)(coded, ids, &q.levels, sums);
         for ((o, &id), &sum) in out.iter_mut().zip(ids).zip(sums.iter()) {
             let start = id as usize * self.stride + self.words;
             let Some(&[scalars, norm2]) = rows.get(start..start + 2) else {

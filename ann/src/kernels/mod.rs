@@ -13,8 +13,29 @@ mod neon;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Signature of [`scalar::sign_sums`]: rows, stride, words, ids, levels, out.
-pub type SignSums = fn(&[u64], usize, usize, &[u32], &[u8], &mut [u32]);
+/// Sign-code rows as the kernels read them: rows of `stride` words in `data`, the first `words` of each
+/// row its sign bits (see `crate::sign`).
+#[derive(Debug, Clone, Copy)]
+pub struct SignRows<'a> {
+    /// The rows, back to back.
+    pub data: &'a [u64],
+    /// Words per row.
+    pub stride: usize,
+    /// Sign-bit words at the start of each row.
+    pub words: usize,
+}
+
+impl<'a> SignRows<'a> {
+    /// The sign bits of row `id`, if it lies within `data`.
+    #[inline]
+    pub fn bits(&self, id: u32) -> Option<&'a [u64]> {
+        let start = id as usize * self.stride;
+        self.data.get(start..start + self.words)
+    }
+}
+
+/// Signature of [`scalar::sign_sums`]: rows, ids, levels, out.
+pub type SignSums = fn(SignRows<'_>, &[u32], &[u8], &mut [u32]);
 
 /// One implementation of every kernel (function pointers, so dispatch costs one indirect call).
 #[derive(Clone, Copy)]
@@ -175,15 +196,8 @@ pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
 
 /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
 #[inline]
-pub fn sign_sums(
-    rows: &[u64],
-    stride: usize,
-    words: usize,
-    ids: &[u32],
-    levels: &[u8],
-    out: &mut [u32],
-) {
-    (active().sign_sums)(rows, stride, words, ids, levels, out)
+pub fn sign_sums(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
+    (active().sign_sums)(rows, ids, levels, out)
 }
 
 /// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
@@ -348,14 +362,24 @@ mod tests {
                 for n in 0..12 {
                     let ids: Vec<u32> = (0..n).map(|_| rng.below(11) as u32).collect();
                     let mut got = vec![7u32; n];
-                    (k.sign_sums)(&rows, stride, words, &ids, &levels, &mut got);
+                    let at = SignRows {
+                        data: &rows,
+                        stride,
+                        words,
+                    };
+                    (k.sign_sums)(at, &ids, &levels, &mut got);
                     let want: Vec<u32> = ids.iter().map(|&id| naive(id)).collect();
                     assert_eq!(got, want, "{} sign_sums words={words} n={n}", k.name);
                 }
                 let ones = vec![!0u64; stride];
                 let high = vec![255u8; 64 * words];
                 let mut got = [0u32; 3];
-                (k.sign_sums)(&ones, stride, words, &[0, 0, 0], &high, &mut got);
+                let all = SignRows {
+                    data: &ones,
+                    stride,
+                    words,
+                };
+                (k.sign_sums)(all, &[0, 0, 0], &high, &mut got);
                 assert_eq!(got, [255 * 64 * words as u32; 3], "{}", k.name);
                 for len in [64 * words, (64 * words).saturating_sub(13)] {
                     let mut codes = levels[..len].to_vec();

@@ -139,23 +139,14 @@ pub fn quantize_i8(v: &[f32], out: &mut [u8]) -> f32 {
     max / 127.0
 }
 
-/// Sign-code kernel over a list of rows: `rows` holds rows of `stride` words whose first `words` are
-/// sign bits; for each `ids[i]`, `out[i]` is the sum of `levels[b]` over the set bits `b` of that row
-/// (0 for a row outside `rows`). `levels` holds at least `64 * words` bytes (see `crate::sign`).
+/// Sign-code kernel over a list of rows: for each `ids[i]`, `out[i]` is the sum of `levels[b]` over the
+/// set bits `b` of that row (0 for a row outside `rows`). `levels` holds at least `64 * rows.words`
+/// bytes (see `crate::sign`).
 #[inline(always)]
-pub fn sign_sums(
-    rows: &[u64],
-    stride: usize,
-    words: usize,
-    ids: &[u32],
-    levels: &[u8],
-    out: &mut [u32],
-) {
+pub fn sign_sums(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
     for (o, &id) in out.iter_mut().zip(ids) {
-        let start = id as usize * stride;
-        *o = match rows.get(start..start + words) {
-            Some(row) => row
-                .iter()
+        *o = rows.bits(id).map_or(0, |row| {
+            row.iter()
                 .zip(levels.chunks_exact(64))
                 .map(|(&w, lv)| {
                     lv.iter()
@@ -163,9 +154,8 @@ pub fn sign_sums(
                         .map(|(b, &l)| u32::from(l) & 0u32.wrapping_sub(((w >> b) & 1) as u32))
                         .sum::<u32>()
                 })
-                .sum(),
-            None => 0,
-        };
+                .sum()
+        });
     }
 }
 

@@ -3,7 +3,7 @@
 //! The `unsafe fn`s require their target features; they are only reachable through the safe wrappers
 //! in [`avx2_set`] / [`avx512_set`], which return `None` unless the running CPU has the features.
 
-use super::{scalar, KernelSet};
+use super::{scalar, KernelSet, SignRows};
 use half::f16;
 use std::arch::x86_64::*;
 
@@ -60,9 +60,9 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
-            sign_sums: |rows, stride, words, ids, levels, out| {
+            sign_sums: |rows, ids, levels, out| {
                 // SAFETY: as above.
-                unsafe { sign_sums_avx2(rows, stride, words, ids, levels, out) }
+                unsafe { sign_sums_avx2(rows, ids, levels, out) }
             },
             sign_bits: |codes, out| {
                 // SAFETY: as above.
@@ -129,9 +129,9 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
-            sign_sums: |rows, stride, words, ids, levels, out| {
+            sign_sums: |rows, ids, levels, out| {
                 // SAFETY: as above.
-                unsafe { sign_sums_avx512(rows, stride, words, ids, levels, out) }
+                unsafe { sign_sums_avx512(rows, ids, levels, out) }
             },
             sign_bits: |codes, out| {
                 // SAFETY: as above.
@@ -595,15 +595,8 @@ unsafe fn quantize_i8_avx2(v: &[f32], out: &mut [u8]) -> f32 {
 
 /// [`scalar::sign_sums`] compiled for AVX2 (the level sums vectorise).
 #[target_feature(enable = "avx2")]
-unsafe fn sign_sums_avx2(
-    rows: &[u64],
-    stride: usize,
-    words: usize,
-    ids: &[u32],
-    levels: &[u8],
-    out: &mut [u32],
-) {
-    scalar::sign_sums(rows, stride, words, ids, levels, out)
+unsafe fn sign_sums_avx2(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
+    scalar::sign_sums(rows, ids, levels, out)
 }
 
 /// [`scalar::sign_sums`] with AVX-512 BW, two rows at a time: each code word is the byte mask that
@@ -612,21 +605,11 @@ unsafe fn sign_sums_avx2(
 /// sum, at most 255 a dimension, stays below 2^32 for any dimension under 16 million). Rows are
 /// requested [`SIGN_AHEAD`] ids ahead.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn sign_sums_avx512(
-    rows: &[u64],
-    stride: usize,
-    words: usize,
-    ids: &[u32],
-    levels: &[u8],
-    out: &mut [u32],
-) {
+unsafe fn sign_sums_avx512(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
     const SIGN_AHEAD: usize = 8;
     let zero = _mm512_setzero_si512();
-    let words = words.min(levels.len() / 64);
-    let row_at = |id: u32| {
-        let start = id as usize * stride;
-        rows.get(start..start + words)
-    };
+    let words = rows.words.min(levels.len() / 64);
+    let row_at = |id: u32| rows.bits(id);
     // The levels of each code word, loaded once per pair of rows from L1.
     let sum = |row: Option<&[u64]>, w: usize, lv: __m512i| match row {
         Some(r) => _mm512_sad_epu8(_mm512_maskz_mov_epi8(r[w], lv), zero),
