@@ -640,12 +640,9 @@ impl Hnsw {
         };
         // Large sets: a first pass over the rows' sign codes (an eighth of the int8 bytes) keeps the
         // best `sign_pool` rows, and only those are scored in int8.
-        let ids = match sign_pool(k, ef, self.dim).filter(|&p| self.sign_pass_pays(rows, p)) {
-            Some(keep) => match quant.signs() {
-                Some(signs) => self.sign_pass(signs, q, keep, ids),
-                None => ids,
-            },
-            None => ids,
+        let ids = match (self.int8_sign_pool(rows, k, ef), quant.signs()) {
+            (Some(keep), Some(signs)) => self.sign_pass(signs, q, keep, ids),
+            _ => ids,
         };
         let qq = quant.quantize_query(q);
         let mut top = TopK::new(scan_rescore_pool(k, ef));
@@ -701,12 +698,15 @@ impl Hnsw {
         kept
     }
 
-    /// Whether the int8 copy keeps sign codes and a pass over them that keeps `keep` of `rows` rows
-    /// costs less than scoring them all in int8 (see [`SIGN_ROW_PCT`]).
-    pub(crate) fn sign_pass_pays(&self, rows: usize, keep: usize) -> bool {
-        self.quant.as_ref().is_some_and(|q| q.signs().is_some())
-            && rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
-            && Self::sign_pass_cost(rows, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100
+    /// On an int8 index whose copy keeps sign codes, how many of `rows` allowed rows a sign-code
+    /// pass should keep for int8 scoring, if that costs less than scoring them all in int8 (see
+    /// [`SIGN_ROW_PCT`]).
+    pub(crate) fn int8_sign_pool(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
+        self.quant.as_ref()?.signs()?;
+        let keep = sign_pool(k, ef, self.dim)?;
+        (rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
+            && Self::sign_pass_cost(rows, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100)
+            .then_some(keep)
     }
 
     /// On an index without an int8 copy (of at least [`SIGN_CODES_MIN_ROWS`] slots), how many of
@@ -768,11 +768,9 @@ impl Hnsw {
     /// at ef 24, 144 from ef 60 on).
     pub(crate) fn int8_scan_cost(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
         self.quant.as_ref()?;
-        let int8_rows = rows.saturating_mul(I8_SCAN_ROW_PCT) / 100;
-        let first_pass = match sign_pool(k, ef, self.dim).filter(|&p| self.sign_pass_pays(rows, p))
-        {
+        let first_pass = match self.int8_sign_pool(rows, k, ef) {
             Some(keep) => Self::sign_pass_cost(rows, keep),
-            None => int8_rows,
+            None => rows.saturating_mul(I8_SCAN_ROW_PCT) / 100,
         };
         Some(
             first_pass

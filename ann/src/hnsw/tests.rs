@@ -630,7 +630,8 @@ fn sign_code_scans_return_the_exact_top_k() {
     let (s, qs) = data(5000, 384);
     let mut h = built(&s, true);
     h.quant.as_mut().unwrap().build_signs();
-    assert!(h.sign_pass_pays(5000, 400) && h.sign_pass_pays(2500, 400));
+    assert_eq!(h.int8_sign_pool(5000, 10, 32), Some(400));
+    assert_eq!(h.int8_sign_pool(2500, 10, 32), Some(400));
     let half: IdSet = (0..5000u32).filter(|i| i % 2 == 0).collect();
     for i in 0..qs.len() as u32 {
         let q = qs.vector(i);
