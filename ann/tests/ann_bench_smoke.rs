@@ -78,3 +78,31 @@ fn bad_options_are_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dir needs a value"));
 }
+
+#[test]
+fn help_prints_the_usage_and_a_missing_command_is_an_error_that_shows_it() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ann-bench"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap()
+    };
+    for flag in ["--help", "-h", "help"] {
+        let out = run(&[flag]);
+        assert!(out.status.success(), "{flag}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("ann-bench run     --dir DIR"),
+            "{flag}: {text}"
+        );
+        assert!(out.stderr.is_empty(), "{flag}");
+    }
+    let out = run(&[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no command given") && err.contains("ann-bench gen"),
+        "{err}"
+    );
+}

@@ -1,11 +1,8 @@
-//! Benchmark harness for clawhdf5-ann (see ann/BENCHMARKS-ann.md and scripts/bench/ann_compare.sh).
+//! Benchmark harness for clawhdf5-ann (see BENCHMARKS.md, scripts/bench/ann_compare.sh and
+//! scripts/bench/ann_filtered.sh).
 //!
 //! ```text
-//! ann-bench gen     --out DIR [--n 10000] [--queries 200] [--dim 384] [--clusters 100] [--noise 1.0] [--seed 42]
-//! ann-bench prepare --out DIR --base FILE --queries FILE [--dim 384]   (raw little-endian f32 rows)
-//! ann-bench run     --dir DIR [--m 16] [--efc 200] [--ef 10,20,...] [--threads N] [--filtered-ef 64]
-//!                   [--graph FILE] [--modes f32,int8] [--filtered true|false] [--repeat 1]
-//!                   [--filters 50,10,1,exclude]
+#![doc = include_str!("ann-bench-usage.txt")]
 //! ```
 //! `--graph FILE` loads the graph saved there (no build is timed) or, when the file is missing, builds
 //! it and saves it there, so repeated search experiments on one data set skip the build.
@@ -23,6 +20,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// What `ann-bench --help` prints.
+const USAGE: &str = include_str!("ann-bench-usage.txt");
+
 const K: usize = 10;
 /// Minimum CPU seconds per timed query measurement.
 const MIN_TIMED_CPU_S: f64 = 0.5;
@@ -30,14 +30,18 @@ const MIN_TIMED_CPU_S: f64 = 0.5;
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
-        bail!("usage: ann-bench gen|prepare|run [--key value ...] (see the source header)");
+        bail!("no command given\n{USAGE}");
     };
+    if matches!(cmd.as_str(), "-h" | "--help" | "help") {
+        print!("{USAGE}");
+        return Ok(());
+    }
     let opts = parse_opts(&args[1..])?;
     match cmd.as_str() {
         "gen" => gen(&opts),
         "prepare" => prepare(&opts),
         "run" => run(&opts),
-        other => bail!("unknown command {other:?}; expected gen, prepare or run"),
+        other => bail!("unknown command {other:?}; expected gen, prepare or run\n{USAGE}"),
     }
 }
 
