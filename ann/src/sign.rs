@@ -299,7 +299,14 @@ impl LazySignCodes {
         store: &S,
         rows: usize,
     ) -> &SignCodes {
-        self.0.get_or_init(|| SignCodes::from_store(store, rows))
+        if let Some(codes) = self.0.get() {
+            return codes;
+        }
+        // Built outside the cell: while the parallel build waits for its parts, rayon may run another
+        // search on this thread, which must not find the cell being initialised (that deadlocks).
+        // Searches that arrive together may each build; the first to finish is kept.
+        let built = SignCodes::from_store(store, rows);
+        self.0.get_or_init(|| built)
     }
 
     /// Re-encodes rows `ids` from `store` if the codes were built (growing them as needed).
@@ -399,6 +406,33 @@ mod tests {
             assert_eq!(codes.data[codes.off..].as_ptr().align_offset(64), 0);
             assert_eq!(codes.len(), n);
         }
+    }
+
+    #[test]
+    fn lazy_codes_asked_for_by_many_rayon_tasks_at_once_are_one_set() {
+        // Every task of a four-thread pool asks for the codes first. The build runs outside the
+        // cell, so a task that rayon runs on the building thread while it waits for its parts cannot
+        // re-enter the cell's initialisation (which deadlocks); this shows that one set of codes is
+        // kept and handed to all, not that deadlock (it needs a steal at the wrong moment).
+        let g = Clustered::new(256, 10, 1.0, 4);
+        let base = g.sample(3000, 1);
+        let lazy = LazySignCodes::default();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let seen: Vec<usize> = pool.install(|| {
+            use rayon::prelude::*;
+            (0..64)
+                .into_par_iter()
+                .map(|_| lazy.get_or_build(&base, base.len()) as *const SignCodes as usize)
+                .collect()
+        });
+        assert!(
+            seen.iter().all(|&p| p == seen[0]),
+            "one set of codes is kept"
+        );
+        assert_eq!(lazy.get_or_build(&base, base.len()).len(), 3000);
     }
 
     #[test]
