@@ -1,16 +1,17 @@
-//! Sign codes: one bit per dimension (whether the row's int8 code is positive) plus three scalars per
-//! row, one cache line a row at d ≤ 384. A first pass over them ranks the rows of a large exact scan at an
-//! eighth of the int8 copy's memory traffic; only the best few hundred are then scored in int8 and the
-//! best of those in f32, so the scan still returns what the int8 scan would.
+//! Sign codes: one bit per dimension (whether the row's int8 code, or f32 value, is positive) plus three
+//! scalars per row, one cache line a row at d ≤ 384. A first pass over them ranks the rows of a large
+//! exact scan at a sixth of the int8 copy's memory traffic (a 24th of the f32 rows'); only the best few
+//! hundred are then scored in int8 or f32, and the best of those in f32, so the scan returns what a
+//! full scan would (measured; the kept count is chosen with margin, see `hnsw::search::sign_pool`).
 //!
 //! The estimate is RaBitQ's: with `s` the row's ±1 signs, `<q, x> ≈ <q, s> · |x|² / |x|₁` (exact when
 //! `x` is a multiple of `s`). The query is quantised to 8-bit levels, and `<q, s>` comes from the sum
 //! of the levels where the row's bits are set (one masked byte sum per 64 dimensions).
 
-/// Rows start on this boundary (a cache line), so a row of up to 7 words loads from one line.
+/// Rows start on this boundary (a cache line), so a row of up to 8 words (d ≤ 384) loads from one line.
 const LINE_WORDS: usize = 8;
 
-/// Sign codes of every row of an int8 copy (see the module documentation).
+/// Sign codes of every row of an int8 copy, or of a store's f32 rows (see the module documentation).
 #[derive(Debug, Default)]
 pub struct SignCodes {
     /// Code words per row (`dim / 64` rounded up).

@@ -638,7 +638,7 @@ impl Hnsw {
             }
             return scan_ids(store, q, k, metric, ids.into_iter());
         };
-        // Large sets: a first pass over the rows' sign codes (an eighth of the int8 bytes) keeps the
+        // Large sets: a first pass over the rows' sign codes (a sixth of the int8 bytes) keeps the
         // best `sign_pool` rows, and only those are scored in int8.
         let ids = match (self.int8_sign_pool(rows, k, ef), quant.signs()) {
             (Some(keep), Some(signs)) => self.sign_pass(signs, q, keep, ids),

@@ -699,7 +699,7 @@ fn int8_scans_are_costed_in_int8_walk_evaluations() {
     let big = int8_index.scan_cost(100_000, 10, 24);
     assert!(big > 100 * (small - 60), "{big} vs {small}");
     // With sign codes (kept by copies of 32K rows and more), large sets take the sign-code pass
-    // first (an eighth of the bytes a row, then int8 for the rows it keeps): 0.3 of an evaluation
+    // first (a sixth of the bytes a row, then int8 for the rows it keeps): 0.3 of an evaluation
     // a row, not the int8 scan's 0.5.
     int8_index.quant.as_mut().unwrap().build_signs();
     let signed = int8_index.scan_cost(100_000, 10, 24);
