@@ -301,7 +301,13 @@ pub fn run(cmd: &HarnessCmd) -> Result<()> {
             read::run(&o, &c.out)
         }
         HarnessCmd::HarnessProbe(a) => {
-            let r = super::probe::probe(&a.store, &a.queries, a.count, a.k, a.late)?;
+            let r = super::probe::probe(&super::probe::Probe {
+                store: &a.store,
+                queries: &a.queries,
+                count: a.count,
+                k: a.k,
+                late: a.late,
+            })?;
             let line = serde_json::to_string(&r)
                 .map_err(|e| HarnessError::Probe(format!("cannot encode the result: {e}")))?;
             println!("{line}");

@@ -14,7 +14,7 @@ use super::corpus::Corpus;
 use super::error::{io_at, HarnessError, Result};
 use super::ingest::{self, Ingested};
 use super::measure::{fig, met, size_label, thousands};
-use super::probe::{run_probe, write_queries, ProbeQuery, ProbeResult};
+use super::probe::{run_probe, write_queries, Probe, ProbeQuery, ProbeResult};
 use super::report::{HarnessReport, Table};
 use super::vectors;
 
@@ -192,7 +192,13 @@ pub fn measure_size(
     let qpath = dir.join(format!("footprint-queries-{size}.json"));
     write_queries(&qpath, &qs)?;
     eprintln!("footprint: {size} records: reopen in a fresh process");
-    let probe = run_probe(&path, &qpath, 10, 10, false)?;
+    let probe = run_probe(&Probe {
+        store: &path,
+        queries: &qpath,
+        count: 10,
+        k: 10,
+        late: false,
+    })?;
     if !keep {
         ingest::remove_store(&path);
         let _ = std::fs::remove_file(qpath);

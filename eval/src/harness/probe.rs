@@ -66,15 +66,32 @@ fn query(q: &ProbeQuery, k: usize) -> SearchQuery {
     s
 }
 
+/// What one probe does: the store it reopens, the queries file it reads, how many steady queries it asks
+/// for the top `k`, and whether the first query is asked late (see [`probe`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Probe<'a> {
+    /// The store to reopen.
+    pub store: &'a Path,
+    /// The queries file ([`write_queries`]).
+    pub queries: &'a Path,
+    /// Steady queries after the first.
+    pub count: usize,
+    /// Results per query.
+    pub k: usize,
+    /// Leave the first query out of the stream and ask it once after it.
+    pub late: bool,
+}
+
 /// The probe itself (run inside the child): reopen `store`, query it `count + 1` times. With `late`, the first
 /// query is left out of the stream and asked once after it instead of right after open.
-pub fn probe(
-    store: &Path,
-    queries: &Path,
-    count: usize,
-    k: usize,
-    late: bool,
-) -> Result<ProbeResult> {
+pub fn probe(p: &Probe<'_>) -> Result<ProbeResult> {
+    let Probe {
+        store,
+        queries,
+        count,
+        k,
+        late,
+    } = *p;
     let text = std::fs::read_to_string(queries).map_err(io_at(queries))?;
     let qs: Vec<ProbeQuery> = serde_json::from_str(&text)
         .map_err(|e| HarnessError::Input(format!("{}: {e}", queries.display())))?;
@@ -192,26 +209,20 @@ pub fn write_queries(path: &Path, qs: &[ProbeQuery]) -> Result<()> {
 }
 
 /// Run the probe in a fresh process of this binary (`clawhdf5-eval harness-probe [--late]`).
-pub fn run_probe(
-    store: &Path,
-    queries: &Path,
-    count: usize,
-    k: usize,
-    late: bool,
-) -> Result<ProbeResult> {
+pub fn run_probe(p: &Probe<'_>) -> Result<ProbeResult> {
     let exe = std::env::current_exe()
         .map_err(|e| HarnessError::Probe(format!("cannot find this program: {e}")))?;
     let out = Command::new(&exe)
         .arg("harness-probe")
         .arg("--store")
-        .arg(store)
+        .arg(p.store)
         .arg("--queries")
-        .arg(queries)
+        .arg(p.queries)
         .arg("--count")
-        .arg(count.to_string())
+        .arg(p.count.to_string())
         .arg("--k")
-        .arg(k.to_string())
-        .args(late.then_some("--late"))
+        .arg(p.k.to_string())
+        .args(p.late.then_some("--late"))
         .output()
         .map_err(|e| HarnessError::Probe(format!("cannot start {}: {e}", exe.display())))?;
     if !out.status.success() {
@@ -244,13 +255,21 @@ pub fn run_probes(
 ) -> Result<ProbeResult> {
     let mut all = Vec::with_capacity(runs.max(1));
     let mut late = Vec::with_capacity(runs.max(1));
+    let mut p = Probe {
+        store,
+        queries,
+        count,
+        k,
+        late: false,
+    };
     for _ in 0..runs.max(1) {
-        all.push(run_probe(store, queries, count, k, false)?);
+        all.push(run_probe(&p)?);
     }
     // After the others, so that the access entries their searches log do not lengthen the log the others'
     // opens replay.
+    p.late = true;
     for _ in 0..runs.max(1) {
-        late.push(run_probe(store, queries, count, k, true)?.first_query_ms);
+        late.push(run_probe(&p)?.first_query_ms);
     }
     late.sort_by(f64::total_cmp);
     let median = |f: &dyn Fn(&ProbeResult) -> f64| {
