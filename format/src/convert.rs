@@ -2,8 +2,9 @@
 
 use crate::array::Data;
 use crate::datatype::{Datatype, StrPad};
-use crate::error::{corrupt, invalid, unsupported, Result};
+use crate::error::{corrupt, invalid, unsupported, FormatError, Result};
 use crate::io::{le_uint, PutLe};
+use crate::strings::StringColumn;
 use half::f16;
 
 /// Where variable-length element bodies live when reading (the global heap).
@@ -204,7 +205,12 @@ pub fn int_from_bytes(dt: &Datatype, raw: &[u8]) -> Result<i64> {
 }
 
 fn trim_fixed(b: &[u8], pad: StrPad) -> String {
-    let s = match pad {
+    String::from_utf8_lossy(fixed_body(b, pad)).into_owned()
+}
+
+/// A fixed-length string element's bytes without its padding.
+fn fixed_body(b: &[u8], pad: StrPad) -> &[u8] {
+    match pad {
         StrPad::NullTerm | StrPad::NullPad => &b[..memchr::memchr(0, b).unwrap_or(b.len())],
         StrPad::SpacePad => {
             let end = b
@@ -214,8 +220,7 @@ fn trim_fixed(b: &[u8], pad: StrPad) -> String {
                 .unwrap_or(0);
             &b[..end]
         }
-    };
-    String::from_utf8_lossy(s).into_owned()
+    }
 }
 
 macro_rules! ints {
@@ -279,6 +284,95 @@ fn fast_int(raw: &[u8], size: usize, signed: bool, be: bool) -> Option<Data> {
 /// Decodes `n` elements of type `dt` from `raw` (exactly `n * dt.size()` bytes).
 pub fn decode(dt: &Datatype, raw: &[u8], n: usize, src: &dyn VlenSource) -> Result<Data> {
     decode_depth(dt, raw, n, src, 0)
+}
+
+/// Calls `f` with the bytes of each variable-length string element of `raw` (`size` bytes an element), in
+/// order: its global-heap object up to the element's length (a string ends early at a null byte: callers
+/// cut there); empty for a null ID.
+fn for_each_vlen_str(
+    raw: &[u8],
+    size: usize,
+    src: &dyn VlenSource,
+    mut f: impl FnMut(&[u8]),
+) -> Result<()> {
+    let so = src.offset_size();
+    if size < 8 + so {
+        return corrupt("variable-length element shorter than its length and heap ID");
+    }
+    // Elements' bodies come in runs from one collection: its reader is kept for the run.
+    let mut objects: Option<(u64, VlenObjects<'_>)> = None;
+    for c in raw.chunks_exact(size) {
+        let len = le_uint(&c[0..4]) as usize;
+        let coll = le_uint(&c[4..4 + so]);
+        let idx = le_uint(&c[4 + so..8 + so]) as u32;
+        if len == 0 || coll == 0 {
+            f(&[]);
+            continue;
+        }
+        let get = match &objects {
+            Some((at, get)) if *at == coll => get,
+            _ => &objects.insert((coll, src.vlen_collection(coll)?)).1,
+        };
+        let obj = get(idx)?;
+        f(&obj[..len.min(obj.len())]);
+    }
+    Ok(())
+}
+
+/// A string's bytes up to its first null byte (found a word at a time, not byte by byte).
+fn until_null(body: &[u8]) -> &[u8] {
+    match memchr::memchr(0, body) {
+        Some(i) => &body[..i],
+        None => body,
+    }
+}
+
+/// The `n` string elements of `raw` (variable-length or fixed-length strings of type `dt`) packed into
+/// one [`StringColumn`]; any other type is a [`FormatError::TypeMismatch`].
+pub fn decode_strings(
+    dt: &Datatype,
+    raw: &[u8],
+    n: usize,
+    src: &dyn VlenSource,
+) -> Result<StringColumn> {
+    let size = dt.size();
+    if size == 0 || raw.len() < n.saturating_mul(size) {
+        return corrupt("element data shorter than its shape");
+    }
+    let raw = &raw[..n * size];
+    let mut text = Vec::new();
+    let mut ends = Vec::with_capacity(n);
+    let mut keep = |b: &[u8]| {
+        text.extend_from_slice(b);
+        ends.push(text.len());
+    };
+    match dt {
+        Datatype::VarStr { .. } => {
+            for_each_vlen_str(raw, size, src, keep)?;
+            // Null bytes end strings early: looked for once over all the bytes, then (rarely) cut.
+            if memchr::memchr(0, &text).is_some() {
+                let (whole, whole_ends) = (std::mem::take(&mut text), std::mem::take(&mut ends));
+                let mut start = 0;
+                for end in whole_ends {
+                    text.extend_from_slice(until_null(&whole[start..end]));
+                    ends.push(text.len());
+                    start = end;
+                }
+            }
+        }
+        Datatype::FixedStr { pad, .. } => {
+            for c in raw.chunks_exact(size) {
+                keep(fixed_body(c, *pad));
+            }
+        }
+        other => {
+            return Err(FormatError::TypeMismatch(format!(
+                "{} is not a string type",
+                other.describe()
+            )))
+        }
+    }
+    Ok(StringColumn::from_parts(text, ends))
 }
 
 fn decode_depth(
@@ -382,37 +476,14 @@ fn decode_depth(
                 .collect(),
         },
         Datatype::VarStr { .. } => {
-            let so = src.offset_size();
-            if size < 8 + so {
-                return corrupt("variable-length element shorter than its length and heap ID");
-            }
             let mut out = Vec::with_capacity(n);
-            // Elements' bodies come in runs from one collection: its reader is kept for the run.
-            let mut objects: Option<(u64, VlenObjects<'_>)> = None;
-            for c in raw.chunks_exact(size) {
-                let len = le_uint(&c[0..4]) as usize;
-                let coll = le_uint(&c[4..4 + so]);
-                let idx = le_uint(&c[4 + so..8 + so]) as u32;
-                if len == 0 || coll == 0 {
-                    out.push(String::new());
-                    continue;
-                }
-                let get = match &objects {
-                    Some((at, get)) if *at == coll => get,
-                    _ => &objects.insert((coll, src.vlen_collection(coll)?)).1,
-                };
-                let obj = get(idx)?;
-                let body = &obj[..len.min(obj.len())];
-                // A string may end early at a null byte (found a word at a time, not byte by byte).
-                let body = match memchr::memchr(0, body) {
-                    Some(i) => &body[..i],
-                    None => body,
-                };
+            for_each_vlen_str(raw, size, src, |body| {
+                let body = until_null(body);
                 out.push(match std::str::from_utf8(body) {
                     Ok(s) => s.to_owned(),
                     Err(_) => String::from_utf8_lossy(body).into_owned(),
-                });
-            }
+                })
+            })?;
             Data::VarStr(out)
         }
         Datatype::VarSeq(base, _) => {
@@ -692,6 +763,30 @@ fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut V
 
 /// Encodes `data` as raw little-endian elements of the writer's datatype for it (in the sink's file: its
 /// address width sets variable-length elements').
+/// Appends to `out` one variable-length string element (length, heap ID) per body, each body stored
+/// in `sink` as a heap object (an empty one as the null ID).
+pub fn encode_vlen_strs<'a>(
+    bodies: impl Iterator<Item = &'a [u8]>,
+    sink: &mut dyn VlenSink,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let so = sink.offset_size();
+    if !(1..=8).contains(&so) {
+        return invalid(format!("heap IDs of {so}-byte addresses"));
+    }
+    for b in bodies {
+        let len = u32::try_from(b.len()).or_else(|_| invalid("string longer than 4 GiB"))?;
+        let (coll, idx) = if b.is_empty() { (0, 0) } else { sink.put(b)? };
+        // The element (length, collection address, index) assembled in a register and appended as 16
+        // bytes, then the bytes past a narrower ID dropped: byte-wise assembly in memory would be read
+        // back as one 16-byte load, which the CPU cannot forward from the smaller stores (a stall).
+        let element = u128::from(len) | u128::from(coll) << 32 | u128::from(idx) << (32 + 8 * so);
+        out.extend_from_slice(&element.to_le_bytes());
+        out.truncate(out.len() - (8 - so));
+    }
+    Ok(())
+}
+
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
     let so = sink.offset_size();
     let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
@@ -723,18 +818,7 @@ pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
                 out.resize(out.len() + len - b.len(), 0);
             }
         }
-        Data::VarStr(v) => {
-            for s in v {
-                let b = s.as_bytes();
-                if b.len() > u32::MAX as usize {
-                    return invalid("string longer than 4 GiB");
-                }
-                let (coll, idx) = if b.is_empty() { (0, 0) } else { sink.put(b)? };
-                out.put_u32(b.len() as u32);
-                out.put_uint(coll, so);
-                out.put_u32(idx);
-            }
-        }
+        Data::VarStr(v) => encode_vlen_strs(v.iter().map(|s| s.as_bytes()), sink, &mut out)?,
         Data::Compound(fields) => {
             let dt = dtype_for_sized(data, so)?;
             let (size, members) = match &dt {

@@ -119,7 +119,18 @@ impl<'a> Cursor<'a> {
 }
 
 /// Little-endian unsigned integer from up to 8 bytes.
+#[inline]
 pub fn le_uint(b: &[u8]) -> u64 {
+    // The widths files use are read in one load each.
+    if let Ok(a) = <[u8; 8]>::try_from(b) {
+        return u64::from_le_bytes(a);
+    }
+    if let Ok(a) = <[u8; 4]>::try_from(b) {
+        return u64::from(u32::from_le_bytes(a));
+    }
+    if let Ok(a) = <[u8; 2]>::try_from(b) {
+        return u64::from(u16::from_le_bytes(a));
+    }
     let mut v = 0u64;
     for (i, x) in b.iter().enumerate().take(8) {
         v |= (*x as u64) << (8 * i);

@@ -48,6 +48,7 @@ pub mod scaleoffset;
 pub mod select;
 mod selection_encode;
 pub mod sizes;
+pub mod strings;
 pub mod superblock;
 pub mod szip;
 #[cfg(test)]
@@ -65,6 +66,7 @@ pub use half::f16;
 pub use read::dataset::Dataset;
 pub use read::file::{Entry, EntryKind, H5File};
 pub use read::VdsView;
+pub use strings::StringColumn;
 pub use write::dataset::{Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, DatasetOptions};
 pub use write::writer::FileWriter;
 pub use zfp::ZfpMode;

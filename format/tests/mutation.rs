@@ -63,6 +63,7 @@ fn walk(f: &H5File, path: &str, seen: &mut HashSet<u64>, budget: &mut usize) {
             EntryKind::Dataset => {
                 if let Ok(d) = f.dataset(&child) {
                     let _ = d.read();
+                    let _ = d.read_strings();
                     if !d.shape().is_empty() && d.shape()[0] > 1 {
                         let _ = d.read_rows(1, 1);
                         // Strided selection and in-place read: the other read paths.

@@ -59,7 +59,8 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
     let block = ctx.slice(addr, size)?;
     let hdr = aligned_header(ctx.sl);
     let mut pos = hdr;
-    let mut objects = Vec::new();
+    // Every object takes at least a header, and indices are 16-bit: room for all of them at once.
+    let mut objects = Vec::with_capacity((block.len() / hdr).min(1 << 16));
     while pos + hdr <= block.len() {
         let idx = u16::from_le_bytes([block[pos], block[pos + 1]]);
         let osize = crate::io::le_uint(&block[pos + 8..pos + 8 + ctx.sl]);
@@ -73,7 +74,10 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
         objects.push((idx, base + start, osize as usize));
         pos = start + (osize as usize).div_ceil(8) * 8;
     }
-    objects.sort_by_key(|o| o.0);
+    // Writers number objects in order: usually nothing to sort.
+    if !objects.is_sorted_by_key(|o| o.0) {
+        objects.sort_by_key(|o| o.0);
+    }
     Ok(CollectionIndex { objects })
 }
 
@@ -140,16 +144,16 @@ impl CollectionBuilder {
     pub fn add(&mut self, buf: &mut Vec<u8>, data: &[u8]) -> u16 {
         let idx = self.next;
         self.next += 1;
-        let padded = data.len().div_ceil(8) * 8;
-        buf.reserve(self.object_header() + padded);
-        buf.put_u16(idx);
-        buf.put_u16(0);
-        buf.put_u32(0);
-        let header_end = buf.len() - 8 + self.object_header();
-        buf.extend_from_slice(&(data.len() as u64).to_le_bytes()[..self.sizes.lengths]);
-        buf.resize(header_end, 0);
-        buf.extend_from_slice(data);
-        buf.resize(buf.len() + padded - data.len(), 0);
+        let hdr = self.object_header();
+        let at = buf.len();
+        // One zero-filled extent (header, bytes, padding to 8), then the fields written into it.
+        buf.resize(at + hdr + data.len().div_ceil(8) * 8, 0);
+        let o = &mut buf[at..];
+        o[..2].copy_from_slice(&idx.to_le_bytes());
+        // The size field is `lengths` bytes at 8 (a header of at least 16 bytes): all 8 bytes of the
+        // value are written, those past the field being zero, as the value fits the field.
+        o[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        o[hdr..hdr + data.len()].copy_from_slice(data);
         idx
     }
 

@@ -381,6 +381,46 @@ impl<'a> Dataset<'a> {
         None
     }
 
+    /// Reads every element of a string dataset (variable- or fixed-length) into one packed
+    /// [`StringColumn`](crate::StringColumn), row-major: no allocation per string, unlike [`read`](Self::read).
+    pub fn read_strings(&self) -> Result<crate::StringColumn> {
+        if self.space.null {
+            return convert::decode_strings(&self.dtype, &[], 0, self.file);
+        }
+        let zero = vec![0; self.space.dims.len()];
+        let dims = self.space.dims.clone();
+        self.read_strings_slice(&zero, &dims)
+    }
+
+    /// Reads the box at `start` of extent `count` of a string dataset into one packed
+    /// [`StringColumn`](crate::StringColumn) (see [`read_strings`](Self::read_strings)).
+    pub fn read_strings_slice(&self, start: &[u64], count: &[u64]) -> Result<crate::StringColumn> {
+        if !matches!(
+            self.dtype,
+            Datatype::VarStr { .. } | Datatype::FixedStr { .. }
+        ) {
+            return Err(FormatError::TypeMismatch(format!(
+                "{} stores {}, not strings",
+                self.path,
+                self.dtype.describe()
+            )));
+        }
+        let bytes = self.check_box(start, count)?;
+        let n = count.iter().product::<u64>() as usize;
+        if bytes == 0 {
+            return convert::decode_strings(&self.dtype, &[], n, self.file);
+        }
+        // One run of a contiguous dataset is decoded where it lies in the file, not copied first.
+        if let Some((addr, off)) = self.contiguous_run(start, count)? {
+            let ctx = self.file.ctx();
+            let raw = ctx.slice(addr + off, bytes as u64)?;
+            return convert::decode_strings(&self.dtype, raw, n, self.file);
+        }
+        let mut raw = vec![0u8; bytes];
+        self.fill_raw(start, count, &mut raw, true)?;
+        convert::decode_strings(&self.dtype, &raw, n, self.file)
+    }
+
     /// Reads `count` rows starting at `start` along dimension 0.
     pub fn read_rows(&self, start: u64, count: u64) -> Result<Array> {
         if self.space.dims.is_empty() {

@@ -12,6 +12,7 @@ use crate::messages::{self, ChunkIndex, Filter, Layout};
 use crate::object_header::mtype;
 use crate::select::copy_box;
 use crate::sizes::Sizes;
+use crate::strings::StringColumn;
 use crate::write::object::write_object;
 use crate::write::sink::{raw_hash, HeapSink, Replay, Sink, StoredChunk};
 use rayon::prelude::*;
@@ -296,6 +297,21 @@ pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Res
         ));
     }
     let dtype = convert::dtype_for_sized(&array.data, offset_size)?;
+    plan_typed(shape, dtype, opts)
+}
+
+/// The plan of a one-dimensional dataset of `n` variable-length UTF-8 strings (written from a
+/// [`StringColumn`]) in a file of `offset_size`-byte addresses.
+pub fn plan_strings(n: usize, opts: &DatasetOptions, offset_size: usize) -> Result<Plan> {
+    let dtype = Datatype::VarStr {
+        utf8: true,
+        size: 8 + offset_size,
+    };
+    plan_typed(&[n as u64], dtype, opts)
+}
+
+/// Checks options against a dataset of this shape and file type and settles chunking.
+fn plan_typed(shape: &[u64], dtype: Datatype, opts: &DatasetOptions) -> Result<Plan> {
     let elem = dtype.size();
     if let Some(m) = &opts.max_shape {
         if m.len() != shape.len() {
@@ -367,7 +383,7 @@ pub fn plan_for(array: &Array, opts: &DatasetOptions, offset_size: usize) -> Res
     }
     Ok(Plan {
         space: Dataspace {
-            dims: shape.clone(),
+            dims: shape.to_vec(),
             max: opts.max_shape.clone(),
             null: false,
         },
@@ -603,11 +619,43 @@ pub fn write_dataset<N: AsRef<str>>(
     attrs: &[(N, Vec<u8>)],
 ) -> Result<u64> {
     let plan = plan_for(array, opts, sink.sizes.offsets)?;
+    write_planned(sink, &plan, &array.shape, attrs, |sink| {
+        encode_data(sink, &array.data)
+    })
+}
+
+/// Writes a one-dimensional dataset of the strings of `column` (variable-length UTF-8, each a global
+/// heap object) and its object header; returns the header address.
+pub fn write_string_column<N: AsRef<str>>(
+    sink: &mut Sink,
+    column: &StringColumn,
+    opts: &DatasetOptions,
+    attrs: &[(N, Vec<u8>)],
+) -> Result<u64> {
+    let plan = plan_strings(column.len(), opts, sink.sizes.offsets)?;
+    write_planned(sink, &plan, &[column.len() as u64], attrs, |sink| {
+        let mut hs = HeapSink::new(sink);
+        let mut raw = Vec::with_capacity(column.len() * plan.dtype.size());
+        convert::encode_vlen_strs(column.iter().map(str::as_bytes), &mut hs, &mut raw)?;
+        hs.finish();
+        Ok(raw)
+    })
+}
+
+/// Writes the data of a planned dataset of `shape` (its element bytes from `encode`, which may put
+/// heap objects in the sink first) and its object header; returns the header address.
+fn write_planned<N: AsRef<str>>(
+    sink: &mut Sink,
+    plan: &Plan,
+    shape: &[u64],
+    attrs: &[(N, Vec<u8>)],
+    encode: impl FnOnce(&mut Sink) -> Result<Vec<u8>>,
+) -> Result<u64> {
     // The description first: a shape too large for the file's lengths fails before any data is stored.
     let sizes = sink.sizes;
     plan.space.encode_sized(&mut Vec::new(), sizes)?;
     let elem = plan.dtype.size();
-    let raw = encode_data(sink, &array.data)?;
+    let raw = encode(sink)?;
     let layout = if plan.compact {
         if raw.len() > MAX_COMPACT_DATA {
             return invalid(format!(
@@ -618,7 +666,7 @@ pub fn write_dataset<N: AsRef<str>>(
         Layout::Compact(raw)
     } else if let Some(chunk) = &plan.chunk {
         let zero = vec![0u64; chunk.len()];
-        let entries = write_chunks(sink, &raw, &array.shape, &zero, chunk, elem, &plan.filters)?;
+        let entries = write_chunks(sink, &raw, shape, &zero, chunk, elem, &plan.filters)?;
         let base = sink.base;
         let addr = write_chunk_tree(&entries, chunk, base, &mut sink.buf, &[], sizes);
         Layout::Chunked {
@@ -635,7 +683,7 @@ pub fn write_dataset<N: AsRef<str>>(
         let addr = sink.append(&raw);
         Layout::Contiguous { addr, size }
     };
-    let msgs = dataset_messages(&plan, &layout, sizes)?;
+    let msgs = dataset_messages(plan, &layout, sizes)?;
     write_object(sink, msgs, None, attrs)
 }
 

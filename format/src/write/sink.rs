@@ -115,6 +115,7 @@ const COLLECTION_TARGET: usize = 1 << 20;
 impl HeapSink<'_> {
     /// Stores `bytes` as a heap object: its collection's address, its index, and the address of its bytes
     /// (where a later patch may change them). An object too large for the file's length fields is an error.
+    #[inline]
     pub fn put_located(&mut self, bytes: &[u8]) -> Result<(u64, u32, u64)> {
         let sizes = self.sink.sizes;
         let need_new = match &self.cur {
@@ -130,16 +131,20 @@ impl HeapSink<'_> {
         }
         let pos = self.sink.pos();
         let buf = &mut self.sink.buf;
-        let (addr, b) = self
-            .cur
-            .get_or_insert_with(|| (pos, CollectionBuilder::start_sized(buf, sizes)));
-        if !b.fits(buf, bytes.len()) {
-            return Err(crate::FormatError::too_wide(
-                "a global heap collection holding a variable-length value",
-                bytes.len() as u64,
-                sizes.lengths,
-            ));
-        }
+        let (addr, b) = match &mut self.cur {
+            Some(cur) => cur,
+            None => {
+                let b = CollectionBuilder::start_sized(buf, sizes);
+                if !b.fits(buf, bytes.len()) {
+                    return Err(crate::FormatError::too_wide(
+                        "a global heap collection holding a variable-length value",
+                        bytes.len() as u64,
+                        sizes.lengths,
+                    ));
+                }
+                self.cur.insert((pos, b))
+            }
+        };
         // The object's header (index, reference count, reserved, size) precedes its bytes.
         let body = self.sink.base + buf.len() as u64 + (8 + sizes.lengths as u64).div_ceil(8) * 8;
         Ok((*addr, b.add(buf, bytes) as u32, body))

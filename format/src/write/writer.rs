@@ -7,8 +7,9 @@ use crate::io::UNDEF;
 use crate::messages::Layout;
 use crate::messages::LinkTarget;
 use crate::region::Selection;
+use crate::strings::StringColumn;
 use crate::superblock::{encode_v2, SB2_SIZE};
-use crate::write::dataset::{write_dataset, DatasetOptions};
+use crate::write::dataset::{write_dataset, write_string_column, DatasetOptions};
 use crate::write::object::{attribute_message, attribute_message_raw, write_object};
 use crate::write::sink::{HeapSink, Sink};
 use rustc_hash::FxHashMap;
@@ -49,9 +50,33 @@ type RegionRefAttr = (String, Vec<String>, Vec<Vec<u8>>);
 
 /// A dataset to be written: its values, storage options and attributes.
 struct DatasetNode {
-    array: Array,
+    values: Values,
     opts: DatasetOptions,
     attrs: Attrs,
+}
+
+/// A dataset's values: any array, or a packed column of strings.
+enum Values {
+    Array(Array),
+    Strings(StringColumn),
+}
+
+impl Values {
+    fn shape(&self) -> Vec<u64> {
+        match self {
+            Values::Array(a) => a.shape.clone(),
+            Values::Strings(c) => vec![c.len() as u64],
+        }
+    }
+
+    /// Roughly the bytes the values take in the file uncompressed, heap objects included.
+    fn estimate(&self) -> usize {
+        match self {
+            Values::Array(a) => data_estimate(&a.data),
+            // Per string: its element, its heap object's header and up to 7 bytes of padding.
+            Values::Strings(c) => (16 + 16 + 7) * c.len() + c.text_len(),
+        }
+    }
 }
 
 /// Addresses of the objects written so far by path, and the reference slots to patch with them.
@@ -289,7 +314,37 @@ impl FileWriter {
         children.insert(
             name.to_string(),
             Node::Dataset(Box::new(DatasetNode {
-                array,
+                values: Values::Array(array),
+                opts,
+                attrs: Attrs::default(),
+            })),
+        );
+        Ok(())
+    }
+
+    /// Adds a one-dimensional dataset of variable-length UTF-8 strings from a packed column (what
+    /// [`write_dataset`](Self::write_dataset) of [`Data::VarStr`] writes, without a `String` per value);
+    /// parent groups are created as needed.
+    pub fn write_strings(
+        &mut self,
+        path: &str,
+        column: StringColumn,
+        opts: DatasetOptions,
+    ) -> Result<()> {
+        let parts = components(path)?;
+        let (name, parents) = match parts.split_last() {
+            Some(x) => x,
+            None => return invalid("dataset path is empty"),
+        };
+        crate::write::dataset::plan_strings(column.len(), &opts, 8)?;
+        let children = self.group_mut(parents, true)?;
+        if children.contains_key(*name) {
+            return invalid(format!("{path} already exists"));
+        }
+        children.insert(
+            name.to_string(),
+            Node::Dataset(Box::new(DatasetNode {
+                values: Values::Strings(column),
                 opts,
                 attrs: Attrs::default(),
             })),
@@ -486,7 +541,7 @@ impl FileWriter {
         let mut regions = Vec::with_capacity(targets.len());
         for (t, (_, sel)) in norm.iter().zip(targets) {
             let dims = match self.node(t) {
-                Some(Node::Dataset(d)) => d.array.shape.clone(),
+                Some(Node::Dataset(d)) => d.values.shape(),
                 Some(Node::Refs { refs, .. }) => vec![refs.targets.len() as u64],
                 Some(_) => {
                     return Err(FormatError::TypeMismatch(format!(
@@ -549,6 +604,7 @@ impl FileWriter {
     ) -> Result<(Vec<u8>, HashMap<String, u64>)> {
         let mut sink = Sink::new(0);
         sink.buf.reserve(SB2_SIZE + survey.bytes);
+        crate::hugepages::advise_spare(&mut sink.buf);
         sink.buf.resize(SB2_SIZE, 0);
         let mut refs = RefPatches {
             enabled: survey.refs,
@@ -715,7 +771,7 @@ fn survey(node: &Node) -> Survey {
             }
             s
         }
-        Node::Dataset(d) => own(&d.attrs, 256 + data_estimate(&d.array.data), false),
+        Node::Dataset(d) => own(&d.attrs, 256 + d.values.estimate(), false),
         Node::Refs { attrs, .. } => own(attrs, 256, true),
         Node::Link(_) => Survey {
             bytes: 0,
@@ -759,9 +815,16 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
             write_object(sink, vec![], Some(&links), &attrs)?
         }
         Node::Dataset(d) => {
-            let DatasetNode { array, opts, attrs } = &**d;
+            let DatasetNode {
+                values,
+                opts,
+                attrs,
+            } = &**d;
             let attrs = encode_attrs(sink, attrs, refs)?;
-            write_dataset(sink, array, opts, &attrs)?
+            match values {
+                Values::Array(array) => write_dataset(sink, array, opts, &attrs)?,
+                Values::Strings(column) => write_string_column(sink, column, opts, &attrs)?,
+            }
         }
         Node::Refs { refs: list, attrs } => {
             let RefList { targets, regions } = &**list;
