@@ -3,6 +3,7 @@
 use crate::array::Data;
 use crate::datatype::{Datatype, StrPad};
 use crate::error::{corrupt, invalid, unsupported, FormatError, Result};
+use crate::heap::global::InOrder;
 use crate::io::{le_uint, PutLe};
 use crate::strings::StringColumn;
 use half::f16;
@@ -18,6 +19,12 @@ pub trait VlenSource {
     /// share it: sources that look collections up under a lock do so once for the run, not per element.
     fn vlen_collection<'s>(&'s self, coll: u64) -> Result<VlenObjects<'s>> {
         Ok(Box::new(move |index| self.vlen_object(coll, index)))
+    }
+
+    /// A reader of the collection at `coll` object after object in stored order, where the source holds
+    /// its bytes; `None` leaves every lookup to [`vlen_collection`](Self::vlen_collection).
+    fn vlen_in_order(&self, _coll: u64) -> Option<crate::heap::global::InOrder<'_>> {
+        None
     }
 }
 
@@ -299,8 +306,11 @@ fn for_each_vlen_str(
     if size < 8 + so {
         return corrupt("variable-length element shorter than its length and heap ID");
     }
-    // Elements' bodies come in runs from one collection: its reader is kept for the run.
+    // Elements' bodies come in runs from one collection: its reader is kept for the run. Writers store a
+    // run's objects in the order its elements name them: those are read one after another, without an
+    // index of the collection, for as long as the order holds.
     let mut objects: Option<(u64, VlenObjects<'_>)> = None;
+    let mut in_order: Option<(u64, InOrder<'_>)> = None;
     for c in raw.chunks_exact(size) {
         let len = le_uint(&c[0..4]) as usize;
         let coll = le_uint(&c[4..4 + so]);
@@ -308,6 +318,15 @@ fn for_each_vlen_str(
         if len == 0 || coll == 0 {
             f(&[]);
             continue;
+        }
+        if idx == 1 && !matches!(&in_order, Some((at, _)) if *at == coll) {
+            in_order = src.vlen_in_order(coll).map(|r| (coll, r));
+        }
+        if let Some((_, r)) = in_order.as_mut().filter(|(at, _)| *at == coll) {
+            if let Some(obj) = r.take(idx) {
+                f(&obj[..len.min(obj.len())]);
+                continue;
+            }
         }
         let get = match &objects {
             Some((at, get)) if *at == coll => get,
@@ -933,6 +952,84 @@ mod tests {
         fn vlen_object(&self, coll: u64, _index: u32) -> Result<&[u8]> {
             corrupt(format!("no collection at {coll:#x}"))
         }
+    }
+
+    /// One collection at address 8 of `file`, read in stored order or by index.
+    struct OneCollection {
+        file: Vec<u8>,
+    }
+
+    impl VlenSource for OneCollection {
+        fn offset_size(&self) -> usize {
+            8
+        }
+        fn vlen_object(&self, coll: u64, index: u32) -> Result<&[u8]> {
+            let ctx = self.ctx();
+            let ix = crate::heap::global::read_collection(&ctx, coll)?;
+            let (start, len) = ix
+                .get(index as u16)
+                .ok_or_else(|| crate::FormatError::Corrupt(format!("object {index} missing")))?;
+            Ok(&self.file[start..start + len])
+        }
+        fn vlen_in_order(&self, coll: u64) -> Option<InOrder<'_>> {
+            let block = crate::heap::global::collection_block(&self.ctx(), coll).ok()?;
+            Some(InOrder::new(block, 8))
+        }
+    }
+
+    impl OneCollection {
+        fn ctx(&self) -> crate::ctx::Ctx<'_> {
+            crate::ctx::Ctx {
+                data: &self.file,
+                so: 8,
+                sl: 8,
+                base: 0,
+            }
+        }
+    }
+
+    #[test]
+    fn strings_read_alike_in_stored_order_or_any_other() {
+        let mut file = vec![0u8; 8];
+        let mut b = crate::heap::global::CollectionBuilder::start(&mut file);
+        for s in ["one", "two", "three\0cut", "four"] {
+            b.add(&mut file, s.as_bytes());
+        }
+        b.finish(&mut file);
+        let src = OneCollection { file };
+        let element = |len: u32, idx: u32| {
+            let mut e = len.to_le_bytes().to_vec();
+            e.extend_from_slice(&8u64.to_le_bytes());
+            e.extend_from_slice(&idx.to_le_bytes());
+            e
+        };
+        let dt = Datatype::VarStr {
+            utf8: true,
+            size: 16,
+        };
+        let orders: [&[u32]; 4] = [&[1, 2, 3, 4], &[3, 1, 2, 4], &[1, 2, 1, 2], &[2, 3, 4, 1]];
+        let names = ["", "one", "two", "three", "four"];
+        for order in orders {
+            let mut raw = Vec::new();
+            for &i in order {
+                raw.extend(element(9, i));
+            }
+            // An empty element between them (a null heap ID).
+            raw.extend(element(0, 0).iter().map(|_| 0u8));
+            let want: Vec<String> = order
+                .iter()
+                .map(|&i| names[i as usize].to_string())
+                .chain([String::new()])
+                .collect();
+            let got = decode(&dt, &raw, order.len() + 1, &src).unwrap();
+            assert_eq!(got, Data::VarStr(want.clone()), "{order:?}");
+            let col = decode_strings(&dt, &raw, order.len() + 1, &src).unwrap();
+            assert_eq!(col.to_vec(), want, "{order:?}");
+        }
+        // An element naming an object the collection lacks is an error either way.
+        let raw = [element(3, 1), element(3, 9)].concat();
+        assert!(decode(&dt, &raw, 2, &src).is_err());
+        assert!(decode_strings(&dt, &raw, 2, &src).is_err());
     }
 
     #[test]

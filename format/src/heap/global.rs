@@ -45,8 +45,8 @@ fn aligned_header(lengths: usize) -> usize {
     (8 + lengths).div_ceil(8) * 8
 }
 
-/// Parses the collection at `addr` into an index of its objects.
-pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
+/// The bytes of the collection at `addr`, its header included (checked).
+pub fn collection_block<'a>(ctx: &Ctx<'a>, addr: u64) -> Result<&'a [u8]> {
     let mut c = ctx.cursor(addr, "global heap collection")?;
     c.expect_sig(b"GCOL")?;
     let v = c.u8()?;
@@ -55,8 +55,57 @@ pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
     }
     c.skip(3)?;
     let size = c.uint(ctx.sl)?;
+    ctx.slice(addr, size)
+}
+
+/// Reads a collection's objects in their stored order, for elements that name them in that order (as
+/// writers store them): no index of the collection is needed. Any other order, or bytes that do not
+/// parse, leave the lookup to [`CollectionIndex`].
+pub struct InOrder<'a> {
+    block: &'a [u8],
+    /// The file's size of lengths.
+    sl: usize,
+    /// Where the next object's header starts in `block`.
+    pos: usize,
+    /// The index that object should carry.
+    next: u32,
+}
+
+impl<'a> InOrder<'a> {
+    /// A reader at the first object of the collection `block` (from [`collection_block`]).
+    pub fn new(block: &'a [u8], sl: usize) -> Self {
+        InOrder {
+            block,
+            sl,
+            pos: aligned_header(sl),
+            next: 1,
+        }
+    }
+
+    /// The bytes of object `idx` when it is the next one stored; `None` otherwise (nothing consumed).
+    #[inline(always)]
+    pub fn take(&mut self, idx: u32) -> Option<&'a [u8]> {
+        if idx != self.next {
+            return None;
+        }
+        let hdr = aligned_header(self.sl);
+        let head = self.block.get(self.pos..self.pos.checked_add(hdr)?)?;
+        if u32::from(u16::from_le_bytes([head[0], head[1]])) != idx {
+            return None;
+        }
+        let size = usize::try_from(crate::io::le_uint(&head[8..8 + self.sl])).ok()?;
+        let start = self.pos + hdr;
+        let body = self.block.get(start..start.checked_add(size)?)?;
+        self.pos = start + size.div_ceil(8) * 8;
+        self.next += 1;
+        Some(body)
+    }
+}
+
+/// Parses the collection at `addr` into an index of its objects.
+pub fn read_collection(ctx: &Ctx<'_>, addr: u64) -> Result<CollectionIndex> {
+    let block = collection_block(ctx, addr)?;
     let base = ctx.pos(addr)?;
-    let block = ctx.slice(addr, size)?;
     let hdr = aligned_header(ctx.sl);
     let mut pos = hdr;
     // Every object takes at least a header, and indices are 16-bit: room for all of them at once.
@@ -202,6 +251,48 @@ mod tests {
         let idx = read_collection(&ctx, 8).unwrap();
         let (s, n) = idx.get(i1).unwrap();
         assert_eq!(&file[s..s + n], b"abc");
+    }
+
+    #[test]
+    fn objects_are_read_in_stored_order_and_nothing_else() {
+        for sizes in [
+            Sizes::DEFAULT,
+            Sizes {
+                offsets: 4,
+                lengths: 2,
+            },
+        ] {
+            let mut file = vec![0u8; 8];
+            let mut b = CollectionBuilder::start_sized(&mut file, sizes);
+            b.add(&mut file, b"hello");
+            b.add(&mut file, b"");
+            b.add(&mut file, &[9u8; 33]);
+            b.finish(&mut file);
+            let ctx = Ctx {
+                data: &file,
+                so: sizes.offsets,
+                sl: sizes.lengths,
+                base: 0,
+            };
+            let block = collection_block(&ctx, 8).unwrap();
+            let mut r = InOrder::new(block, sizes.lengths);
+            assert_eq!(r.take(2), None, "out of order");
+            assert_eq!(r.take(1), Some(&b"hello"[..]));
+            assert_eq!(r.take(1), None, "already taken");
+            assert_eq!(r.take(2), Some(&b""[..]));
+            assert_eq!(r.take(3), Some(&[9u8; 33][..]));
+            // The free-space object that closes the collection is not object 4.
+            assert_eq!(r.take(4), None);
+            // A damaged header (index or size) gives nothing, never a slice out of bounds.
+            let mut bad = block.to_vec();
+            let first = aligned_header(sizes.lengths);
+            bad[first + 8] = 0xff;
+            bad[first + 9] = 0xff;
+            assert_eq!(InOrder::new(&bad, sizes.lengths).take(1), None);
+            bad[first] = 7;
+            assert_eq!(InOrder::new(&bad, sizes.lengths).take(1), None);
+            assert_eq!(InOrder::new(&bad[..first + 4], sizes.lengths).take(1), None);
+        }
     }
 
     #[test]

@@ -506,6 +506,12 @@ impl VlenSource for H5File {
             .ok_or_else(missing)
     }
 
+    fn vlen_in_order(&self, coll: u64) -> Option<crate::heap::global::InOrder<'_>> {
+        let ctx = self.ctx();
+        let block = crate::heap::global::collection_block(&ctx, coll).ok()?;
+        Some(crate::heap::global::InOrder::new(block, ctx.sl))
+    }
+
     fn vlen_collection<'s>(&'s self, coll: u64) -> Result<crate::convert::VlenObjects<'s>> {
         let index = self.with_collection(coll, Arc::clone)?;
         let bytes = self.bytes();
