@@ -212,6 +212,22 @@ fn make_inputs(d: &Path) -> Res {
     Ok(())
 }
 
+/// libhdf5 writes `s` as a dataset of variable-length strings in a new file at `path`; it needs its own
+/// string type, so the conversion is part of writing with it.
+fn h5_write_strings(s: &[String], path: &Path) -> Res {
+    let v: Vec<VarLenUnicode> = s.iter().map(|x| x.parse()).collect::<Result<_, _>>()?;
+    let f = h5::File::create(path)?;
+    f.new_dataset_builder().with_data(&v).create("s")?;
+    Ok(())
+}
+
+/// libhdf5 opens `path` and reads its dataset `s` of variable-length strings.
+fn h5_read_strings(path: &Path) -> Res {
+    let f = h5::File::open(path)?;
+    std::hint::black_box(f.dataset("s")?.read_raw::<VarLenUnicode>()?);
+    Ok(())
+}
+
 /// libhdf5's `H5Dread` of the whole dataset into a caller's buffer (what `read_into` does).
 fn h5_read_into(ds: &h5::Dataset, out: &mut [f64]) -> Res {
     if ds.space()?.size() != out.len() {
@@ -514,13 +530,7 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
             std::fs::write(scratch.fresh("ours"), w.to_bytes()?)?;
             Ok(())
         },
-        || {
-            // libhdf5 needs its own string type: the conversion is part of writing with it.
-            let v: Vec<VarLenUnicode> = s.iter().map(|x| x.parse()).collect::<Result<_, _>>()?;
-            let f = h5::File::create(scratch.fresh("libhdf5"))?;
-            f.new_dataset_builder().with_data(&v).create("s")?;
-            Ok(())
-        },
+        || h5_write_strings(&s, &scratch.fresh("libhdf5")),
     )?;
     b.pair(
         "write 100K vlen strings from a StringColumn",
@@ -532,12 +542,7 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
             std::fs::write(scratch.fresh("ours"), w.to_bytes()?)?;
             Ok(())
         },
-        || {
-            let v: Vec<VarLenUnicode> = s.iter().map(|x| x.parse()).collect::<Result<_, _>>()?;
-            let f = h5::File::create(scratch.fresh("libhdf5"))?;
-            f.new_dataset_builder().with_data(&v).create("s")?;
-            Ok(())
-        },
+        || h5_write_strings(&s, &scratch.fresh("libhdf5")),
     )?;
     let vl = p("vlen.h5");
     b.pair(
@@ -547,11 +552,7 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
             std::hint::black_box(f.dataset("/s")?.read()?);
             Ok(())
         },
-        || {
-            let f = h5::File::open(&vl)?;
-            std::hint::black_box(f.dataset("s")?.read_raw::<VarLenUnicode>()?);
-            Ok(())
-        },
+        || h5_read_strings(&vl),
     )?;
     b.pair(
         "open + read 100K vlen strings into a StringColumn",
@@ -560,11 +561,7 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
             std::hint::black_box(f.dataset("/s")?.read_strings()?);
             Ok(())
         },
-        || {
-            let f = h5::File::open(&vl)?;
-            std::hint::black_box(f.dataset("s")?.read_raw::<VarLenUnicode>()?);
-            Ok(())
-        },
+        || h5_read_strings(&vl),
     )?;
     Ok(refs)
 }

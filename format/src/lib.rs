@@ -4,6 +4,8 @@
 //!   attributes, contiguous/compact/chunked layouts with deflate, shuffle and fletcher32,
 //!   variable-length strings in the global heap) that HDF5 1.10, 1.14 and 2.0 read.
 //! * [`H5File`] reads files (ours and libhdf5's) from a path (mmap) or from bytes.
+//! * [`StringColumn`] packs a string dataset into one buffer for reading and writing, without a `String`
+//!   per value.
 //! * [`FileAppender`] changes an existing file (ours, or libhdf5's of any libver) without rewriting it,
 //!   crash-safely.
 

@@ -300,26 +300,9 @@ impl FileWriter {
 
     /// Adds a dataset; parent groups are created as needed.
     pub fn write_dataset(&mut self, path: &str, array: Array, opts: DatasetOptions) -> Result<()> {
-        let parts = components(path)?;
-        let (name, parents) = match parts.split_last() {
-            Some(x) => x,
-            None => return invalid("dataset path is empty"),
-        };
         // Validate now so that errors surface at the call, not at to_bytes().
         crate::write::dataset::plan(&array, &opts)?;
-        let children = self.group_mut(parents, true)?;
-        if children.contains_key(*name) {
-            return invalid(format!("{path} already exists"));
-        }
-        children.insert(
-            name.to_string(),
-            Node::Dataset(Box::new(DatasetNode {
-                values: Values::Array(array),
-                opts,
-                attrs: Attrs::default(),
-            })),
-        );
-        Ok(())
+        self.add_dataset(path, Values::Array(array), opts)
     }
 
     /// Adds a one-dimensional dataset of variable-length UTF-8 strings from a packed column (what
@@ -331,12 +314,17 @@ impl FileWriter {
         column: StringColumn,
         opts: DatasetOptions,
     ) -> Result<()> {
+        crate::write::dataset::plan_strings(column.len(), &opts, 8)?;
+        self.add_dataset(path, Values::Strings(column), opts)
+    }
+
+    /// Puts a dataset of validated values at `path` (a new name), creating parent groups as needed.
+    fn add_dataset(&mut self, path: &str, values: Values, opts: DatasetOptions) -> Result<()> {
         let parts = components(path)?;
         let (name, parents) = match parts.split_last() {
             Some(x) => x,
             None => return invalid("dataset path is empty"),
         };
-        crate::write::dataset::plan_strings(column.len(), &opts, 8)?;
         let children = self.group_mut(parents, true)?;
         if children.contains_key(*name) {
             return invalid(format!("{path} already exists"));
@@ -344,7 +332,7 @@ impl FileWriter {
         children.insert(
             name.to_string(),
             Node::Dataset(Box::new(DatasetNode {
-                values: Values::Strings(column),
+                values,
                 opts,
                 attrs: Attrs::default(),
             })),
