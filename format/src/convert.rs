@@ -780,8 +780,6 @@ fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut V
     }
 }
 
-/// Encodes `data` as raw little-endian elements of the writer's datatype for it (in the sink's file: its
-/// address width sets variable-length elements').
 /// Appends to `out` one variable-length string element (length, heap ID) per body, each body stored
 /// in `sink` as a heap object (an empty one as the null ID).
 pub fn encode_vlen_strs<'a>(
@@ -806,6 +804,8 @@ pub fn encode_vlen_strs<'a>(
     Ok(())
 }
 
+/// Encodes `data` as raw little-endian elements of the writer's datatype for it (in the sink's file: its
+/// address width sets variable-length elements').
 pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
     let so = sink.offset_size();
     let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
@@ -1014,8 +1014,8 @@ mod tests {
             for &i in order {
                 raw.extend(element(9, i));
             }
-            // An empty element between them (a null heap ID).
-            raw.extend(element(0, 0).iter().map(|_| 0u8));
+            // An empty element after them (a null heap ID).
+            raw.extend([0u8; 16]);
             let want: Vec<String> = order
                 .iter()
                 .map(|&i| names[i as usize].to_string())

@@ -32,9 +32,10 @@ fn advise_range(start: usize, len: usize) {
     }
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: madvise on whole pages [lo, hi) that lie inside [start, start + len), part of a live
-        // allocation the caller holds mutably (`advise`, `advise_spare`); MADV_HUGEPAGE is advice about how to back the (anonymous, mmap-allocated)
-        // range and changes neither its contents nor its validity. A failure is ignored.
+        // SAFETY: madvise on whole pages [lo, hi) that lie inside [start, start + len), part of a
+        // live allocation the caller holds mutably (`advise`, `advise_spare`); MADV_HUGEPAGE is
+        // advice about how to back the (anonymous, mmap-allocated) range and changes neither its
+        // contents nor its validity. A failure is ignored.
         let _ = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
     }
 }
