@@ -563,6 +563,18 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
         },
         || h5_read_strings(&vl),
     )?;
+    // As the f64 rows "into a reused buffer": a caller that reads strings again keeps its column.
+    let mut column = StringColumn::new();
+    b.pair(
+        "open + read 100K vlen strings into a reused StringColumn",
+        || {
+            let f = H5File::open(&vl)?;
+            f.dataset("/s")?.read_strings_into(&mut column)?;
+            std::hint::black_box(&column);
+            Ok(())
+        },
+        || h5_read_strings(&vl),
+    )?;
     Ok(refs)
 }
 

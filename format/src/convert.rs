@@ -354,13 +354,26 @@ pub fn decode_strings(
     n: usize,
     src: &dyn VlenSource,
 ) -> Result<StringColumn> {
+    let mut col = StringColumn::new();
+    decode_strings_into(dt, raw, n, src, &mut col)?;
+    Ok(col)
+}
+
+/// [`decode_strings`] into `col`, whose buffers are reused (on an error it is left empty).
+pub fn decode_strings_into(
+    dt: &Datatype,
+    raw: &[u8],
+    n: usize,
+    src: &dyn VlenSource,
+    col: &mut StringColumn,
+) -> Result<()> {
+    let (mut text, mut ends) = col.take_parts();
     let size = dt.size();
     if size == 0 || raw.len() < n.saturating_mul(size) {
         return corrupt("element data shorter than its shape");
     }
     let raw = &raw[..n * size];
-    let mut text = Vec::new();
-    let mut ends = Vec::with_capacity(n);
+    ends.reserve(n);
     let mut keep = |b: &[u8]| {
         text.extend_from_slice(b);
         ends.push(text.len());
@@ -391,7 +404,8 @@ pub fn decode_strings(
             )))
         }
     }
-    Ok(StringColumn::from_parts(text, ends))
+    col.set_parts(text, ends);
+    Ok(())
 }
 
 fn decode_depth(

@@ -63,14 +63,32 @@ impl StringColumn {
         self.iter().map(str::to_owned).collect()
     }
 
-    /// A column from bytes gathered by a reader: `text` (every string's bytes in order) and each
+    /// Empties the column, keeping its buffers for the next strings.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// The column's buffers, emptied, for a reader to fill (see [`set_parts`](Self::set_parts)); the
+    /// column is empty meanwhile.
+    pub(crate) fn take_parts(&mut self) -> (Vec<u8>, Vec<usize>) {
+        let mut text = std::mem::take(&mut self.text).into_bytes();
+        let mut ends = std::mem::take(&mut self.ends);
+        text.clear();
+        ends.clear();
+        (text, ends)
+    }
+
+    /// Makes the column hold bytes gathered by a reader: `text` (every string's bytes in order) and each
     /// string's end in it. Bytes that are not UTF-8 are replaced string by string (U+FFFD), as
     /// [`String::from_utf8_lossy`] does.
-    pub(crate) fn from_parts(text: Vec<u8>, ends: Vec<usize>) -> Self {
+    pub(crate) fn set_parts(&mut self, text: Vec<u8>, ends: Vec<usize>) {
         // Valid as a whole and cut only between characters: each string is valid on its own.
         let bytes = match String::from_utf8(text) {
             Ok(text) if ends.iter().all(|&e| text.is_char_boundary(e)) => {
-                return StringColumn { text, ends };
+                self.text = text;
+                self.ends = ends;
+                return;
             }
             Ok(text) => text.into_bytes(),
             Err(e) => e.into_bytes(),
@@ -83,7 +101,7 @@ impl StringColumn {
             ));
             start = end;
         }
-        col
+        *self = col;
     }
 }
 
@@ -122,15 +140,23 @@ mod tests {
         assert_eq!(col.to_vec(), vec!["a", "", "héllo", "世界"]);
         assert_eq!(col.text_len(), 1 + 6 + 6);
         assert!(StringColumn::new().is_empty());
+        let mut reused = col.clone();
+        reused.clear();
+        assert!(reused.is_empty() && reused.get(0).is_none());
+        reused.push("again");
+        assert_eq!(reused.to_vec(), vec!["again"]);
+        let (text, ends) = reused.take_parts();
+        assert!(text.is_empty() && ends.is_empty() && reused.is_empty());
         assert_eq!(StringColumn::new().iter().count(), 0);
     }
 
     #[test]
     fn bytes_that_are_not_utf8_are_replaced_in_their_own_string() {
-        let col = StringColumn::from_parts(b"ok\xffx\xc3\xa9".to_vec(), vec![2, 4, 6]);
+        let mut col = StringColumn::new();
+        col.set_parts(b"ok\xffx\xc3\xa9".to_vec(), vec![2, 4, 6]);
         assert_eq!(col.to_vec(), vec!["ok", "\u{fffd}x", "é"]);
         // Each half of a character is invalid alone, though the two together are valid.
-        let col = StringColumn::from_parts("é".as_bytes().to_vec(), vec![1, 2]);
+        col.set_parts("é".as_bytes().to_vec(), vec![1, 2]);
         assert_eq!(col.to_vec(), vec!["\u{fffd}", "\u{fffd}"]);
     }
 }

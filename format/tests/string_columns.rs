@@ -58,6 +58,39 @@ fn a_column_writes_the_file_that_a_vector_of_strings_writes() {
 }
 
 #[test]
+fn compact_columns_write_alike_and_too_large_ones_fail_alike() {
+    let compact = DatasetOptions {
+        compact: true,
+        ..Default::default()
+    };
+    for many in [3, 70_000] {
+        let v = strings(many);
+        let mut a = FileWriter::new();
+        a.write_dataset(
+            "/s",
+            Array::vector(Data::VarStr(v.clone())),
+            compact.clone(),
+        )
+        .unwrap();
+        let mut b = FileWriter::new();
+        b.write_strings("/s", v.iter().collect(), compact.clone())
+            .unwrap();
+        match (a.to_bytes(), b.to_bytes()) {
+            (Ok(x), Ok(y)) => {
+                assert!(x == y, "{many} strings");
+                let f = H5File::from_bytes(y).unwrap();
+                assert_eq!(f.dataset("/s").unwrap().read_strings().unwrap().to_vec(), v);
+            }
+            (Err(x), Err(y)) => {
+                assert_eq!(many, 70_000);
+                assert_eq!(x.to_string(), y.to_string());
+            }
+            other => panic!("{many} strings: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn slices_of_contiguous_and_chunked_columns_read_as_the_rows_they_select() {
     let v = strings(2_000);
     for opts in option_sets() {
@@ -141,6 +174,24 @@ fn fixed_length_strings_and_strings_cut_at_a_null_read_as_read_gives_them() {
         Err(FormatError::TypeMismatch(m)) => assert!(m.contains("not strings"), "{m}"),
         other => panic!("numbers read as strings: {other:?}"),
     }
+    // One column read into again and again: each read replaces what it held; an error empties it.
+    let mut col = StringColumn::new();
+    for path in ["/nulls", "/fixed", "/empty", "/nulls_column", "/fixed"] {
+        let d = f.dataset(path).unwrap();
+        d.read_strings_into(&mut col).unwrap();
+        assert_eq!(col, d.read_strings().unwrap(), "{path}");
+    }
+    f.dataset("/nulls")
+        .unwrap()
+        .read_strings_slice_into(&[1], &[2], &mut col)
+        .unwrap();
+    assert_eq!(col.to_vec(), vec!["plain", ""]);
+    assert!(f
+        .dataset("/numbers")
+        .unwrap()
+        .read_strings_into(&mut col)
+        .is_err());
+    assert!(col.is_empty());
 }
 
 #[test]

@@ -384,17 +384,39 @@ impl<'a> Dataset<'a> {
     /// Reads every element of a string dataset (variable- or fixed-length) into one packed
     /// [`StringColumn`](crate::StringColumn), row-major: no allocation per string, unlike [`read`](Self::read).
     pub fn read_strings(&self) -> Result<crate::StringColumn> {
+        let mut col = crate::StringColumn::new();
+        self.read_strings_into(&mut col)?;
+        Ok(col)
+    }
+
+    /// [`read_strings`](Self::read_strings) into `column`, whose buffers are reused: reading strings
+    /// again and again then allocates nothing once they are large enough (on an error it is left empty).
+    pub fn read_strings_into(&self, column: &mut crate::StringColumn) -> Result<()> {
         if self.space.null {
-            return convert::decode_strings(&self.dtype, &[], 0, self.file);
+            return convert::decode_strings_into(&self.dtype, &[], 0, self.file, column);
         }
         let zero = vec![0; self.space.dims.len()];
         let dims = self.space.dims.clone();
-        self.read_strings_slice(&zero, &dims)
+        self.read_strings_slice_into(&zero, &dims, column)
     }
 
     /// Reads the box at `start` of extent `count` of a string dataset into one packed
     /// [`StringColumn`](crate::StringColumn) (see [`read_strings`](Self::read_strings)).
     pub fn read_strings_slice(&self, start: &[u64], count: &[u64]) -> Result<crate::StringColumn> {
+        let mut col = crate::StringColumn::new();
+        self.read_strings_slice_into(start, count, &mut col)?;
+        Ok(col)
+    }
+
+    /// [`read_strings_slice`](Self::read_strings_slice) into `column`, whose buffers are reused (on an
+    /// error it is left empty).
+    pub fn read_strings_slice_into(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        column: &mut crate::StringColumn,
+    ) -> Result<()> {
+        column.clear();
         if !matches!(
             self.dtype,
             Datatype::VarStr { .. } | Datatype::FixedStr { .. }
@@ -408,17 +430,17 @@ impl<'a> Dataset<'a> {
         let bytes = self.check_box(start, count)?;
         let n = count.iter().product::<u64>() as usize;
         if bytes == 0 {
-            return convert::decode_strings(&self.dtype, &[], n, self.file);
+            return convert::decode_strings_into(&self.dtype, &[], n, self.file, column);
         }
         // One run of a contiguous dataset is decoded where it lies in the file, not copied first.
         if let Some((addr, off)) = self.contiguous_run(start, count)? {
             let ctx = self.file.ctx();
             let raw = ctx.slice(addr + off, bytes as u64)?;
-            return convert::decode_strings(&self.dtype, raw, n, self.file);
+            return convert::decode_strings_into(&self.dtype, raw, n, self.file, column);
         }
         let mut raw = vec![0u8; bytes];
         self.fill_raw(start, count, &mut raw, true)?;
-        convert::decode_strings(&self.dtype, &raw, n, self.file)
+        convert::decode_strings_into(&self.dtype, &raw, n, self.file, column)
     }
 
     /// Reads `count` rows starting at `start` along dimension 0.
