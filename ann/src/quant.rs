@@ -378,10 +378,20 @@ impl Int8Vectors {
     /// over the query's codes; a short last group repeats its last id and keeps only its own rows.
     #[inline]
     pub fn distances(&self, metric: Metric, q: &QuantQuery, ids: &[u32], out: &mut [f32]) {
-        for (group, dists) in ids.chunks(4).zip(out.chunks_mut(4)) {
-            let at = |j: usize| group[j.min(group.len() - 1)];
-            let d = self.distances_x4(metric, q, [at(0), at(1), at(2), at(3)]);
-            dists.copy_from_slice(&d[..dists.len()]);
+        let rows = kernels::CodeRows {
+            data: self.codes.bytes(),
+            stride: self.stride,
+            dim: self.dim,
+        };
+        // One kernel call per block of rows, the raw dots kept on the stack.
+        const BLOCK: usize = 64;
+        let mut dots = [0i32; BLOCK];
+        for (block, dists) in ids.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+            let dots = &mut dots[..block.len()];
+            kernels::dot_u8i8_rows(rows, block, &q.codes, dots);
+            for ((d, &id), &dot) in dists.iter_mut().zip(block).zip(dots.iter()) {
+                *d = self.finish(metric, q, id, dot);
+            }
         }
     }
 

@@ -646,15 +646,19 @@ impl Hnsw {
         };
         let qq = quant.quantize_query(q);
         let mut top = TopK::new(scan_rescore_pool(k, ef));
-        // Rows four at a time (one pass over the query's codes for four rows), each group's rows
-        // requested `I8_SCAN_AHEAD` rows before they are scored so their memory latency overlaps
-        // the scoring of others.
+        // Groups of `I8_SCAN_AHEAD` rows, one kernel call each (four rows per pass over the query's
+        // codes inside it); each group's rows are requested while the group before it is scored, so
+        // their memory latency overlaps that scoring.
         let fetch = |group: &[u32]| group.iter().for_each(|&id| quant.prefetch_row(id));
-        ids.chunks(4).take(I8_SCAN_AHEAD / 4).for_each(fetch);
-        for (g, group) in ids.chunks(4).enumerate() {
-            let ahead = (g * 4 + I8_SCAN_AHEAD).min(ids.len());
-            fetch(&ids[ahead..(ahead + 4).min(ids.len())]);
-            let mut d = [0f32; 4];
+        let groups: Vec<&[u32]> = ids.chunks(I8_SCAN_AHEAD).collect();
+        if let Some(first) = groups.first() {
+            fetch(first);
+        }
+        for (g, group) in groups.iter().enumerate() {
+            if let Some(next) = groups.get(g + 1) {
+                fetch(next);
+            }
+            let mut d = [0f32; I8_SCAN_AHEAD];
             quant.distances(metric, &qq, group, &mut d[..group.len()]);
             let worst = top.threshold();
             for (&id, &dist) in group.iter().zip(&d) {

@@ -37,6 +37,46 @@ impl<'a> SignRows<'a> {
 /// Signature of [`scalar::sign_sums`]: rows, ids, levels, out.
 pub type SignSums = fn(SignRows<'_>, &[u32], &[u8], &mut [u32]);
 
+/// Offset int8 code rows as the kernels read them: row `id` is the `dim` bytes at `id * stride` in `data`.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeRows<'a> {
+    /// The rows, back to back.
+    pub data: &'a [u8],
+    /// Bytes from one row to the next.
+    pub stride: usize,
+    /// Bytes of each row that hold codes.
+    pub dim: usize,
+}
+
+impl<'a> CodeRows<'a> {
+    /// The codes of row `id`; panics if the row lies outside `data` (ids come from the index that holds it).
+    #[inline]
+    pub fn row(&self, id: u32) -> &'a [u8] {
+        let start = id as usize * self.stride;
+        &self.data[start..start + self.dim]
+    }
+}
+
+/// Signature of [`scalar::dot_u8i8_rows`]: rows, ids, the vector, out.
+pub type DotRows = fn(CodeRows<'_>, &[u32], &[i8], &mut [i32]);
+
+/// [`KernelSet::dot_u8i8_rows`] through a four-row kernel: each group of four ids in one call (a short last
+/// group repeats its last id and keeps only its own results).
+#[inline]
+pub fn dot_rows_by_four(
+    x4: impl Fn([&[u8]; 4], &[i8]) -> [i32; 4],
+    rows: CodeRows<'_>,
+    ids: &[u32],
+    b: &[i8],
+    out: &mut [i32],
+) {
+    for (group, o) in ids.chunks(4).zip(out.chunks_mut(4)) {
+        let row = |j: usize| rows.row(group[j.min(group.len() - 1)]);
+        let d = x4([row(0), row(1), row(2), row(3)], b);
+        o.copy_from_slice(&d[..o.len()]);
+    }
+}
+
 /// One implementation of every kernel (function pointers, so dispatch costs one indirect call).
 #[derive(Clone, Copy)]
 pub struct KernelSet {
@@ -63,6 +103,9 @@ pub struct KernelSet {
     /// [`KernelSet::dot_u8i8`] of four u8 rows with one i8 vector (one pass over the vector; VNNI
     /// sets interleave the four rows, others call the one-row kernel four times).
     pub dot_u8i8_x4: fn([&[u8]; 4], &[i8]) -> [i32; 4],
+    /// [`KernelSet::dot_u8i8`] of the rows `ids` names (in `out`, same length) with one i8 vector, in one
+    /// call: the per-call cost of dispatch is paid once for the whole list.
+    pub dot_u8i8_rows: DotRows,
     /// int8 quantisation of an f32 vector (see [`scalar::quantize_i8`]): codes into the slice, scale returned.
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
     /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
@@ -91,6 +134,7 @@ pub fn scalar_set() -> KernelSet {
         l2_i8: scalar::l2_i8,
         dot_u8i8: scalar::dot_u8i8,
         dot_u8i8_x4: scalar::dot_u8i8_x4,
+        dot_u8i8_rows: scalar::dot_u8i8_rows,
         quantize_i8: scalar::quantize_i8,
         sign_sums: scalar::sign_sums,
         sign_bits: scalar::sign_bits,
@@ -192,6 +236,12 @@ pub fn dot_u8i8(a: &[u8], b: &[i8]) -> i32 {
 #[inline]
 pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     (active().dot_u8i8_x4)(rows, b)
+}
+
+/// [`KernelSet::dot_u8i8_rows`] of the active set.
+#[inline]
+pub fn dot_u8i8_rows(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
+    (active().dot_u8i8_rows)(rows, ids, b, out)
 }
 
 /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
@@ -321,6 +371,25 @@ mod tests {
                     four.map(|r| (s.dot_u8i8)(r, &ib)),
                     "scalar dot_u8i8_x4 n={n}"
                 );
+                // Rows `n` bytes long at a stride of a cache line or more, listed in any order, some
+                // twice, in lists of every length around the kernels' groups of four.
+                let stride = n.next_multiple_of(64).max(64);
+                let table: Vec<u8> = (0..9 * stride).map(|_| rng.below(256) as u8).collect();
+                let code_rows = CodeRows {
+                    data: &table,
+                    stride,
+                    dim: n,
+                };
+                for len in 0..=11usize {
+                    let ids: Vec<u32> = (0..len).map(|_| rng.below(9) as u32).collect();
+                    let mut got = vec![7i32; len];
+                    (k.dot_u8i8_rows)(code_rows, &ids, &ib, &mut got);
+                    let want: Vec<i32> = ids
+                        .iter()
+                        .map(|&id| (s.dot_u8i8)(code_rows.row(id), &ib))
+                        .collect();
+                    assert_eq!(got, want, "{} dot_u8i8_rows n={n} ids {ids:?}", k.name);
+                }
             }
             // Extremes: -128 * -128 and 127 - (-128) must not overflow the i16 lanes.
             let lo = vec![-128i8; 333];

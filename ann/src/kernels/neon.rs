@@ -2,7 +2,7 @@
 //! i8 uses widening multiply-accumulate (`smull` + `sadalp`); the SDOT instruction is not used because
 //! its intrinsic is not yet stable in Rust. f16 is widened to f32 in blocks via `half`.
 
-use super::{scalar, KernelSet};
+use super::{dot_rows_by_four, scalar, KernelSet};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 use std::arch::aarch64::*;
@@ -39,6 +39,16 @@ pub fn neon_set() -> Option<KernelSet> {
             dot_u8i8_x4: |rows, b| {
                 // SAFETY: as above.
                 rows.map(|a| unsafe { u8i8_neon(a, b) })
+            },
+            dot_u8i8_rows: |rows, ids, b, out| {
+                // SAFETY: as above.
+                dot_rows_by_four(
+                    |r, b| r.map(|a| unsafe { u8i8_neon(a, b) }),
+                    rows,
+                    ids,
+                    b,
+                    out,
+                )
             },
             quantize_i8: scalar::quantize_i8,
             sign_sums: scalar::sign_sums,

@@ -3,7 +3,7 @@
 //! The `unsafe fn`s require their target features; they are only reachable through the safe wrappers
 //! in [`avx2_set`] / [`avx512_set`], which return `None` unless the running CPU has the features.
 
-use super::{scalar, KernelSet, SignRows};
+use super::{dot_rows_by_four, scalar, CodeRows, KernelSet, SignRows};
 use half::f16;
 use std::arch::x86_64::*;
 
@@ -55,6 +55,16 @@ pub fn avx2_set() -> Option<KernelSet> {
             dot_u8i8_x4: |rows, b| {
                 // SAFETY: as above.
                 rows.map(|a| unsafe { u8i8_avx2(a, b) })
+            },
+            dot_u8i8_rows: |rows, ids, b, out| {
+                // SAFETY: as above.
+                dot_rows_by_four(
+                    |r, b| r.map(|a| unsafe { u8i8_avx2(a, b) }),
+                    rows,
+                    ids,
+                    b,
+                    out,
+                )
             },
             quantize_i8: |v, out| {
                 // SAFETY: as above (AVX2 is among the detected features).
@@ -125,6 +135,16 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 rows.map(|a| unsafe { u8i8_avx512(a, b) })
             },
+            dot_u8i8_rows: |rows, ids, b, out| {
+                // SAFETY: as above.
+                dot_rows_by_four(
+                    |r, b| r.map(|a| unsafe { u8i8_avx512(a, b) }),
+                    rows,
+                    ids,
+                    b,
+                    out,
+                )
+            },
             quantize_i8: |v, out| {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
@@ -159,6 +179,10 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
         dot_u8i8_x4: |rows, b| {
             // SAFETY: as above.
             unsafe { u8i8_vnni_x4(rows, b) }
+        },
+        dot_u8i8_rows: |rows, ids, b, out| {
+            // SAFETY: as above.
+            unsafe { u8i8_vnni_rows(rows, ids, b, out) }
         },
         ..base
     })
@@ -539,9 +563,21 @@ unsafe fn u8i8_vnni(a: &[u8], b: &[i8]) -> i32 {
     _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1))
 }
 
+/// [`u8i8_vnni_x4`] over a list of rows, four at a time, within one call (inlined, so the vector's blocks
+/// and the loop stay in registers rather than crossing a dispatch per group).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn u8i8_vnni_rows(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
+    for (group, o) in ids.chunks(4).zip(out.chunks_mut(4)) {
+        let row = |j: usize| rows.row(group[j.min(group.len() - 1)]);
+        let d = u8i8_vnni_x4([row(0), row(1), row(2), row(3)], b);
+        o.copy_from_slice(&d[..o.len()]);
+    }
+}
+
 /// Four rows against one vector: each 64-byte block of the vector is loaded once and fed to the
 /// four rows' `vpdpbusd`s; even and odd blocks go to separate accumulators, so eight independent
 /// chains are in flight.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn u8i8_vnni_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     #[inline(always)]
@@ -577,7 +613,32 @@ unsafe fn u8i8_vnni_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     if i < n {
         tail(&mut odd, &p, pb, i, n);
     }
-    std::array::from_fn(|r| _mm512_reduce_add_epi32(_mm512_add_epi32(even[r], odd[r])))
+    let s: [__m512i; 4] = std::array::from_fn(|r| _mm512_add_epi32(even[r], odd[r]));
+    sum_rows_x4(s)
+}
+
+/// The lane sums of four vectors, reduced together: unpacking pairs of rows and adding leaves each 128-bit
+/// lane holding a partial sum of every row, so three adds of halves finish all four at once (one
+/// `_mm512_reduce_add_epi32` per row costs four times the shuffles).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn sum_rows_x4(s: [__m512i; 4]) -> [i32; 4] {
+    // Per 128-bit lane: [s0 + s0', s1 + s1', ...] of the lane's even and odd elements.
+    let a = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(s[0], s[1]),
+        _mm512_unpackhi_epi32(s[0], s[1]),
+    );
+    let b = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(s[2], s[3]),
+        _mm512_unpackhi_epi32(s[2], s[3]),
+    );
+    // Per lane: one partial sum of each of the four rows, in row order.
+    let c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    let d = _mm256_add_epi32(_mm512_castsi512_si256(c), _mm512_extracti64x4_epi64::<1>(c));
+    let e = _mm_add_epi32(_mm256_castsi256_si128(d), _mm256_extracti128_si256::<1>(d));
+    let mut out = [0i32; 4];
+    _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, e);
+    out
 }
 
 /// Hints the CPU to pull the cache line at `p` into L1.
