@@ -273,6 +273,8 @@ impl Hnsw {
                 f32::INFINITY
             };
             let mut evals = 0usize;
+            // Scratch lists of one expansion, reused (not re-zeroed) from one to the next.
+            let (mut fresh, mut hop, mut dist) = ([0u32; 256], [0u32; 256], [0f32; 256]);
             let mut limit = ef;
             let mut rejected_near = 0usize;
             while let Some(Reverse(c)) = cand.pop() {
@@ -285,7 +287,6 @@ impl Hnsw {
                     self.prefetch_links(next.id, level);
                 }
                 // Keep the unvisited neighbours, prefetch their vectors, then score them.
-                let mut fresh = [0u32; 256];
                 let mut nf = 0;
                 // A two-hop expansion takes fewer new rows than a plain one: enough to route, while
                 // reading fewer link lists of rejected rows.
@@ -296,7 +297,6 @@ impl Hnsw {
                 };
                 // Rejected neighbours (two-hop mode): their link lists are scanned for allowed rows
                 // below (the first few are prefetched here).
-                let mut hop = [0u32; 256];
                 let mut nh = 0;
                 for &n in self.links(c.id, level) {
                     if !vis.insert(n) {
@@ -332,7 +332,6 @@ impl Hnsw {
                         }
                     }
                 }
-                let mut dist = [0f32; 256];
                 o.dist_many(&fresh[..nf], &mut dist[..nf]);
                 for (&n, &d) in fresh[..nf].iter().zip(&dist[..nf]) {
                     evals += 1;
