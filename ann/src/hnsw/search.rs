@@ -649,12 +649,12 @@ impl Hnsw {
         // codes inside it); each group's rows are requested while the group before it is scored, so
         // their memory latency overlaps that scoring.
         let fetch = |group: &[u32]| group.iter().for_each(|&id| quant.prefetch_row(id));
-        let groups: Vec<&[u32]> = ids.chunks(I8_SCAN_AHEAD).collect();
-        if let Some(first) = groups.first() {
+        let mut groups = ids.chunks(I8_SCAN_AHEAD).peekable();
+        if let Some(first) = groups.peek() {
             fetch(first);
         }
-        for (g, group) in groups.iter().enumerate() {
-            if let Some(next) = groups.get(g + 1) {
+        while let Some(group) = groups.next() {
+            if let Some(next) = groups.peek() {
                 fetch(next);
             }
             let mut d = [0f32; I8_SCAN_AHEAD];
