@@ -5,8 +5,13 @@
 //! full scan would (measured; the kept count is chosen with margin, see `hnsw::search::sign_pool`).
 //!
 //! The estimate is RaBitQ's: with `s` the row's ±1 signs, `<q, x> ≈ <q, s> · |x|² / |x|₁` (exact when
-//! `x` is a multiple of `s`). The query is quantised to 8-bit levels, and `<q, s>` comes from the sum
-//! of the levels where the row's bits are set (one masked byte sum per 64 dimensions).
+//! `x` is a multiple of `s`). The query is quantised to 4-bit levels (RaBitQ's choice: the 1-bit rows,
+//! not the query, limit the estimate), and `<q, s>` comes from the sum of the levels where the row's
+//! bits are set: four AND-and-popcount passes, one per bit of the levels, where the CPU counts bits in
+//! vectors (AVX-512 VPOPCNTDQ), a masked byte sum per 64 dimensions elsewhere.
+
+/// Bits of the query's levels: 16 levels between its smallest and largest dimension.
+const QUERY_LEVEL_BITS: u32 = 4;
 
 /// Rows start on this boundary (a cache line), so a row of up to 8 words (d ≤ 384) loads from one line.
 const LINE_WORDS: usize = 8;
@@ -24,7 +29,7 @@ pub struct SignCodes {
     rows: usize,
 }
 
-/// A query prepared for [`SignCodes::distance`]: its 8-bit levels and the constants of the estimate.
+/// A query prepared for [`SignCodes::distance`]: its 4-bit levels and the constants of the estimate.
 #[derive(Debug, Clone)]
 pub struct SignQuery {
     /// One level per dimension, zero-padded to the code words' 64 bits each.
@@ -151,7 +156,7 @@ impl SignCodes {
             });
     }
 
-    /// Prepares a query: 8-bit levels between its smallest and largest dimension.
+    /// Prepares a query: 4-bit levels between its smallest and largest dimension.
     pub fn prepare(&self, q: &[f32]) -> SignQuery {
         let mut levels = vec![0u8; self.words * 64];
         let (lo, hi) = q
@@ -159,7 +164,7 @@ impl SignCodes {
             .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &x| {
                 (l.min(x), h.max(x))
             });
-        let top = 255.0f32;
+        let top = ((1u32 << QUERY_LEVEL_BITS) - 1) as f32;
         let spread = hi - lo;
         let (lo, step) = if spread > 0.0 && spread.is_finite() {
             (lo, spread / top)

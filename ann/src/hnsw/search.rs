@@ -155,7 +155,9 @@ const SIGN_MIN_ROWS_PER_KEPT: usize = 4;
 /// on 10,000 allowed rows of a 100K set, 17.5 ns a row (one kernel call a row; the list kernel that
 /// replaced it is faster, so the figure is conservative) against 33 ns for the int8 scan's (costed
 /// at [`I8_SCAN_ROW_PCT`]); a kept row then costs about one evaluation in the int8 pass (67 ns: its
-/// rows are scattered).
+/// rows are scattered). The bit-plane kernel (AVX-512 VPOPCNTDQ, 4-bit query levels) brings a row of
+/// the whole pass to about 12–13 ns there; the constant keeps the byte-mask kernel's figure, which
+/// CPUs without VPOPCNTDQ pay, so those never scan where a walk is cheaper.
 const SIGN_ROW_PCT: usize = 30;
 /// Cost of one row of a sign-code pass on an index without an int8 copy, in hundredths of the units
 /// f32 scans are costed in (an f32 row at a full walk evaluation, about twice its real cost, see
