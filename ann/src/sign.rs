@@ -225,28 +225,63 @@ impl SignCodes {
             words: self.words,
         };
         (kernels.sign_sums)(coded, ids, &q.levels, sums);
-        for ((o, &id), &sum) in out.iter_mut().zip(ids).zip(sums.iter()) {
-            let start = id as usize * self.stride + self.words;
-            let Some(&[scalars, norm2]) = rows.get(start..start + 2) else {
-                *o = f32::INFINITY;
-                continue;
-            };
-            let factor = f32::from_bits(scalars as u32);
-            let ones = (scalars >> 32) as f32;
-            // The query's dimensions where the row's sign is +, summed; <q, s> = 2 * that - sum(q).
-            let plus = q.lo * ones + q.step * sum as f32;
-            let dot = (2.0 * plus - q.sum) * factor;
-            *o = match metric {
-                crate::Metric::Dot => -dot,
-                crate::Metric::Cosine => 1.0 - dot,
-                crate::Metric::L2 => (q.norm2 + f32::from_bits(norm2 as u32) - 2.0 * dot).max(0.0),
-            };
+        let est = Estimate {
+            rows,
+            stride: self.stride,
+            words: self.words,
+            two_lo: 2.0 * q.lo,
+            two_step: 2.0 * q.step,
+            q_sum: q.sum,
+        };
+        // One loop per metric, with no branch on it per row.
+        let q_norm2 = q.norm2;
+        match metric {
+            crate::Metric::Dot => est.fill(ids, sums, out, |dot, _| -dot),
+            crate::Metric::Cosine => est.fill(ids, sums, out, |dot, _| 1.0 - dot),
+            crate::Metric::L2 => est.fill(ids, sums, out, |dot, norm2| {
+                (q_norm2 + f32::from_bits(norm2 as u32) - 2.0 * dot).max(0.0)
+            }),
         }
     }
 
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity() * 8
+    }
+}
+
+/// What [`SignCodes::distances`] turns each row's level sum into an estimate with.
+struct Estimate<'a> {
+    /// The rows, from the first one.
+    rows: &'a [u64],
+    stride: usize,
+    words: usize,
+    /// The query's `2 · lo`, `2 · step` and sum (see [`SignQuery`]).
+    two_lo: f32,
+    two_step: f32,
+    q_sum: f32,
+}
+
+impl Estimate<'_> {
+    /// `out[i] = finish(<q, x> estimate, row's |x|² word)` for row `ids[i]` with level sum `sums[i]`;
+    /// a row outside the codes gets infinity.
+    #[inline]
+    fn fill(&self, ids: &[u32], sums: &[u32], out: &mut [f32], finish: impl Fn(f32, u64) -> f32) {
+        for ((o, &id), &sum) in out.iter_mut().zip(ids).zip(sums) {
+            let start = id as usize * self.stride + self.words;
+            let (Some(&scalars), Some(&norm2)) = (self.rows.get(start), self.rows.get(start + 1))
+            else {
+                *o = f32::INFINITY;
+                continue;
+            };
+            let factor = f32::from_bits(scalars as u32);
+            // At most one a dimension: exact in an i32 and in an f32.
+            let ones = (scalars >> 32) as i32 as f32;
+            // <q, s> = 2 · (the query's dimensions where the row's sign is +, summed) − sum(q),
+            // that sum being lo · ones + step · (the levels' sum).
+            let dot = (self.two_lo * ones + self.two_step * sum as f32 - self.q_sum) * factor;
+            *o = finish(dot, norm2);
+        }
     }
 }
 

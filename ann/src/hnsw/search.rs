@@ -688,13 +688,20 @@ impl Hnsw {
         let mut top = TopKBuffer::new(keep);
         // Blocks of rows: one kernel call sums each block's rows, then the estimates are offered.
         let (mut sums, mut dists) = ([0u32; SIGN_BLOCK], [0f32; SIGN_BLOCK]);
+        let mut passed = [(0u32, 0f32); SIGN_BLOCK];
         for block in ids.chunks(SIGN_BLOCK) {
             let n = block.len();
             signs.distances(kernels, metric, &sq, block, &mut sums[..n], &mut dists[..n]);
+            // The rows under the bound, gathered without a branch per row (which rows pass is
+            // unpredictable), then offered.
+            let bound = top.threshold();
+            let mut m = 0;
             for (&id, &d) in block.iter().zip(&dists[..n]) {
-                if d < top.threshold() {
-                    top.push(id, d);
-                }
+                passed[m] = (id, d);
+                m += usize::from(d < bound);
+            }
+            for &(id, d) in &passed[..m] {
+                top.push(id, d);
             }
         }
         // In id order, so the int8 pass reads the kept rows in memory order.
