@@ -669,11 +669,24 @@ unsafe fn sign_sums_avx2(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &m
 
 /// [`scalar::sign_sums`] with AVX-512 BW, four rows at a time: each code word is the byte mask that
 /// selects the query's levels of its 64 dimensions, summed by `vpsadbw` into 64-bit lanes; the four
-/// rows share one horizontal sum ([`sum_sign_rows_x4`]). Rows are requested `SIGN_AHEAD` ids ahead.
+/// rows share one horizontal sum (see [`sign_rows_by_four`]).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn sign_sums_avx512(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
-    const SIGN_AHEAD: usize = 8;
     let levels = &levels[..rows.words.min(levels.len() / 64) * 64];
+    sign_rows_by_four(&rows, ids, out, |id| sign_row_avx512(rows.bits(id), levels));
+}
+
+/// Runs `row` (a row's sum in 64-bit lanes) over the rows of `ids` four at a time, one horizontal sum
+/// per four rows ([`sum_sign_rows_x4`]), requesting rows 8 ids ahead: `out[i]` is row `ids[i]`'s sum.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn sign_rows_by_four(
+    rows: &SignRows<'_>,
+    ids: &[u32],
+    out: &mut [u32],
+    row: impl Fn(u32) -> __m512i,
+) {
+    const SIGN_AHEAD: usize = 8;
     let n = ids.len().min(out.len());
     let (ids, out) = (&ids[..n], &mut out[..n]);
     let mut outs = out.chunks_exact_mut(4);
@@ -683,17 +696,12 @@ unsafe fn sign_sums_avx512(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: 
                 prefetch(r.as_ptr());
             }
         }
-        let sums = [
-            sign_row_avx512(rows.bits(group[0]), levels),
-            sign_row_avx512(rows.bits(group[1]), levels),
-            sign_row_avx512(rows.bits(group[2]), levels),
-            sign_row_avx512(rows.bits(group[3]), levels),
-        ];
+        let sums = [row(group[0]), row(group[1]), row(group[2]), row(group[3])];
         o.copy_from_slice(&sum_sign_rows_x4(sums));
     }
     let rest = ids.len() / 4 * 4;
     for (o, &id) in outs.into_remainder().iter_mut().zip(&ids[rest..]) {
-        *o = _mm512_reduce_add_epi64(sign_row_avx512(rows.bits(id), levels)) as u32;
+        *o = _mm512_reduce_add_epi64(row(id)) as u32;
     }
 }
 
@@ -735,7 +743,7 @@ unsafe fn sign_sums_planes(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: 
     }
 }
 
-/// [`sign_sums_planes`] with `NP` planes, four rows at a time (rows requested 8 ids ahead).
+/// [`sign_sums_planes`] with `NP` planes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
 unsafe fn sign_planes_n<const NP: usize>(
@@ -745,7 +753,6 @@ unsafe fn sign_planes_n<const NP: usize>(
     mask: __mmask8,
     out: &mut [u32],
 ) {
-    const SIGN_AHEAD: usize = 8;
     let row = |id: u32| -> __m512i {
         let Some(r) = rows.bits(id) else {
             return _mm512_setzero_si512();
@@ -760,22 +767,7 @@ unsafe fn sign_planes_n<const NP: usize>(
         }
         acc
     };
-    let n = ids.len().min(out.len());
-    let (ids, out) = (&ids[..n], &mut out[..n]);
-    let mut outs = out.chunks_exact_mut(4);
-    for (g, (group, o)) in ids.chunks_exact(4).zip(&mut outs).enumerate() {
-        for &ahead in ids.iter().skip(4 * g + SIGN_AHEAD).take(4) {
-            if let Some(r) = rows.bits(ahead) {
-                prefetch(r.as_ptr());
-            }
-        }
-        let sums = [row(group[0]), row(group[1]), row(group[2]), row(group[3])];
-        o.copy_from_slice(&sum_sign_rows_x4(sums));
-    }
-    let rest = ids.len() / 4 * 4;
-    for (o, &id) in outs.into_remainder().iter_mut().zip(&ids[rest..]) {
-        *o = _mm512_reduce_add_epi64(row(id)) as u32;
-    }
+    sign_rows_by_four(&rows, ids, out, row);
 }
 
 /// One row of [`sign_sums_avx512`]: per 64-bit lane, the sum of the levels its code words select
