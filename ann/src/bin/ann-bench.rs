@@ -41,7 +41,10 @@ fn main() -> Result<()> {
         "gen" => gen(&opts),
         "prepare" => prepare(&opts),
         "run" => run(&opts),
-        other => bail!("unknown command {other:?}; expected gen, prepare or run\n{USAGE}"),
+        "sign-ranks" => sign_ranks(&opts),
+        other => {
+            bail!("unknown command {other:?}; expected gen, prepare, run or sign-ranks\n{USAGE}")
+        }
     }
 }
 
@@ -157,6 +160,78 @@ fn finish_dir(dir: &Path, base: &FlatVectors, queries: &FlatVectors) -> Result<(
         t.elapsed().as_secs_f64(),
         dir.display()
     );
+    Ok(())
+}
+
+/// `sign-ranks`: how deep in the sign-code estimate's ranking of a filter's allowed rows the exact top
+/// 10 reach, which is what the sign pass's kept count (`hnsw::search::sign_pool`) must cover. Each query
+/// gets its own ids filter (per seed), so many query-filter pairs are seen.
+fn sign_ranks(o: &HashMap<String, String>) -> Result<()> {
+    use clawhdf5_ann::sign::SignCodes;
+    let dir = PathBuf::from(o.get("dir").context("--dir DIR is required")?);
+    let d = load_dir(&dir)?;
+    let pcts: Vec<u64> = opt(o, "filters", "5,10,20".to_string())?
+        .split(',')
+        .map(|p| p.trim().parse().context("--filters takes percentages"))
+        .collect::<Result<_>>()?;
+    let seeds: u64 = opt(o, "seeds", 3)?;
+    let metric = Metric::Cosine;
+    let n = d.base.len() as u32;
+    let int8 = clawhdf5_ann::Int8Vectors::from_store(&d.base);
+    let from_int8 = int8
+        .signs()
+        .context("the int8 copy keeps no sign codes (too few rows)")?;
+    let from_f32 = SignCodes::from_store(&d.base, d.base.len());
+    println!(
+        "# sign-ranks dir={} rows={n} queries={}",
+        dir.display(),
+        d.queries.len()
+    );
+    for (codes, signs) in [("int8", from_int8), ("f32", &from_f32)] {
+        for &pct in &pcts {
+            let mut ranks: Vec<usize> = (0..seeds)
+                .flat_map(|seed| (0..d.queries.len() as u64).map(move |qi| (seed, qi)))
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|(seed, qi)| {
+                    let salt = clawhdf5_ann::rng::mix64(seed << 32 | qi);
+                    let allowed: Vec<u32> = (0..n)
+                        .filter(|&i| clawhdf5_ann::rng::mix64(u64::from(i) ^ salt) % 100 < pct)
+                        .collect();
+                    let q = metric.prepare_query(d.queries.vector(qi as u32));
+                    let mut by_exact: Vec<(f32, u32)> = allowed
+                        .iter()
+                        .map(|&i| (metric.distance_to(&q, d.base.row(i)), i))
+                        .collect();
+                    by_exact.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let sq = signs.prepare(&q);
+                    let mut by_estimate: Vec<(f32, u32)> = allowed
+                        .iter()
+                        .map(|&i| (signs.distance(metric, &sq, i), i))
+                        .collect();
+                    by_estimate.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    by_exact
+                        .iter()
+                        .take(K)
+                        .filter_map(|t| by_estimate.iter().position(|e| e.1 == t.1))
+                        .max()
+                        .map_or(0, |r| r + 1)
+                })
+                .collect();
+            ranks.sort_unstable();
+            let pairs = ranks.len();
+            let over = |r: usize| ranks.iter().filter(|&&x| x > r).count();
+            println!(
+                "sign-ranks\tcodes={codes}\tfilter={pct}%\tpairs={pairs}\tp50={}\tp99={}\tmax={}\tover400={}\tover600={}\tover800={}",
+                ranks.get(pairs / 2).copied().unwrap_or(0),
+                ranks.get(pairs * 99 / 100).copied().unwrap_or(0),
+                ranks.last().copied().unwrap_or(0),
+                over(400),
+                over(600),
+                over(800)
+            );
+        }
+    }
     Ok(())
 }
 

@@ -133,18 +133,19 @@ const I8_SCAN_AHEAD: usize = 8;
 
 /// How many rows a sign-code pass keeps for int8 scoring in a top-`k` search at `ef` on `dim`-dimensional
 /// rows (`None`: no sign-code pass below [`SIGN_MIN_DIM`] dimensions, or where the count overflows).
-/// With 400 kept, `ann-bench`'s 10 % filters on 100K MiniLM embeddings of real text (d = 384) return
-/// recall 1.0000 (int8 and f32 indexes); in a prototype check outside the repository (two 10 % and
-/// one 50 % filter, 1,500 query-filter pairs on the real set and 600 on clustered synthetic vectors)
-/// 400 kept rows held every one of the exact top 10, while 200 missed up to 0.1 % on the real set
-/// and 4 % on the synthetic set's 50 % filter. A sign's estimate is coarser in fewer dimensions, so
-/// below 384 the pass keeps proportionally more (at d = 64 it missed one of the top 10 with 400 kept
-/// of 5,000).
+/// `ann-bench sign-ranks` measures how deep in the estimate's ranking of a filter's allowed rows the
+/// exact top 10 reach, each query with its own ids filter: on 100K MiniLM embeddings of real text
+/// (d = 384), over 4,000 query-filter pairs per selectivity, the deepest reached rank 770 (5 %), 566 and
+/// 642 (10 %, codes from the int8 copy and from f32 rows), 614 (20 %) and 904 (30 %, where filters
+/// walk rather than scan); 5–10 pairs in 4,000 needed more than 400 (the count kept until 2026-12-05),
+/// none more than 800 up to 20 %. Clustered synthetic vectors reach at most 326. So 80 per result
+/// (800 for a top 10). A sign's estimate is coarser in fewer dimensions, so below 384 the pass keeps
+/// proportionally more (at d = 64 it missed one of the top 10 with 400 kept of 5,000).
 pub(crate) fn sign_pool(k: usize, ef: usize, dim: usize) -> Option<usize> {
     if dim < SIGN_MIN_DIM {
         return None;
     }
-    let base = k.checked_mul(40)?.max(4 * rescore_pool(k, ef));
+    let base = k.checked_mul(80)?.max(4 * rescore_pool(k, ef));
     base.checked_mul(384usize.div_ceil(dim))
 }
 /// Rows of fewer dimensions never take a sign-code pass (see [`sign_pool`]).
