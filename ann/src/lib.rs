@@ -7,8 +7,8 @@
 //!   incremental insert, tombstone delete + compaction, exact-when-needed filtered search, optional int8
 //!   traversal copy with f32 re-scoring, persistence tied to a store generation.
 //! * [`Ivf`] and [`IvfPq`]: k-means inverted lists (optionally product-quantised) for tight memory budgets.
-//! * [`sign`]: one bit a dimension per row, which ranks the rows of large filtered scans before they are
-//!   scored in int8 or f32.
+//! * [`sign`]: one bit a dimension per row (rotated by [`rotation`]), whose estimates and error bounds
+//!   pick the rows of large filtered scans that are then scored in int8 or f32.
 //!
 //! The indexes never own a second copy of the f32 vectors: every search takes the store as an argument.
 
@@ -24,6 +24,7 @@ pub mod metric;
 pub mod pages;
 pub mod quant;
 pub mod rng;
+pub mod rotation;
 pub mod sign;
 pub mod store;
 pub mod synth;

@@ -3,7 +3,7 @@
 
 use crate::kernels;
 use crate::metric::Metric;
-use crate::sign::SignCodes;
+use crate::sign::{LazySignCodes, SignCodes};
 use crate::store::{Row, VectorStore};
 use rayon::prelude::*;
 
@@ -87,9 +87,10 @@ pub struct Int8Vectors {
     codes: AlignedBytes,
     scales: Vec<f32>,
     norms2: Vec<f32>,
-    /// One sign bit per dimension of each row, for the first pass of large exact scans (derived from
-    /// the codes and kept in step with them), once the copy holds [`SIGN_CODES_MIN_ROWS`] rows.
-    signs: Option<SignCodes>,
+    /// One sign bit per dimension of each row, for the first pass of large exact scans: derived
+    /// from the codes when a scan first asks for them (copies of [`SIGN_CODES_MIN_ROWS`] rows and
+    /// more), then kept in step with them.
+    signs: LazySignCodes,
 }
 
 impl PartialEq for Int8Vectors {
@@ -184,26 +185,39 @@ impl Int8Vectors {
             codes: AlignedBytes::zeroed(rows * stride),
             scales: vec![0.0; rows],
             norms2: vec![0.0; rows],
-            signs: None,
+            signs: LazySignCodes::default(),
         }
     }
 
-    /// Derives every row's sign code from its int8 codes (in parallel) if the copy holds at least
-    /// [`SIGN_CODES_MIN_ROWS`] rows.
-    fn fill_signs(&mut self) {
-        if self.len() >= SIGN_CODES_MIN_ROWS {
-            self.build_signs();
-        }
-    }
-
-    /// Derives every row's sign code from its int8 codes (in parallel), whatever the copy's size.
-    pub(crate) fn build_signs(&mut self) {
+    /// Every row's sign code, derived from its int8 codes (in parallel).
+    fn derive_signs(&self) -> SignCodes {
         let (codes, scales, norms2) = (&self.codes, &self.scales, &self.norms2);
         let (stride, dim) = (self.stride, self.dim);
         let bytes = codes.bytes();
         let mut signs = SignCodes::zeroed(dim, self.scales.len());
         signs.fill(|i| (&bytes[i * stride..i * stride + dim], scales[i], norms2[i]));
-        self.signs = Some(signs);
+        signs
+    }
+
+    /// Derives the sign codes now, whatever the copy's size (they are otherwise derived when a scan
+    /// first asks for them, from [`SIGN_CODES_MIN_ROWS`] rows on); tests use it on small copies.
+    #[cfg(test)]
+    pub(crate) fn build_signs(&mut self) {
+        let signs = self.derive_signs();
+        self.signs.set(signs);
+    }
+
+    /// Whether a scan may ask for sign codes: the copy holds [`SIGN_CODES_MIN_ROWS`] rows or more,
+    /// or they were derived already.
+    pub fn keeps_signs(&self) -> bool {
+        self.len() >= SIGN_CODES_MIN_ROWS || self.signs.get().is_some()
+    }
+
+    /// The rows' sign codes (see [`crate::sign`]), derived now if this is the first call (`None`
+    /// when the copy does not keep them: see [`Int8Vectors::keeps_signs`]).
+    pub fn sign_codes(&self) -> Option<&SignCodes> {
+        self.keeps_signs()
+            .then(|| self.signs.get_or_build_with(|| self.derive_signs()))
     }
 
     /// Quantises every row of a store (in parallel).
@@ -248,7 +262,6 @@ impl Int8Vectors {
                         *nn = kernels::dot_f32(v, v);
                     }
                 });
-            q.fill_signs();
         }
         q
     }
@@ -278,7 +291,6 @@ impl Int8Vectors {
         }
         q.scales = scales;
         q.norms2 = norms2;
-        q.fill_signs();
         Some(q)
     }
 
@@ -298,12 +310,9 @@ impl Int8Vectors {
         let row = &mut self.codes.bytes_mut()[i * stride..i * stride + dim];
         self.scales[i] = kernels::quantize_i8(v, row);
         self.norms2[i] = kernels::dot_f32(v, v);
-        match &mut self.signs {
-            Some(signs) => {
-                signs.grow(i + 1);
-                signs.set_from_int8(id, row, self.scales[i], self.norms2[i]);
-            }
-            None => self.fill_signs(),
+        if let Some(signs) = self.signs.get_mut() {
+            signs.grow(i + 1);
+            signs.set_from_int8(id, row, self.scales[i], self.norms2[i]);
         }
     }
 
@@ -423,16 +432,16 @@ impl Int8Vectors {
         kernels::prefetch(self.scales.as_ptr().wrapping_add(id as usize));
     }
 
-    /// The rows' sign codes (see [`crate::sign`]), kept from [`SIGN_CODES_MIN_ROWS`] rows on.
+    /// The rows' sign codes if they were derived (see [`Int8Vectors::sign_codes`]).
     pub fn signs(&self) -> Option<&SignCodes> {
-        self.signs.as_ref()
+        self.signs.get()
     }
 
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
         self.codes.capacity()
             + 4 * (self.scales.capacity() + self.norms2.capacity())
-            + self.signs.as_ref().map_or(0, SignCodes::memory_bytes)
+            + self.signs.memory_bytes()
     }
 }
 

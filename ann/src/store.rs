@@ -40,6 +40,20 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// Writes the row's values as f32 into `out` (up to the shorter length; the rest of `out` is
+    /// zeroed).
+    pub fn write_f32(&self, out: &mut [f32]) {
+        let n = self.len().min(out.len());
+        match *self {
+            Row::F32(v) => out[..n].copy_from_slice(&v[..n]),
+            Row::F16(v) => {
+                use half::slice::HalfFloatSliceExt;
+                v[..n].convert_to_f32_slice(&mut out[..n]);
+            }
+        }
+        out[n..].iter_mut().for_each(|x| *x = 0.0);
+    }
+
     /// Dot product with an f32 vector.
     #[inline]
     pub fn dot(&self, q: &[f32]) -> f32 {

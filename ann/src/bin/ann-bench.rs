@@ -163,9 +163,12 @@ fn finish_dir(dir: &Path, base: &FlatVectors, queries: &FlatVectors) -> Result<(
     Ok(())
 }
 
-/// `sign-ranks`: how deep in the sign-code estimate's ranking of a filter's allowed rows the exact top
-/// 10 reach, which is what the sign pass's kept count (`hnsw::search::sign_pool`) must cover. Each query
-/// gets its own ids filter (per seed), so many query-filter pairs are seen.
+/// `sign-ranks`: what the sign pass (`Hnsw::sign_pass`) leaves for exact scoring and whether its error
+/// bounds hold. Per query-filter pair: the best `--seed-rows` estimates per result are scored exactly
+/// (the seeds), and every other row whose bound reaches below the seeds' 10th distance is left; the
+/// report gives how many rows were left, how many rows of the exact top 10 erred past their bound,
+/// and how many of those the pass would lose (neither seeds nor left). Each query gets its own ids
+/// filter per `--seeds` draw, so many pairs are seen.
 fn sign_ranks(o: &HashMap<String, String>) -> Result<()> {
     use clawhdf5_ann::sign::SignCodes;
     let dir = PathBuf::from(o.get("dir").context("--dir DIR is required")?);
@@ -175,21 +178,24 @@ fn sign_ranks(o: &HashMap<String, String>) -> Result<()> {
         .map(|p| p.trim().parse().context("--filters takes percentages"))
         .collect::<Result<_>>()?;
     let seeds: u64 = opt(o, "seeds", 3)?;
+    let seed_rows: usize = opt(o, "seed-rows", 4)?;
     let metric = Metric::Cosine;
     let n = d.base.len() as u32;
     let int8 = clawhdf5_ann::Int8Vectors::from_store(&d.base);
     let from_int8 = int8
-        .signs()
+        .sign_codes()
         .context("the int8 copy keeps no sign codes (too few rows)")?;
     let from_f32 = SignCodes::from_store(&d.base, d.base.len());
     println!(
-        "# sign-ranks dir={} rows={n} queries={}",
+        "# sign-ranks dir={} rows={n} queries={} seed_rows={seed_rows} epsilon={}",
         dir.display(),
-        d.queries.len()
+        d.queries.len(),
+        clawhdf5_ann::sign::BOUND_EPSILON
     );
     for (codes, signs) in [("int8", from_int8), ("f32", &from_f32)] {
         for &pct in &pcts {
-            let mut ranks: Vec<usize> = (0..seeds)
+            // Per pair: rows left, top-10 rows past their bound, top-10 rows lost.
+            let outcomes: Vec<(usize, usize, usize)> = (0..seeds)
                 .flat_map(|seed| (0..d.queries.len() as u64).map(move |qi| (seed, qi)))
                 .collect::<Vec<_>>()
                 .into_par_iter()
@@ -199,36 +205,52 @@ fn sign_ranks(o: &HashMap<String, String>) -> Result<()> {
                         .filter(|&i| clawhdf5_ann::rng::mix64(u64::from(i) ^ salt) % 100 < pct)
                         .collect();
                     let q = metric.prepare_query(d.queries.vector(qi as u32));
-                    let mut by_exact: Vec<(f32, u32)> = allowed
-                        .iter()
-                        .map(|&i| (metric.distance_to(&q, d.base.row(i)), i))
-                        .collect();
+                    let exact = |i: u32| metric.distance_to(&q, d.base.row(i));
+                    let mut by_exact: Vec<(f32, u32)> =
+                        allowed.iter().map(|&i| (exact(i), i)).collect();
                     by_exact.sort_by(|a, b| a.0.total_cmp(&b.0));
                     let sq = signs.prepare(&q);
-                    let mut by_estimate: Vec<(f32, u32)> = allowed
+                    // (estimate, least distance, id), best estimate first.
+                    let mut est: Vec<(f32, f32, u32)> = allowed
                         .iter()
-                        .map(|&i| (signs.distance(metric, &sq, i), i))
+                        .map(|&i| {
+                            let (e, low) = signs.distance_bounds(metric, &sq, i);
+                            (e, low, i)
+                        })
                         .collect();
-                    by_estimate.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    by_exact
+                    est.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let probe = (K * seed_rows).min(est.len());
+                    let mut seeded: Vec<f32> = est[..probe].iter().map(|e| exact(e.2)).collect();
+                    seeded.sort_by(f32::total_cmp);
+                    let reach = seeded.get(K - 1).copied().unwrap_or(f32::INFINITY);
+                    let left = est[probe..]
                         .iter()
-                        .take(K)
-                        .filter_map(|t| by_estimate.iter().position(|e| e.1 == t.1))
-                        .max()
-                        .map_or(0, |r| r + 1)
+                        .filter(|e| e.1 < reach || e.1.is_nan())
+                        .count();
+                    let (mut past, mut lost) = (0, 0);
+                    for &(dist, id) in by_exact.iter().take(K) {
+                        let Some(at) = est.iter().position(|e| e.2 == id) else {
+                            continue;
+                        };
+                        if est[at].1 > dist {
+                            past += 1;
+                            lost += usize::from(at >= probe && est[at].1 >= reach);
+                        }
+                    }
+                    (left, past, lost)
                 })
                 .collect();
-            ranks.sort_unstable();
-            let pairs = ranks.len();
-            let over = |r: usize| ranks.iter().filter(|&&x| x > r).count();
+            let pairs = outcomes.len();
+            let mut left: Vec<usize> = outcomes.iter().map(|o| o.0).collect();
+            left.sort_unstable();
+            let mean = left.iter().sum::<usize>() as f64 / pairs.max(1) as f64;
             println!(
-                "sign-ranks\tcodes={codes}\tfilter={pct}%\tpairs={pairs}\tp50={}\tp99={}\tmax={}\tover400={}\tover600={}\tover800={}",
-                ranks.get(pairs / 2).copied().unwrap_or(0),
-                ranks.get(pairs * 99 / 100).copied().unwrap_or(0),
-                ranks.last().copied().unwrap_or(0),
-                over(400),
-                over(600),
-                over(800)
+                "sign-ranks\tcodes={codes}\tfilter={pct}%\tpairs={pairs}\tleft_mean={mean:.0}\tleft_p50={}\tleft_p99={}\tleft_max={}\tpast_bound={}\tlost={}",
+                left.get(pairs / 2).copied().unwrap_or(0),
+                left.get(pairs * 99 / 100).copied().unwrap_or(0),
+                left.last().copied().unwrap_or(0),
+                outcomes.iter().map(|o| o.1).sum::<usize>(),
+                outcomes.iter().map(|o| o.2).sum::<usize>(),
             );
         }
     }

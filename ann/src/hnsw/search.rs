@@ -3,12 +3,12 @@
 use super::Hnsw;
 use crate::error::AnnError;
 use crate::exact::scan_ids;
-use crate::filter::Filter;
+use crate::filter::{Filter, IdSet};
 use crate::kernels::prefetch;
 use crate::metric::Metric;
 use crate::quant::SIGN_CODES_MIN_ROWS;
 use crate::quant::{Int8Vectors, QuantQuery};
-use crate::sign::SignCodes;
+use crate::sign::{SignCodes, ESTIMATE_BLOCK};
 use crate::store::VectorStore;
 use crate::topk::{Neighbor, TopK, TopKBuffer};
 use crate::visited::with_visited;
@@ -131,34 +131,39 @@ const F32_ROW_IN_I8_EVALS: usize = 2;
 /// Rows of an int8 scan whose memory is requested before they are scored (a multiple of 4).
 const I8_SCAN_AHEAD: usize = 8;
 
-/// How many rows a sign-code pass keeps for int8 scoring in a top-`k` search at `ef` on `dim`-dimensional
-/// rows (`None`: no sign-code pass below [`SIGN_MIN_DIM`] dimensions, or where the count overflows).
-/// `ann-bench sign-ranks` measures how deep in the estimate's ranking of a filter's allowed rows the
-/// exact top 10 reach, each query with its own ids filter: on 100K MiniLM embeddings of real text
-/// (d = 384), over 4,000 query-filter pairs per selectivity, the deepest reached rank 770 (5 %), 566 and
-/// 642 (10 %, codes from the int8 copy and from f32 rows), 614 (20 %) and 904 (30 %, where filters
-/// walk rather than scan); 5–10 pairs in 4,000 needed more than 400 (the count kept until 2026-12-05),
-/// none more than 800 up to 20 %. Clustered synthetic vectors reach at most 326. So 80 per result
-/// (800 for a top 10). A sign's estimate is coarser in fewer dimensions, so below 384 the pass keeps
-/// proportionally more (at d = 64 it missed one of the top 10 with 400 kept of 5,000).
-pub(crate) fn sign_pool(k: usize, ef: usize, dim: usize) -> Option<usize> {
+/// How many rows a sign-code pass is expected to leave for int8 (or f32) scoring in a top-`k` search on
+/// `dim`-dimensional rows, for costing it (`None`: no sign-code pass below [`SIGN_MIN_DIM`] dimensions,
+/// or where the count overflows). The pass leaves every row whose error bound reaches below the `k`-th
+/// best distance of its seeds (see [`Hnsw::sign_pass`]), so the count follows the data: `ann-bench
+/// sign-ranks` measured means of 34 (5 % filters) to 49 (20 %) per result on 100K MiniLM embeddings of
+/// real text (p99 130 to 260 per result), and 1 to 16 per result on clustered synthetic vectors. A
+/// sign's estimate is coarser in fewer dimensions, so below 384 the count is costed proportionally
+/// higher.
+pub(crate) fn sign_pool(k: usize, dim: usize) -> Option<usize> {
     if dim < SIGN_MIN_DIM {
         return None;
     }
-    let base = k.checked_mul(80)?.max(4 * rescore_pool(k, ef));
-    base.checked_mul(384usize.div_ceil(dim))
+    k.checked_mul(SIGN_ROWS_PER_RESULT)?
+        .checked_mul(384usize.div_ceil(dim))
 }
+/// Rows a sign-code pass is expected to leave per result (see [`sign_pool`]).
+const SIGN_ROWS_PER_RESULT: usize = 40;
+/// Rows a sign-code pass scores in f32 per result, by best estimate, to learn the distance the other
+/// rows' bounds must reach below (4 left about 5 % more rows than 8 on real text, 20 % fewer than 2).
+const SIGN_SEEDS_PER_RESULT: usize = 4;
 /// Rows of fewer dimensions never take a sign-code pass (see [`sign_pool`]).
 const SIGN_MIN_DIM: usize = 256;
-/// A sign-code pass is only considered for sets at least this many times the rows it keeps.
-const SIGN_MIN_ROWS_PER_KEPT: usize = 4;
+/// A sign-code pass is only considered for sets at least this many times the rows it is expected to
+/// leave.
+const SIGN_MIN_ROWS_PER_LEFT: usize = 4;
 /// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation: measured at d = 384
 /// on 10,000 allowed rows of a 100K set, 17.5 ns a row (one kernel call a row; the list kernel that
 /// replaced it is faster, so the figure is conservative) against 33 ns for the int8 scan's (costed
-/// at [`I8_SCAN_ROW_PCT`]); a kept row then costs about one evaluation in the int8 pass (67 ns: its
-/// rows are scattered). The bit-plane kernel (AVX-512 VPOPCNTDQ, 4-bit query levels) brings a row of
-/// the whole pass to about 12–13 ns there; the constant keeps the byte-mask kernel's figure, which
-/// CPUs without VPOPCNTDQ pay, so those never scan where a walk is cheaper.
+/// at [`I8_SCAN_ROW_PCT`]); a row it leaves then costs about one evaluation in the int8 pass (67 ns:
+/// its rows are scattered). The bit-plane kernel (AVX-512 VPOPCNTDQ, 4-bit query levels) brings a row
+/// of the whole pass, estimate and bound included, to about 9 ns there; the constant keeps the
+/// byte-mask kernel's figure, which CPUs without VPOPCNTDQ pay, so those never scan where a walk is
+/// cheaper.
 const SIGN_ROW_PCT: usize = 30;
 /// Cost of one row of a sign-code pass on an index without an int8 copy, in hundredths of the units
 /// f32 scans are costed in (an f32 row at a full walk evaluation, about twice its real cost, see
@@ -167,11 +172,9 @@ const SIGN_ROW_PCT: usize = 30;
 /// With it a 10 % filter of 100K rows scans at ef 192 (measured 1.7x the unfiltered walk's speed,
 /// where the two-hop walk ran at 0.7-0.8x) and walks at ef 96 (1.1x, where the scan ran at 0.76x).
 const F32_SIGN_ROW_PCT: usize = 45;
-/// Cost of scoring one row a sign-code pass kept, in the same units (scattered f32 rows, about 100 ns
-/// each, doubled).
-const F32_KEPT_ROW_COST: usize = 3;
-/// Rows a sign-code pass scores per kernel call.
-const SIGN_BLOCK: usize = 256;
+/// Cost of scoring in f32 one row a sign-code pass leaves (or seeds), in the same units (scattered f32
+/// rows, about 100 ns each, doubled).
+const F32_LEFT_ROW_COST: usize = 3;
 
 /// Filters allowing less than this fraction of the rows walk with two-hop routing.
 const TWO_HOP_BELOW: f64 = 0.3;
@@ -184,6 +187,35 @@ const HOP_PREFETCH_AHEAD: usize = 6;
 fn two_hop_ef(ef: usize, k: usize, selectivity: f64) -> usize {
     let f = 0.5 + 0.5 * (selectivity / TWO_HOP_BELOW).clamp(0.0, 1.0);
     ((ef as f64 * f).ceil() as usize).max(k)
+}
+
+/// Appends the ids of `set` below `slots` that `keep` accepts to `out`, in id order: word by word, a
+/// plain loop over each word's set bits (the last word masked to the slots).
+fn set_ids(set: &IdSet, slots: u32, keep: impl Fn(u32) -> bool, out: &mut Vec<u32>) {
+    let slots = slots as usize;
+    for (w, &word) in set.words().iter().take(slots.div_ceil(64)).enumerate() {
+        let past = (w + 1) * 64;
+        let mut bits = if past > slots {
+            word & (u64::MAX >> (past - slots))
+        } else {
+            word
+        };
+        while bits != 0 {
+            let id = (w * 64) as u32 + bits.trailing_zeros();
+            bits &= bits - 1;
+            if keep(id) {
+                out.push(id);
+            }
+        }
+    }
+}
+
+/// What [`Hnsw::sign_pass`] leaves: rows to score, and rows it scored in f32 already.
+pub(crate) struct SignPass {
+    /// The rows whose bound reaches below the seeds' `k`-th distance, in id order.
+    pub(crate) candidates: Vec<u32>,
+    /// The rows of the best estimates with their f32 distances, sorted.
+    pub(crate) seeds: Vec<Neighbor>,
 }
 
 /// How a filtered search ran (exposed for benchmarks and tests).
@@ -591,23 +623,9 @@ impl Hnsw {
             |id: u32| all_live || (self.is_present(id) && (!has_deleted || !deleted.contains(id)));
         let mut ids = Vec::with_capacity(rows);
         match filter {
-            Some(Filter::Ids(set)) => {
-                // Word by word: a plain loop over each word's set bits, up to the last slot.
-                let words = set.words().iter().take((slots as usize).div_ceil(64));
-                for (w, &word) in words.enumerate() {
-                    let mut bits = word;
-                    while bits != 0 {
-                        let id = (w * 64) as u32 + bits.trailing_zeros();
-                        bits &= bits - 1;
-                        if id >= slots {
-                            break;
-                        }
-                        if live(id) {
-                            ids.push(id);
-                        }
-                    }
-                }
-            }
+            // Every slot live: no per-id check at all.
+            Some(Filter::Ids(set)) if all_live => set_ids(set, slots, |_| true, &mut ids),
+            Some(Filter::Ids(set)) => set_ids(set, slots, live, &mut ids),
             Some(Filter::Predicate(p)) => ids.extend((0..slots).filter(|&id| live(id) && p(id))),
             None => ids.extend((0..slots).filter(|&id| live(id))),
         }
@@ -632,19 +650,29 @@ impl Hnsw {
             .int8_scan_cost(rows, k, ef)
             .is_some_and(|c| c < self.scan_rows_cost(rows));
         let Some(quant) = self.quant.as_ref().filter(|_| int8) else {
-            // No int8 copy: large sets go through the sign codes first, then f32 for the rows kept.
-            if let Some(keep) = self.f32_sign_pool(rows, k, ef) {
+            // No int8 copy: large sets go through the sign codes first, then f32 for the rows left.
+            if self.f32_sign_pool(rows, k).is_some() {
                 let signs = self.f32_signs.get_or_build(store, self.levels.len());
-                let kept = self.sign_pass(signs, q, keep, ids);
-                return scan_ids(store, q, k, metric, kept.into_iter());
+                let pass = self.sign_pass(store, signs, q, k, ids);
+                let mut found = scan_ids(store, q, k, metric, pass.candidates.into_iter());
+                found.extend(pass.seeds);
+                found.sort();
+                found.truncate(k);
+                return found;
             }
             return scan_ids(store, q, k, metric, ids.into_iter());
         };
-        // Large sets: a first pass over the rows' sign codes (a sixth of the int8 bytes) keeps the
-        // best `sign_pool` rows, and only those are scored in int8.
-        let ids = match (self.int8_sign_pool(rows, k, ef), quant.signs()) {
-            (Some(keep), Some(signs)) => self.sign_pass(signs, q, keep, ids),
-            _ => ids,
+        // Large sets: a first pass over the rows' sign codes (a sixth of the int8 bytes) leaves
+        // the rows its bounds cannot rule out, and only those are scored in int8.
+        let signs = self
+            .int8_sign_pool(rows, k)
+            .and_then(|_| quant.sign_codes());
+        let (ids, seeds) = match signs {
+            Some(signs) => {
+                let pass = self.sign_pass(store, signs, q, k, ids);
+                (pass.candidates, pass.seeds)
+            }
+            None => (ids, Vec::new()),
         };
         let qq = quant.quantize_query(q);
         let mut top = TopK::new(scan_rescore_pool(k, ef));
@@ -671,81 +699,123 @@ impl Hnsw {
         }
         let mut pool = top.into_sorted();
         rescore(store, q, metric, &mut pool);
+        // The seeds were scored in f32 already (and are not among `ids`).
+        pool.extend(seeds);
+        pool.sort();
         pool.truncate(k);
         pool
     }
 
-    /// The `keep` rows of `ids` whose sign codes estimate them closest to `q`, in id order.
-    pub(crate) fn sign_pass(
+    /// A sign-code pass over `ids` (in id order) for a top-`k` search: every row's distance is
+    /// estimated; the [`SIGN_SEEDS_PER_RESULT`]` * k` best estimates are scored in f32 (the seeds),
+    /// and the rows left are those whose error bound reaches below the seeds' `k`-th distance, in id
+    /// order (so the int8 pass reads them in memory order). A row of the exact top `k` is a seed or
+    /// left, unless its estimate erred by more than the bound allows (see [`crate::sign`]).
+    pub(crate) fn sign_pass<S: VectorStore + ?Sized>(
         &self,
+        store: &S,
         signs: &SignCodes,
         q: &[f32],
-        keep: usize,
-        ids: Vec<u32>,
-    ) -> Vec<u32> {
+        k: usize,
+        mut ids: Vec<u32>,
+    ) -> SignPass {
         let metric = self.params.metric;
         let sq = signs.prepare(q);
         let kernels = crate::kernels::active();
-        let mut top = TopKBuffer::new(keep);
+        let mut best = TopKBuffer::new(k.saturating_mul(SIGN_SEEDS_PER_RESULT).max(1));
+        // Each row's least distance, by position in `ids`; `best` holds positions too.
+        let mut low = vec![0f32; ids.len()];
         // Blocks of rows: one kernel call sums each block's rows, then the estimates are offered.
-        let (mut sums, mut dists) = ([0u32; SIGN_BLOCK], [0f32; SIGN_BLOCK]);
-        let mut passed = [(0u32, 0f32); SIGN_BLOCK];
-        for block in ids.chunks(SIGN_BLOCK) {
+        let (mut sums, mut est) = ([0u32; ESTIMATE_BLOCK], [0f32; ESTIMATE_BLOCK]);
+        let mut passed = [(0u32, 0f32); ESTIMATE_BLOCK];
+        for (b, (block, low)) in ids
+            .chunks(ESTIMATE_BLOCK)
+            .zip(low.chunks_mut(ESTIMATE_BLOCK))
+            .enumerate()
+        {
             let n = block.len();
-            signs.distances(kernels, metric, &sq, block, &mut sums[..n], &mut dists[..n]);
+            let e = &mut est[..n];
+            signs.estimates(kernels, metric, &sq, block, &mut sums[..n], e, low);
             // The rows under the bound, gathered without a branch per row (which rows pass is
             // unpredictable), then offered.
-            let bound = top.threshold();
+            let bound = best.threshold();
             let mut m = 0;
-            for (&id, &d) in block.iter().zip(&dists[..n]) {
-                passed[m] = (id, d);
+            for (j, &d) in e.iter().enumerate() {
+                passed[m] = ((b * ESTIMATE_BLOCK + j) as u32, d);
                 m += usize::from(d < bound);
             }
-            for &(id, d) in &passed[..m] {
-                top.push(id, d);
+            for &(pos, d) in &passed[..m] {
+                best.push(pos, d);
             }
         }
-        // In id order, so the int8 pass reads the kept rows in memory order.
-        let mut kept: Vec<u32> = top.into_unsorted().into_iter().map(|n| n.id).collect();
-        kept.sort_unstable();
-        kept
+        let mut seeds = best.into_unsorted();
+        for n in &mut seeds {
+            let pos = n.id as usize;
+            n.id = ids[pos];
+            // Scored below: not left for the int8 pass.
+            low[pos] = f32::INFINITY;
+        }
+        rescore(store, q, metric, &mut seeds);
+        let reach = k
+            .checked_sub(1)
+            .and_then(|i| seeds.get(i))
+            .map_or(f32::INFINITY, |n| n.distance);
+        // The rows whose bound reaches below it (a bound that is not a number reaches anywhere),
+        // gathered without a branch per row.
+        let mut m = 0;
+        for i in 0..ids.len() {
+            ids[m] = ids[i];
+            m += usize::from((low[i] < reach) | low[i].is_nan());
+        }
+        ids.truncate(m);
+        let candidates = ids;
+        SignPass { candidates, seeds }
     }
 
     /// On an int8 index whose copy keeps sign codes, how many of `rows` allowed rows a sign-code
-    /// pass should keep for int8 scoring, if that costs less than scoring them all in int8 (see
-    /// [`SIGN_ROW_PCT`]).
-    pub(crate) fn int8_sign_pool(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
-        self.quant.as_ref()?.signs()?;
-        let keep = sign_pool(k, ef, self.dim)?;
-        (rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
-            && Self::sign_pass_cost(rows, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100)
+    /// pass is expected to leave for int8 scoring ([`sign_pool`]), if the pass costs less than scoring
+    /// them all in int8 (see [`SIGN_ROW_PCT`]).
+    pub(crate) fn int8_sign_pool(&self, rows: usize, k: usize) -> Option<usize> {
+        if !self.quant.as_ref()?.keeps_signs() {
+            return None;
+        }
+        let keep = sign_pool(k, self.dim)?;
+        (rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_LEFT)
+            && Self::sign_pass_cost(rows, k, keep) < rows.saturating_mul(I8_SCAN_ROW_PCT) / 100)
             .then_some(keep)
     }
 
     /// On an index without an int8 copy (of at least [`SIGN_CODES_MIN_ROWS`] slots), how many of
-    /// `rows` allowed rows a sign-code pass should keep for f32 scoring, if that costs less than
-    /// scoring them all in f32 ([`Hnsw::scan_rows_cost`]).
-    pub(crate) fn f32_sign_pool(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
+    /// `rows` allowed rows a sign-code pass is expected to leave for f32 scoring, if that costs less
+    /// than scoring them all in f32 ([`Hnsw::scan_rows_cost`]).
+    pub(crate) fn f32_sign_pool(&self, rows: usize, k: usize) -> Option<usize> {
         if self.quant.is_some() || self.levels.len() < SIGN_CODES_MIN_ROWS {
             return None;
         }
-        let keep = sign_pool(k, ef, self.dim)?;
-        (rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_KEPT)
-            && Self::f32_sign_pass_cost(rows, keep) < self.scan_rows_cost(rows))
+        let keep = sign_pool(k, self.dim)?;
+        (rows >= keep.saturating_mul(SIGN_MIN_ROWS_PER_LEFT)
+            && Self::f32_sign_pass_cost(rows, k, keep) < self.scan_rows_cost(rows))
         .then_some(keep)
     }
 
-    /// Cost of a sign pass over `rows` rows plus the f32 scoring of the `keep` it keeps, in the
-    /// units of [`Hnsw::scan_rows_cost`] (see [`F32_SIGN_ROW_PCT`]).
-    fn f32_sign_pass_cost(rows: usize, keep: usize) -> usize {
-        (rows.saturating_mul(F32_SIGN_ROW_PCT) / 100)
-            .saturating_add(keep.saturating_mul(F32_KEPT_ROW_COST))
+    /// Cost of a sign pass over `rows` rows plus the f32 scoring of its seeds and of the `keep` it
+    /// leaves, in the units of [`Hnsw::scan_rows_cost`] (see [`F32_SIGN_ROW_PCT`]).
+    fn f32_sign_pass_cost(rows: usize, k: usize, keep: usize) -> usize {
+        (rows.saturating_mul(F32_SIGN_ROW_PCT) / 100).saturating_add(
+            keep.saturating_add(k.saturating_mul(SIGN_SEEDS_PER_RESULT))
+                .saturating_mul(F32_LEFT_ROW_COST),
+        )
     }
 
-    /// Cost of the sign pass over `rows` rows plus the int8 scoring of the `keep` it keeps, in int8
-    /// walk evaluations.
-    fn sign_pass_cost(rows: usize, keep: usize) -> usize {
-        (rows.saturating_mul(SIGN_ROW_PCT) / 100).saturating_add(keep)
+    /// Cost of the sign pass over `rows` rows, the f32 scoring of its seeds and the int8 scoring of
+    /// the `keep` it leaves, in int8 walk evaluations.
+    fn sign_pass_cost(rows: usize, k: usize, keep: usize) -> usize {
+        (rows.saturating_mul(SIGN_ROW_PCT) / 100)
+            .saturating_add(keep)
+            .saturating_add(
+                k.saturating_mul(SIGN_SEEDS_PER_RESULT)
+                    .saturating_mul(F32_ROW_IN_I8_EVALS),
+            )
     }
 
     /// Cost of a two-hop walk relative to an unfiltered walk at the same `ef`, in the units of
@@ -767,8 +837,8 @@ impl Hnsw {
     /// int8 copy, a sign-code pass first when that is cheaper) and, on an int8 index, the int8 scan
     /// ([`Hnsw::int8_scan_cost`]).
     pub(crate) fn scan_cost(&self, rows: usize, k: usize, ef: usize) -> usize {
-        let f32_cost = match self.f32_sign_pool(rows, k, ef) {
-            Some(keep) => Self::f32_sign_pass_cost(rows, keep),
+        let f32_cost = match self.f32_sign_pool(rows, k) {
+            Some(keep) => Self::f32_sign_pass_cost(rows, k, keep),
             None => self.scan_rows_cost(rows),
         };
         self.int8_scan_cost(rows, k, ef)
@@ -781,8 +851,8 @@ impl Hnsw {
     /// at ef 24, 144 from ef 60 on).
     pub(crate) fn int8_scan_cost(&self, rows: usize, k: usize, ef: usize) -> Option<usize> {
         self.quant.as_ref()?;
-        let first_pass = match self.int8_sign_pool(rows, k, ef) {
-            Some(keep) => Self::sign_pass_cost(rows, keep),
+        let first_pass = match self.int8_sign_pool(rows, k) {
+            Some(keep) => Self::sign_pass_cost(rows, k, keep),
             None => rows.saturating_mul(I8_SCAN_ROW_PCT) / 100,
         };
         Some(

@@ -625,14 +625,16 @@ fn int8_exact_scan_returns_the_exact_filtered_top_k() {
 #[test]
 fn sign_code_scans_return_the_exact_top_k() {
     // With sign codes (built here although the copy is below their size threshold), a scan of
-    // 5,000 rows of 384 dimensions ranks them by sign code first, scores the best 800 in int8 and
-    // the best of those in f32: the exact top-10 all the same. Smaller sets (4,000 rows here) are
-    // cheaper to score in int8 without the sign pass: exact too.
+    // 5,000 rows of 384 dimensions estimates them by sign code first, scores the best estimates in
+    // f32, the rows whose bounds reach below those in int8 and the best of those in f32: the exact
+    // top-10 all the same. Smaller sets (4,000 rows here) are cheaper to score in int8 without the
+    // sign pass: exact too.
     let (s, qs) = data(5000, 384);
     let mut h = built(&s, true);
     h.quant.as_mut().unwrap().build_signs();
-    assert_eq!(h.int8_sign_pool(5000, 10, 32), Some(800));
-    assert_eq!(h.int8_sign_pool(4000, 10, 32), None);
+    assert_eq!(h.int8_sign_pool(5000, 10), Some(400));
+    assert_eq!(h.int8_sign_pool(4000, 10), Some(400));
+    assert_eq!(h.int8_sign_pool(1000, 10), None);
     let most: IdSet = (0..5000u32).filter(|i| i % 5 != 0).collect();
     for i in 0..qs.len() as u32 {
         let q = qs.vector(i);
@@ -651,13 +653,9 @@ fn sign_code_scans_return_the_exact_top_k() {
         );
     }
     // An index without an int8 copy builds sign codes from the store's f32 rows (only once it has
-    // 32K slots: not this one), ranks by them and scores the rows kept in f32: exact as well.
+    // 32K slots: not this one), and scores the rows its bounds leave in f32: exact as well.
     let mut f = built(&s, false);
-    assert_eq!(
-        f.f32_sign_pool(5000, 10, 32),
-        None,
-        "below the size threshold"
-    );
+    assert_eq!(f.f32_sign_pool(5000, 10), None, "below the size threshold");
     assert_eq!(
         f.f32_signs.memory_bytes(),
         0,
@@ -666,9 +664,16 @@ fn sign_code_scans_return_the_exact_top_k() {
     let signs = f.f32_signs.get_or_build(&s, f.slots());
     for i in 0..qs.len() as u32 {
         let q = Metric::Cosine.prepare_query(qs.vector(i));
-        let kept = f.sign_pass(signs, &q, 800, (0..5000).collect());
-        assert_eq!(kept.len(), 800);
-        let got = crate::exact::scan_ids(&s, &q, 10, Metric::Cosine, kept.into_iter());
+        let pass = f.sign_pass(&s, signs, &q, 10, (0..5000).collect());
+        assert_eq!(pass.seeds.len(), 40);
+        assert!(pass.candidates.len() < 2500, "{}", pass.candidates.len());
+        assert!(pass.candidates.windows(2).all(|w| w[0] < w[1]));
+        assert!(!pass.seeds.iter().any(|n| pass.candidates.contains(&n.id)));
+        let mut got =
+            crate::exact::scan_ids(&s, &q, 10, Metric::Cosine, pass.candidates.into_iter());
+        got.extend(pass.seeds);
+        got.sort();
+        got.truncate(10);
         let truth = exact_top_k(&s, qs.vector(i), 10, Metric::Cosine, None).unwrap();
         assert_eq!(got, truth, "query {i}");
     }
@@ -678,11 +683,11 @@ fn sign_code_scans_return_the_exact_top_k() {
     f.insert_many(&[3], &s).unwrap();
     f.set_quantized(&s, true).unwrap();
     assert_eq!(f.f32_signs.memory_bytes(), 0);
-    // Fewer dimensions: no sign-code pass (its estimate is too coarse for a fixed pool); between
-    // 256 and 384, a larger pool.
-    assert_eq!(super::search::sign_pool(10, 32, 64), None);
-    assert_eq!(super::search::sign_pool(10, 32, 300), Some(1600));
-    assert_eq!(super::search::sign_pool(10, 32, 1536), Some(800));
+    // Fewer dimensions: no sign-code pass (its estimate is too coarse); between 256 and 384, more
+    // rows are expected to be left.
+    assert_eq!(super::search::sign_pool(10, 64), None);
+    assert_eq!(super::search::sign_pool(10, 300), Some(800));
+    assert_eq!(super::search::sign_pool(10, 1536), Some(400));
 }
 
 #[test]

@@ -110,8 +110,8 @@ pub struct KernelSet {
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
     /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
     pub sign_sums: SignSums,
-    /// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
-    pub sign_bits: fn(&[u8], &mut [u64]) -> u64,
+    /// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
+    pub sign_bits: fn(&[f32], &mut [u64]) -> f32,
 }
 
 impl std::fmt::Debug for KernelSet {
@@ -250,10 +250,10 @@ pub fn sign_sums(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]
     (active().sign_sums)(rows, ids, levels, out)
 }
 
-/// Sign bits and magnitude sum of offset int8 codes (see [`scalar::sign_bits`]).
+/// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
 #[inline]
-pub fn sign_bits(codes: &[u8], out: &mut [u64]) -> u64 {
-    (active().sign_bits)(codes, out)
+pub fn sign_bits(v: &[f32], out: &mut [u64]) -> f32 {
+    (active().sign_bits)(v, out)
 }
 
 /// Hints the CPU to fetch the memory at `p` (no-op where no stable prefetch intrinsic exists).
@@ -453,14 +453,18 @@ mod tests {
                 (k.sign_sums)(all, &[0, 0, 0], &high, &mut got);
                 assert_eq!(got, [255 * 64 * words as u32; 3], "{}", k.name);
                 for len in [64 * words, (64 * words).saturating_sub(13)] {
-                    let mut codes = levels[..len].to_vec();
-                    codes.iter_mut().step_by(7).for_each(|c| *c = 128);
+                    // Levels as values around zero, with exact zeros and negative zeros (no bit).
+                    let mut v: Vec<f32> = levels[..len].iter().map(|&l| l as f32 - 127.5).collect();
+                    v.iter_mut().step_by(7).for_each(|x| *x = 0.0);
+                    v.iter_mut().skip(3).step_by(11).for_each(|x| *x = -0.0);
                     let (mut got, mut want) = (vec![0u64; words], vec![0u64; words]);
-                    let l1 = (k.sign_bits)(&codes, &mut got);
-                    assert_eq!(l1, (s.sign_bits)(&codes, &mut want), "{} sign_bits", k.name);
+                    let l1 = (k.sign_bits)(&v, &mut got);
+                    let want_l1 = (s.sign_bits)(&v, &mut want);
                     assert_eq!(got, want, "{} sign_bits len={len}", k.name);
-                    let naive_l1: u64 = codes.iter().map(|&c| u64::from(c.abs_diff(128))).sum();
-                    assert_eq!(l1, naive_l1);
+                    let naive_l1: f64 = v.iter().map(|x| f64::from(x.abs())).sum();
+                    for x in [l1, want_l1] {
+                        assert!((f64::from(x) - naive_l1).abs() < 1e-4 * naive_l1.max(1.0));
+                    }
                 }
             }
         }

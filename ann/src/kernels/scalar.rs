@@ -164,17 +164,16 @@ pub fn sign_sums(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mu
     }
 }
 
-/// Sign bits of int8 codes stored offset by +128: bit `i % 64` of `out[i / 64]` is set where code `i`
-/// is positive (stored byte above 128); returns the sum of the codes' magnitudes. `out` holds
-/// `codes.len() / 64` words rounded up.
+/// Sign bits of f32 values: bit `i % 64` of `out[i / 64]` is set where `v[i]` is above zero; returns
+/// `|v|₁`, the sum of the values' magnitudes. `out` holds `v.len() / 64` words rounded up.
 #[inline(always)]
-pub fn sign_bits(codes: &[u8], out: &mut [u64]) -> u64 {
-    let mut l1 = 0u64;
-    for (w, chunk) in out.iter_mut().zip(codes.chunks(64)) {
+pub fn sign_bits(v: &[f32], out: &mut [u64]) -> f32 {
+    let mut l1 = 0.0f32;
+    for (w, chunk) in out.iter_mut().zip(v.chunks(64)) {
         let mut bits = 0u64;
-        for (b, &c) in chunk.iter().enumerate() {
-            bits |= u64::from(c > 128) << b;
-            l1 += u64::from(c.abs_diff(128));
+        for (b, &x) in chunk.iter().enumerate() {
+            bits |= u64::from(x > 0.0) << b;
+            l1 += x.abs();
         }
         *w = bits;
     }

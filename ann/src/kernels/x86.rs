@@ -74,9 +74,9 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { sign_sums_avx2(rows, ids, levels, out) }
             },
-            sign_bits: |codes, out| {
+            sign_bits: |v, out| {
                 // SAFETY: as above.
-                unsafe { sign_bits_avx2(codes, out) }
+                unsafe { sign_bits_avx2(v, out) }
             },
         })
     } else {
@@ -160,9 +160,9 @@ pub fn avx512_set() -> Option<KernelSet> {
                     unsafe { sign_sums_avx512(rows, ids, levels, out) }
                 }
             },
-            sign_bits: |codes, out| {
+            sign_bits: |v, out| {
                 // SAFETY: as above.
-                unsafe { sign_bits_avx512(codes, out) }
+                unsafe { sign_bits_avx512(v, out) }
             },
         })
     } else {
@@ -804,26 +804,30 @@ unsafe fn sum_sign_rows_x4(s: [__m512i; 4]) -> [u32; 4] {
 
 /// [`scalar::sign_bits`] compiled for AVX2.
 #[target_feature(enable = "avx2")]
-unsafe fn sign_bits_avx2(codes: &[u8], out: &mut [u64]) -> u64 {
-    scalar::sign_bits(codes, out)
+unsafe fn sign_bits_avx2(v: &[f32], out: &mut [u64]) -> f32 {
+    scalar::sign_bits(v, out)
 }
 
-/// [`scalar::sign_bits`] with AVX-512 BW: an unsigned compare against 128 gives a word's 64 bits, and
-/// `vpsadbw` against 128 sums the codes' magnitudes.
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn sign_bits_avx512(codes: &[u8], out: &mut [u64]) -> u64 {
-    let mid = _mm512_set1_epi8(-128);
-    let mut l1 = _mm512_setzero_si512();
-    for (w, chunk) in out.iter_mut().zip(codes.chunks(64)) {
-        let n = chunk.len();
-        let mask: __mmask64 = if n == 64 { !0 } else { (1u64 << n) - 1 };
-        // SAFETY: the masked load reads only the chunk's n bytes; lanes past them are 128 (zero
-        // codes), which add no bits and no magnitude.
-        let v = unsafe { _mm512_mask_loadu_epi8(mid, mask, chunk.as_ptr() as *const _) };
-        *w = _mm512_cmpgt_epu8_mask(v, mid);
-        l1 = _mm512_add_epi64(l1, _mm512_sad_epu8(v, mid));
+/// [`scalar::sign_bits`] with AVX-512: a compare against zero gives 16 bits at once, and the
+/// magnitudes add up in a vector register.
+#[target_feature(enable = "avx512f")]
+unsafe fn sign_bits_avx512(v: &[f32], out: &mut [u64]) -> f32 {
+    let zero = _mm512_setzero_ps();
+    let mut l1 = zero;
+    for (w, chunk) in out.iter_mut().zip(v.chunks(64)) {
+        let mut bits = 0u64;
+        for (q, part) in chunk.chunks(16).enumerate() {
+            let n = part.len();
+            let mask: __mmask16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+            // SAFETY: the masked load reads only the part's n values; lanes past them are zero,
+            // which add no bits and no magnitude.
+            let x = unsafe { _mm512_maskz_loadu_ps(mask, part.as_ptr()) };
+            bits |= u64::from(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, zero)) << (16 * q);
+            l1 = _mm512_add_ps(l1, _mm512_abs_ps(x));
+        }
+        *w = bits;
     }
-    _mm512_reduce_add_epi64(l1) as u64
+    _mm512_reduce_add_ps(l1)
 }
 
 #[cfg(test)]
