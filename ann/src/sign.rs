@@ -5,17 +5,17 @@
 //! found are then scored properly (see `Hnsw::sign_pass`).
 //!
 //! The estimate and its bound are RaBitQ's (Gao and Long, SIGMOD 2024). Each row `x` is centred on
-//! the rows' mean `c` and rotated by a fixed random orthonormal transform `R` ([`Rotation`]); with `s`
-//! the ±1 signs of `o = R(x − c)`, `<q', o> ≈ <q', s> · |o|² / |o|₁` for the rotated query `q' = Rq`
-//! (exact when `o` is a multiple of `s`), and `<q, x> = <q', o> + <q, c>`. With `a = |o|₁ / (√d |o|)`,
-//! the error exceeds `ε · |o| |q| · √((1 − a²) / a²) / √(d − 1)` with a probability that falls like
-//! `exp(−ε²)` over the rotation's draw (the error is close to normal with that spread); the pass
-//! uses ε = [`BOUND_EPSILON`]. The query is quantised to 4-bit levels (its rounding error `e` adds a
-//! spread of `|e| · |o|² / |o|₁`, in squares), and `<q', s>` comes from
-//! the sum of the levels where the row's bits are set: four AND-and-popcount passes, one per bit of
-//! the levels, where the CPU counts bits in vectors (AVX-512 VPOPCNTDQ), a masked byte sum per 64
-//! dimensions elsewhere. Codes derived from an int8 copy encode its dequantised rows, and their bound
-//! adds the quantisation's error (`scale / √12` a dimension).
+//! the mean `c` of (a sample of) the rows and rotated by a fixed random orthonormal transform `R`
+//! ([`Rotation`]); with `s` the ±1 signs of `o = R(x − c)`, `<q', o> ≈ <q', s> · |o|² / |o|₁` for the
+//! rotated query `q' = Rq` (exact when `o` is a multiple of `s`), and `<q, x> = <q', o> + <q, c>`.
+//! With `a = |o|₁ / (√d |o|)`, the error exceeds `ε · |o| |q| · √((1 − a²) / a²) / √(d − 1)` with a
+//! probability that falls like `exp(−ε²)` over the rotation's draw (the error is close to normal
+//! with that spread); the pass uses ε = [`BOUND_EPSILON`]. The query is quantised to 4-bit levels
+//! (its rounding error `e` adds a spread of `|e| · |o|² / |o|₁`, in squares), and `<q', s>` comes
+//! from the sum of the levels where the row's bits are set: four AND-and-popcount passes, one per
+//! bit of the levels, where the CPU counts bits in vectors (AVX-512 VPOPCNTDQ), a masked byte sum
+//! per 64 dimensions elsewhere. Codes derived from an int8 copy encode its dequantised rows, and
+//! their bound adds the quantisation's error (`scale / √12` a dimension).
 
 use crate::rotation::Rotation;
 
@@ -161,7 +161,7 @@ impl SignCodes {
     }
 
     /// Sets every row from an int8 copy's rows, in parallel: `row(i)` gives row `i`'s offset codes,
-    /// scale and squared norm. The centre becomes the mean of the dequantised rows.
+    /// scale and squared norm. The centre becomes the mean of (a sample of) the dequantised rows.
     pub(crate) fn fill<'a>(&mut self, row: impl Fn(usize) -> (&'a [u8], f32, f32) + Sync) {
         self.fill_rows(|i, v| {
             let (codes, scale, norm2) = row(i);
@@ -171,7 +171,7 @@ impl SignCodes {
     }
 
     /// Sign codes of rows `0..rows` of a store's f32 (or f16) vectors, built in parallel, centred on
-    /// their mean.
+    /// the mean of (a sample of) them.
     pub fn from_store<S: crate::VectorStore + ?Sized>(store: &S, rows: usize) -> Self {
         let rows = rows.min(store.len());
         let mut codes = SignCodes::zeroed(store.dim(), rows);
@@ -200,36 +200,28 @@ impl SignCodes {
         encode_row(out, v, rotation, center, extra_error, norm2);
     }
 
-    /// Sets the centre to the mean of every row, then encodes every row, in parallel:
+    /// Sets the centre to the mean of a sample of the rows, then encodes every row, in parallel:
     /// `row(i, v)` writes row `i`'s vector into `v` and returns its extra error and squared norm.
     fn fill_rows(&mut self, row: impl Fn(usize, &mut [f32]) -> (f32, f32) + Sync) {
         use rayon::prelude::*;
         const BLOCK: usize = 256;
         let (dim, words, stride, rows) = (self.dim, self.words, self.stride, self.rows);
-        // The mean, summed in f64 per block of rows.
-        let sum = (0..rows.div_ceil(BLOCK))
-            .into_par_iter()
-            .map(|b| {
-                let mut v = vec![0.0f32; dim];
-                let mut acc = vec![0.0f64; dim];
-                for i in b * BLOCK..((b + 1) * BLOCK).min(rows) {
-                    row(i, &mut v);
-                    acc.iter_mut()
-                        .zip(&v)
-                        .for_each(|(a, &x)| *a += f64::from(x));
-                }
-                acc
-            })
-            .reduce(
-                || vec![0.0f64; dim],
-                |mut a, b| {
-                    a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-                    a
-                },
-            );
-        let mut center: Vec<f32> = sum
+        // The centre: the mean of at most `CENTRE_SAMPLE` rows spread evenly over all of them (any
+        // fixed centre keeps the bounds valid; a sample's mean is as good as the mean for them).
+        const CENTRE_SAMPLE: usize = 4096;
+        let step = rows.div_ceil(CENTRE_SAMPLE).max(1);
+        let (mut v, mut acc) = (vec![0.0f32; dim], vec![0.0f64; dim]);
+        let mut sampled = 0usize;
+        for i in (0..rows).step_by(step) {
+            row(i, &mut v);
+            acc.iter_mut()
+                .zip(&v)
+                .for_each(|(a, &x)| *a += f64::from(x));
+            sampled += 1;
+        }
+        let mut center: Vec<f32> = acc
             .iter()
-            .map(|&s| (s / rows.max(1) as f64) as f32)
+            .map(|&s| (s / sampled.max(1) as f64) as f32)
             .collect();
         if center.iter().any(|x| !x.is_finite()) {
             center.iter_mut().for_each(|x| *x = 0.0);

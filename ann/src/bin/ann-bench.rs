@@ -568,10 +568,23 @@ fn search_sweeps(
         } else {
             String::new()
         };
+        let bytes = hm.memory_bytes();
+        // Sign codes are derived when a large filtered scan first asks for them: time that here,
+        // and report their bytes apart from the index's.
+        let t = Instant::now();
+        let signs = hm
+            .quantized()
+            .and_then(|q| q.sign_codes())
+            .map_or(String::new(), |codes| {
+                format!(
+                    "\tsign_codes_s={:.3}\tsign_codes_bytes={}",
+                    t.elapsed().as_secs_f64(),
+                    codes.memory_bytes()
+                )
+            });
         println!(
-            "build\t{name}{quantise}\tindex_bytes={}\tindex_over_raw={:.3}",
-            hm.memory_bytes(),
-            hm.memory_bytes() as f64 / raw as f64
+            "build\t{name}{quantise}\tindex_bytes={bytes}\tindex_over_raw={:.3}{signs}",
+            bytes as f64 / raw as f64
         );
         indexes.push((quant, hm));
     }
