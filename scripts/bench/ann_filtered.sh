@@ -9,7 +9,8 @@
 #
 # DATA_DIR is a directory written by `ann-bench gen` or `ann-bench prepare` (scripts/bench/ann_compare.sh
 # makes them: target/ann-bench/synthetic-N, target/ann-bench/real-base). The graph is built once and
-# saved as DATA_DIR/graph-m16.bin. Env: ANN_REPEAT (default 3), ANN_ROUNDS (alternations, default 1).
+# saved as DATA_DIR/graph-m16.bin. Env: ANN_REPEAT (default 3), ANN_ROUNDS (alternations, default 1),
+# ANN_FILTERS (the cases, default 50,10,1,exclude; e.g. 20,5 for more selectivities).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -22,7 +23,8 @@ GRAPH="$DIR/graph-m16.bin"
 
 run() {
   echo "# $1 dir=$DIR ef=$EF date $(date -u +%Y-%m-%dT%H:%M:%SZ) load_average $(cut -d' ' -f1-3 /proc/loadavg)"
-  "$1" run --dir "$DIR" --graph "$GRAPH" --ef "$EF" --filtered-ef "$EF" --repeat "${ANN_REPEAT:-3}" |
+  "$1" run --dir "$DIR" --graph "$GRAPH" --ef "$EF" --filtered-ef "$EF" --repeat "${ANN_REPEAT:-3}" \
+    --filters "${ANN_FILTERS:-50,10,1,exclude}" |
     grep -E '^(filtered|# data)'
 }
 

@@ -156,15 +156,27 @@ const SIGN_MIN_DIM: usize = 256;
 /// A sign-code pass is only considered for sets at least this many times the rows it is expected to
 /// leave.
 const SIGN_MIN_ROWS_PER_LEFT: usize = 4;
-/// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation: measured at d = 384
-/// on 10,000 allowed rows of a 100K set, 17.5 ns a row (one kernel call a row; the list kernel that
-/// replaced it is faster, so the figure is conservative) against 33 ns for the int8 scan's (costed
-/// at [`I8_SCAN_ROW_PCT`]); a row it leaves then costs about one evaluation in the int8 pass (67 ns:
-/// its rows are scattered). The bit-plane kernel (AVX-512 VPOPCNTDQ, 4-bit query levels) brings a row
-/// of the whole pass, estimate and bound included, to about 9 ns there; the constant keeps the
-/// byte-mask kernel's figure, which CPUs without VPOPCNTDQ pay, so those never scan where a walk is
-/// cheaper.
+/// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation, where the kernel
+/// set sums bit planes ([`crate::kernels::KernelSet::sign_planes`]): measured at d = 384 on 10,163
+/// allowed rows of the real 100K set, the whole pass (kernel, estimates and bounds, seeds) took
+/// 86–89 us, about 9 ns a row, against 67 ns an evaluation of the unfiltered int8 walk; a row it
+/// leaves then costs about one evaluation in the int8 pass (its rows are scattered). With it a 20 %
+/// filter of that set scans (0.67x the unfiltered walk's speed, recall 1.0000) instead of walking with
+/// two hops (0.47x, recall 0.983).
+const SIGN_ROW_PCT_PLANES: usize = 15;
+/// The same for the byte-mask and scalar kernels: 17.5 ns a row measured for the byte-mask kernel's
+/// first version (about twice the bit-plane pass's time), kept conservative so those CPUs never scan
+/// where a walk is cheaper.
 const SIGN_ROW_PCT: usize = 30;
+
+/// [`SIGN_ROW_PCT_PLANES`] or [`SIGN_ROW_PCT`], for the running kernel set.
+fn sign_row_pct() -> usize {
+    if crate::kernels::active().sign_planes {
+        SIGN_ROW_PCT_PLANES
+    } else {
+        SIGN_ROW_PCT
+    }
+}
 /// Cost of one row of a sign-code pass on an index without an int8 copy, in hundredths of the units
 /// f32 scans are costed in (an f32 row at a full walk evaluation, about twice its real cost, see
 /// [`Hnsw::two_hop_cost_factor`]): measured 17.5 ns a row against about 80 ns an estimated
@@ -810,7 +822,7 @@ impl Hnsw {
     /// Cost of the sign pass over `rows` rows, the f32 scoring of its seeds and the int8 scoring of
     /// the `keep` it leaves, in int8 walk evaluations.
     fn sign_pass_cost(rows: usize, k: usize, keep: usize) -> usize {
-        (rows.saturating_mul(SIGN_ROW_PCT) / 100)
+        (rows.saturating_mul(sign_row_pct()) / 100)
             .saturating_add(keep)
             .saturating_add(
                 k.saturating_mul(SIGN_SEEDS_PER_RESULT)

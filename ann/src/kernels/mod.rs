@@ -110,6 +110,9 @@ pub struct KernelSet {
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
     /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
     pub sign_sums: SignSums,
+    /// Whether `sign_sums` counts bit planes (AVX-512 VPOPCNTDQ): about half the time a row of the
+    /// byte-mask and scalar kernels, which the search planner costs sign-code passes by.
+    pub sign_planes: bool,
     /// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
     pub sign_bits: fn(&[f32], &mut [u64]) -> f32,
 }
@@ -137,6 +140,7 @@ pub fn scalar_set() -> KernelSet {
         dot_u8i8_rows: scalar::dot_u8i8_rows,
         quantize_i8: scalar::quantize_i8,
         sign_sums: scalar::sign_sums,
+        sign_planes: false,
         sign_bits: scalar::sign_bits,
     }
 }

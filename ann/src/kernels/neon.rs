@@ -52,6 +52,7 @@ pub fn neon_set() -> Option<KernelSet> {
             },
             quantize_i8: scalar::quantize_i8,
             sign_sums: scalar::sign_sums,
+            sign_planes: false,
             sign_bits: scalar::sign_bits,
         })
     } else {

@@ -74,6 +74,7 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { sign_sums_avx2(rows, ids, levels, out) }
             },
+            sign_planes: false,
             sign_bits: |v, out| {
                 // SAFETY: as above.
                 unsafe { sign_bits_avx2(v, out) }
@@ -93,6 +94,7 @@ pub fn avx512_set() -> Option<KernelSet> {
         && is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("popcnt")
     {
+        let planes = is_x86_feature_detected!("avx512vpopcntdq");
         Some(KernelSet {
             name: "avx512",
             dot_f32: |a, b| {
@@ -149,9 +151,9 @@ pub fn avx512_set() -> Option<KernelSet> {
                 // SAFETY: as above (AVX2 is among the detected features).
                 unsafe { quantize_i8_avx2(v, out) }
             },
-            sign_sums: if is_x86_feature_detected!("avx512vpopcntdq") {
+            sign_sums: if planes {
                 |rows, ids, levels, out| {
-                    // SAFETY: as above, and avx512vpopcntdq was detected just now.
+                    // SAFETY: as above, and avx512vpopcntdq was detected above (`planes`).
                     unsafe { sign_sums_planes(rows, ids, levels, out) }
                 }
             } else {
@@ -160,6 +162,7 @@ pub fn avx512_set() -> Option<KernelSet> {
                     unsafe { sign_sums_avx512(rows, ids, levels, out) }
                 }
             },
+            sign_planes: planes,
             sign_bits: |v, out| {
                 // SAFETY: as above.
                 unsafe { sign_bits_avx512(v, out) }
