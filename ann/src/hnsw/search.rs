@@ -169,12 +169,13 @@ const SIGN_ROW_PCT_PLANES: usize = 15;
 /// where a walk is cheaper.
 const SIGN_ROW_PCT: usize = 30;
 
-/// [`SIGN_ROW_PCT_PLANES`] or [`SIGN_ROW_PCT`], for the running kernel set.
-fn sign_row_pct() -> usize {
+/// The cost of a sign-pass row for the running kernel set: `planes` where it sums bit planes,
+/// `other` elsewhere.
+fn sign_row_cost(planes: usize, other: usize) -> usize {
     if crate::kernels::active().sign_planes {
-        SIGN_ROW_PCT_PLANES
+        planes
     } else {
-        SIGN_ROW_PCT
+        other
     }
 }
 /// Cost of one row of a sign-code pass on an index without an int8 copy, in hundredths of the units
@@ -190,15 +191,6 @@ const F32_SIGN_ROW_PCT: usize = 45;
 /// walk ran at 0.62x and recall 0.983), and the synthetic 100K set's 10 % filter at ef 96 (1.40x, where
 /// the walk ran at 1.05x); its 20 % filter still walks (0.86x).
 const F32_SIGN_ROW_PCT_PLANES: usize = 23;
-
-/// [`F32_SIGN_ROW_PCT_PLANES`] or [`F32_SIGN_ROW_PCT`], for the running kernel set.
-fn f32_sign_row_pct() -> usize {
-    if crate::kernels::active().sign_planes {
-        F32_SIGN_ROW_PCT_PLANES
-    } else {
-        F32_SIGN_ROW_PCT
-    }
-}
 /// Cost of scoring in f32 one row a sign-code pass leaves (or seeds), in the same units (scattered f32
 /// rows, about 100 ns each, doubled).
 const F32_LEFT_ROW_COST: usize = 3;
@@ -828,16 +820,17 @@ impl Hnsw {
     /// Cost of a sign pass over `rows` rows plus the f32 scoring of its seeds and of the `keep` it
     /// leaves, in the units of [`Hnsw::scan_rows_cost`] (see [`F32_SIGN_ROW_PCT`]).
     fn f32_sign_pass_cost(rows: usize, k: usize, keep: usize) -> usize {
-        (rows.saturating_mul(f32_sign_row_pct()) / 100).saturating_add(
-            keep.saturating_add(k.saturating_mul(SIGN_SEEDS_PER_RESULT))
-                .saturating_mul(F32_LEFT_ROW_COST),
-        )
+        (rows.saturating_mul(sign_row_cost(F32_SIGN_ROW_PCT_PLANES, F32_SIGN_ROW_PCT)) / 100)
+            .saturating_add(
+                keep.saturating_add(k.saturating_mul(SIGN_SEEDS_PER_RESULT))
+                    .saturating_mul(F32_LEFT_ROW_COST),
+            )
     }
 
     /// Cost of the sign pass over `rows` rows, the f32 scoring of its seeds and the int8 scoring of
     /// the `keep` it leaves, in int8 walk evaluations.
     fn sign_pass_cost(rows: usize, k: usize, keep: usize) -> usize {
-        (rows.saturating_mul(sign_row_pct()) / 100)
+        (rows.saturating_mul(sign_row_cost(SIGN_ROW_PCT_PLANES, SIGN_ROW_PCT)) / 100)
             .saturating_add(keep)
             .saturating_add(
                 k.saturating_mul(SIGN_SEEDS_PER_RESULT)
