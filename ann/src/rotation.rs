@@ -53,6 +53,12 @@ impl Rotation {
         self.dim
     }
 
+    /// Heap bytes used (its sign flips).
+    pub fn memory_bytes(&self) -> usize {
+        self.flips.iter().map(|f| f.capacity() * 4).sum::<usize>()
+            + self.flips.capacity() * std::mem::size_of::<Vec<f32>>()
+    }
+
     /// Rotates `v` in place (`v.len()` must be [`Rotation::dim`]; other lengths are left as they are).
     pub fn apply(&self, v: &mut [f32]) {
         if v.len() != self.dim || self.window == 0 {

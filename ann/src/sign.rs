@@ -356,7 +356,7 @@ impl SignCodes {
 
     /// Heap bytes used.
     pub fn memory_bytes(&self) -> usize {
-        self.data.capacity() * 8 + (self.center.capacity() + self.rotation.dim() * 6) * 4
+        self.data.capacity() * 8 + self.center.capacity() * 4 + self.rotation.memory_bytes()
     }
 }
 
