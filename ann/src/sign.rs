@@ -385,6 +385,10 @@ impl Estimate<'_> {
         low: &mut [f32],
         finish: impl Fn(f32, f32, f32) -> (f32, f32),
     ) {
+        debug_assert!(
+            ids.len() <= ESTIMATE_BLOCK,
+            "estimates take a block of rows at a time"
+        );
         let n = ids.len().min(ESTIMATE_BLOCK);
         let mut factor = [0f32; ESTIMATE_BLOCK];
         let mut ones = [0f32; ESTIMATE_BLOCK];

@@ -237,6 +237,15 @@ pub(crate) struct SignPass {
     pub(crate) seeds: Vec<Neighbor>,
 }
 
+/// The best `k` of `found` (rows scored in f32) and a sign pass's `seeds` (scored in f32 too, and
+/// not among `found`'s rows), sorted.
+fn with_seeds(mut found: Vec<Neighbor>, seeds: Vec<Neighbor>, k: usize) -> Vec<Neighbor> {
+    found.extend(seeds);
+    found.sort();
+    found.truncate(k);
+    found
+}
+
 /// How a filtered search ran (exposed for benchmarks and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SearchPlan {
@@ -673,11 +682,8 @@ impl Hnsw {
             if self.f32_sign_pool(rows, k).is_some() {
                 let signs = self.f32_signs.get_or_build(store, self.levels.len());
                 let pass = self.sign_pass(store, signs, q, k, ids);
-                let mut found = scan_ids(store, q, k, metric, pass.candidates.into_iter());
-                found.extend(pass.seeds);
-                found.sort();
-                found.truncate(k);
-                return found;
+                let found = scan_ids(store, q, k, metric, pass.candidates.into_iter());
+                return with_seeds(found, pass.seeds, k);
             }
             return scan_ids(store, q, k, metric, ids.into_iter());
         };
@@ -719,10 +725,7 @@ impl Hnsw {
         let mut pool = top.into_sorted();
         rescore(store, q, metric, &mut pool);
         // The seeds were scored in f32 already (and are not among `ids`).
-        pool.extend(seeds);
-        pool.sort();
-        pool.truncate(k);
-        pool
+        with_seeds(pool, seeds, k)
     }
 
     /// A sign-code pass over `ids` (in id order) for a top-`k` search: every row's distance is
