@@ -251,8 +251,7 @@ impl Int8Vectors {
                         let v: &[f32] = match store.row((b * BLOCK + j) as u32) {
                             Row::F32(v) => v,
                             Row::F16(h) => {
-                                use half::slice::HalfFloatSliceExt;
-                                h.convert_to_f32_slice(&mut buf);
+                                kernels::f16_to_f32(h, &mut buf);
                                 &buf
                             }
                         };

@@ -32,9 +32,8 @@ impl<'a> Row<'a> {
         match *self {
             Row::F32(v) => Cow::Borrowed(v),
             Row::F16(v) => {
-                use half::slice::HalfFloatSliceExt;
                 let mut out = vec![0.0; v.len()];
-                v.convert_to_f32_slice(&mut out);
+                crate::kernels::f16_to_f32(v, &mut out);
                 Cow::Owned(out)
             }
         }
@@ -46,10 +45,7 @@ impl<'a> Row<'a> {
         let n = self.len().min(out.len());
         match *self {
             Row::F32(v) => out[..n].copy_from_slice(&v[..n]),
-            Row::F16(v) => {
-                use half::slice::HalfFloatSliceExt;
-                v[..n].convert_to_f32_slice(&mut out[..n]);
-            }
+            Row::F16(v) => crate::kernels::f16_to_f32(&v[..n], &mut out[..n]),
         }
         out[n..].iter_mut().for_each(|x| *x = 0.0);
     }

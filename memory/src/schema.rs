@@ -1034,7 +1034,7 @@ impl SnapshotReader<'_> {
                     } else {
                         buf.resize(len, half::f16::ZERO);
                         d.read_slice_into(&offset, &count, &mut buf).map_err(fmt)?;
-                        buf.convert_to_f32_slice(&mut chunk);
+                        clawhdf5_ann::kernels::f16_to_f32(&buf, &mut chunk);
                     }
                     chunks.push(chunk);
                 }

@@ -158,13 +158,12 @@ fn f16_bytes(values: &[f32]) -> Vec<u8> {
 
 /// Little-endian f16 bytes as f32 values (a trailing odd byte is ignored).
 fn f32_from_f16_bytes(bytes: &[u8]) -> Vec<f32> {
-    use half::slice::HalfFloatSliceExt;
     let halves: Vec<half::f16> = bytes
         .chunks_exact(2)
         .map(|b| half::f16::from_le_bytes([b[0], b[1]]))
         .collect();
     let mut out = vec![0.0f32; halves.len()];
-    halves.convert_to_f32_slice(&mut out);
+    clawhdf5_ann::kernels::f16_to_f32(&halves, &mut out);
     out
 }
 

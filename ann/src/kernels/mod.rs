@@ -115,6 +115,8 @@ pub struct KernelSet {
     pub sign_planes: bool,
     /// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
     pub sign_bits: fn(&[f32], &mut [u64]) -> f32,
+    /// f16 values widened to f32 (`out` as long as the input).
+    pub f16_to_f32: fn(&[f16], &mut [f32]),
 }
 
 impl std::fmt::Debug for KernelSet {
@@ -142,6 +144,7 @@ pub fn scalar_set() -> KernelSet {
         sign_sums: scalar::sign_sums,
         sign_planes: false,
         sign_bits: scalar::sign_bits,
+        f16_to_f32: scalar::f16_to_f32,
     }
 }
 
@@ -258,6 +261,12 @@ pub fn sign_sums(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]
 #[inline]
 pub fn sign_bits(v: &[f32], out: &mut [u64]) -> f32 {
     (active().sign_bits)(v, out)
+}
+
+/// f16 values widened to f32; `out` must be as long as `v`.
+#[inline]
+pub fn f16_to_f32(v: &[f16], out: &mut [f32]) {
+    (active().f16_to_f32)(v, out)
 }
 
 /// Hints the CPU to fetch the memory at `p` (no-op where no stable prefetch intrinsic exists).
@@ -470,6 +479,32 @@ mod tests {
                         assert!((f64::from(x) - naive_l1).abs() < 1e-4 * naive_l1.max(1.0));
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_set_widens_f16_like_scalar() {
+        let s = scalar_set();
+        let mut rng = crate::rng::SplitMix64::new(11);
+        // Every bit pattern of a half once (subnormals, infinities, NaNs, signed zeros), then random
+        // values at odd lengths.
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        for k in available() {
+            let (mut got, mut want) = (vec![0f32; all.len()], vec![0f32; all.len()]);
+            (k.f16_to_f32)(&all, &mut got);
+            (s.f16_to_f32)(&all, &mut want);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.to_bits(), w.to_bits(), "{} f16 bits {i:#06x}", k.name);
+            }
+            for len in [0, 1, 7, 8, 9, 15, 17, 383, 384, 385] {
+                let v: Vec<f16> = (0..len)
+                    .map(|_| f16::from_f32((rng.next_f64() * 8.0 - 4.0) as f32))
+                    .collect();
+                let (mut got, mut want) = (vec![1f32; len], vec![2f32; len]);
+                (k.f16_to_f32)(&v, &mut got);
+                (s.f16_to_f32)(&v, &mut want);
+                assert_eq!(got, want, "{} f16_to_f32 len={len}", k.name);
             }
         }
     }

@@ -54,6 +54,7 @@ pub fn neon_set() -> Option<KernelSet> {
             sign_sums: scalar::sign_sums,
             sign_planes: false,
             sign_bits: scalar::sign_bits,
+            f16_to_f32: scalar::f16_to_f32,
         })
     } else {
         None

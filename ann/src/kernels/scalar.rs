@@ -164,6 +164,14 @@ pub fn sign_sums(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mu
     }
 }
 
+/// f16 values widened to f32 (`out` as long as `v`; a shorter one takes a prefix).
+pub fn f16_to_f32(v: &[f16], out: &mut [f32]) {
+    debug_assert_eq!(v.len(), out.len());
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = x.to_f32();
+    }
+}
+
 /// Sign bits of f32 values: bit `i % 64` of `out[i / 64]` is set where `v[i]` is above zero; returns
 /// `|v|₁`, the sum of the values' magnitudes. `out` holds `v.len() / 64` words rounded up.
 #[inline(always)]

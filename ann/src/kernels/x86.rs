@@ -79,6 +79,10 @@ pub fn avx2_set() -> Option<KernelSet> {
                 // SAFETY: as above.
                 unsafe { sign_bits_avx2(v, out) }
             },
+            f16_to_f32: |v, out| {
+                // SAFETY: as above.
+                unsafe { f16_to_f32_f16c(v, out) }
+            },
         })
     } else {
         None
@@ -166,6 +170,10 @@ pub fn avx512_set() -> Option<KernelSet> {
             sign_bits: |v, out| {
                 // SAFETY: as above.
                 unsafe { sign_bits_avx512(v, out) }
+            },
+            f16_to_f32: |v, out| {
+                // SAFETY: as above (F16C and AVX are among the detected features).
+                unsafe { f16_to_f32_f16c(v, out) }
             },
         })
     } else {
@@ -803,6 +811,26 @@ unsafe fn sum_sign_rows_x4(s: [__m512i; 4]) -> [u32; 4] {
     let mut out = [0u32; 4];
     _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, e);
     out
+}
+
+/// [`scalar::f16_to_f32`] eight values an instruction (F16C), the tail one by one.
+#[target_feature(enable = "avx,f16c")]
+unsafe fn f16_to_f32_f16c(v: &[f16], out: &mut [f32]) {
+    let n = v.len().min(out.len());
+    let (src, dst) = (v.as_ptr() as *const __m128i, out.as_mut_ptr());
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: i + 8 <= n, so the 8 halves read at v[i..] and the 8 floats written at out[i..]
+        // lie inside both slices; unaligned loads and stores.
+        unsafe {
+            let h = _mm_loadu_si128(src.add(i / 8));
+            _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
+        }
+        i += 8;
+    }
+    for (o, x) in out[i..n].iter_mut().zip(&v[i..n]) {
+        *o = x.to_f32();
+    }
 }
 
 /// [`scalar::sign_bits`] compiled for AVX2.
