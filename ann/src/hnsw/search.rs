@@ -159,14 +159,18 @@ const SIGN_MIN_ROWS_PER_LEFT: usize = 4;
 /// Cost of one row of a sign-code pass, in hundredths of an int8 walk evaluation, where the kernel
 /// set sums bit planes ([`crate::kernels::KernelSet::sign_planes`]): measured at d = 384 on 10,163
 /// allowed rows of the real 100K set, the whole pass (kernel, estimates and bounds, seeds) took
-/// 86–89 us, about 9 ns a row, against 67 ns an evaluation of the unfiltered int8 walk; a row it
-/// leaves then costs about one evaluation in the int8 pass (its rows are scattered). With it a 20 %
-/// filter of that set scans (0.67x the unfiltered walk's speed, recall 1.0000) instead of walking with
-/// two hops (0.47x, recall 0.983).
-const SIGN_ROW_PCT_PLANES: usize = 15;
+/// 86–89 us, about 9 ns a row; a row it leaves then costs about one evaluation in the int8 pass (its
+/// rows are scattered). An evaluation of the unfiltered int8 walk costs 67 ns on that set but about
+/// 33 ns on the clustered synthetic 100K set (77 us for 2,304 estimated evaluations at ef 96), whose
+/// walks stay in fewer cache lines; the row is costed against the cheaper evaluation, so that a scan
+/// is chosen only where it wins on both (real 100K: 10 % and 20 % scan at 1.25–1.32x and 0.69–0.72x
+/// the unfiltered speed, where two-hop walks ran at about 0.65x and 0.47x; synthetic 100K: its 20 %
+/// filter walks at 0.53x, where the pass ran at about 0.4x).
+const SIGN_ROW_PCT_PLANES: usize = 27;
 /// The same for the byte-mask and scalar kernels: 17.5 ns a row measured for the byte-mask kernel's
-/// first version (about twice the bit-plane pass's time), kept conservative so those CPUs never scan
-/// where a walk is cheaper.
+/// first version (about twice the bit-plane pass's time), costed against the real set's 67 ns
+/// evaluation as first measured (not re-measured on a machine without VPOPCNTDQ; against the synthetic
+/// set's cheaper evaluation it would exceed an int8 scan's row, which it does not in time).
 const SIGN_ROW_PCT: usize = 30;
 
 /// The cost of a sign-pass row for the running kernel set: `planes` where it sums bit planes,
@@ -197,6 +201,9 @@ const F32_LEFT_ROW_COST: usize = 3;
 
 /// Filters allowing less than this fraction of the rows walk with two-hop routing.
 const TWO_HOP_BELOW: f64 = 0.3;
+/// Two-hop walks of filters allowing at least this fraction of the rows cost more (see
+/// [`Hnsw::two_hop_cost_factor`]).
+const TWO_HOP_DEARER_FROM: f64 = 0.125;
 /// Link lists of rejected rows fetched ahead while routing around them.
 const HOP_PREFETCH_AHEAD: usize = 6;
 
@@ -487,8 +494,9 @@ impl Hnsw {
                 (est, self.scan_cost(est, k, ef) + self.levels.len() / 8)
             }
         };
-        // Selective filters walk with two-hop routing (cost close to an unfiltered walk, about
-        // WALK_EVALS_PER_EF * ef); others walk normally, scoring about 1/selectivity times more rows.
+        // Selective filters walk with two-hop routing (1.5 to 2 times an unfiltered walk's cost of
+        // about WALK_EVALS_PER_EF * ef, see `two_hop_cost_factor`); others walk normally, with a list
+        // shrunk by the selectivity (below).
         // Scan the allowed rows instead whenever that is estimated to be cheaper, and fall back to
         // the scan if a walk overruns the scan's cost.
         let selectivity = allowed_est as f64 / self.live.max(1) as f64;
@@ -499,7 +507,7 @@ impl Hnsw {
             // an unfiltered walk's (measured 0.85-0.95x of it at 50 %, int8 and f32 alike).
             let unfiltered = (WALK_EVALS_PER_EF * ef) as f64;
             let walk_estimate = if two_hop {
-                unfiltered * self.two_hop_cost_factor()
+                unfiltered * self.two_hop_cost_factor(selectivity)
             } else {
                 unfiltered
             };
@@ -842,14 +850,17 @@ impl Hnsw {
     }
 
     /// Cost of a two-hop walk relative to an unfiltered walk at the same `ef`, in the units of
-    /// [`Hnsw::scan_cost`]. Measured, a two-hop walk runs at 0.85–1.1x the unfiltered time in either
-    /// mode on clustered synthetic sets at 10 % (1.5–1.8x at 20 %), and at about 2.1x on the real 100K
-    /// set's 20 % filter, where the sign-code scan (costed at its measured share) is chosen instead. The f32 figure is 2 because f32 scans are costed at a full walk evaluation a row (about
-    /// twice their real cost), which keeps the f32 plans as they were measured; int8 scans are costed
-    /// at their measured share of an evaluation, so the int8 figure is the measured one, with margin.
-    fn two_hop_cost_factor(&self) -> f64 {
-        if self.quant.is_some() {
-            1.25
+    /// [`Hnsw::scan_cost`], for a filter allowing `selectivity` of the rows. On an int8 index it is
+    /// the measured cost (2026-12-06, `ann-bench run`): 1.5–1.6x the unfiltered walk at 10 % on the
+    /// clustered synthetic 100K set, and 1.9–2.1x from 15 % to 25 % on every set (synthetic 10K and
+    /// 100K, real 100K), where the walk reads the link lists of four rejected rows in five. The f32
+    /// figure is 2 because f32 scans are costed at a full walk evaluation a row (about twice their real
+    /// cost), which keeps the f32 plans as they were measured.
+    fn two_hop_cost_factor(&self, selectivity: f64) -> f64 {
+        if self.quant.is_none() {
+            2.0
+        } else if selectivity < TWO_HOP_DEARER_FROM {
+            1.5
         } else {
             2.0
         }
