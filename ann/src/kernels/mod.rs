@@ -115,7 +115,7 @@ pub struct KernelSet {
     pub sign_planes: bool,
     /// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
     pub sign_bits: fn(&[f32], &mut [u64]) -> f32,
-    /// f16 values widened to f32 (`out` as long as the input).
+    /// f16 values widened to f32 (`out` as long as the input; see [`scalar::f16_to_f32`]).
     pub f16_to_f32: fn(&[f16], &mut [f32]),
 }
 

@@ -164,7 +164,8 @@ pub fn sign_sums(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mu
     }
 }
 
-/// f16 values widened to f32 (`out` as long as `v`; a shorter one takes a prefix).
+/// f16 values widened to f32; `out` must be as long as `v` (checked in debug builds; otherwise the
+/// shorter of the two lengths is converted).
 pub fn f16_to_f32(v: &[f16], out: &mut [f32]) {
     debug_assert_eq!(v.len(), out.len());
     for (o, x) in out.iter_mut().zip(v) {
