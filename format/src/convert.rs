@@ -796,9 +796,9 @@ fn put_le<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], put: impl Fn(&mut V
 
 /// Appends to `out` one variable-length string element (length, heap ID) per body, each body stored
 /// in `sink` as a heap object (an empty one as the null ID).
-pub fn encode_vlen_strs<'a>(
+pub fn encode_vlen_strs<'a, S: VlenSink + ?Sized>(
     bodies: impl Iterator<Item = &'a [u8]>,
-    sink: &mut dyn VlenSink,
+    sink: &mut S,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let so = sink.offset_size();
@@ -820,7 +820,7 @@ pub fn encode_vlen_strs<'a>(
 
 /// Encodes `data` as raw little-endian elements of the writer's datatype for it (in the sink's file: its
 /// address width sets variable-length elements').
-pub fn encode(data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
+pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>> {
     let so = sink.offset_size();
     let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
     let mut out = Vec::with_capacity(data.len().saturating_mul(elem).min(1 << 30));

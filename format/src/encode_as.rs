@@ -14,7 +14,11 @@ use crate::datatype::{Datatype, StrPad};
 use crate::error::{FormatError, Result};
 
 /// Raw elements of `dt` (file byte order) holding `data`; variable-length bodies go to `sink`.
-pub(crate) fn encode_as(dt: &Datatype, data: &Data, sink: &mut dyn VlenSink) -> Result<Vec<u8>> {
+pub(crate) fn encode_as<S: VlenSink + ?Sized>(
+    dt: &Datatype,
+    data: &Data,
+    sink: &mut S,
+) -> Result<Vec<u8>> {
     // Values already of this exact type encode as the writer encodes them.
     if dtype_for(data).ok().as_ref() == Some(dt) {
         return encode(data, sink);

@@ -53,6 +53,18 @@ impl StringColumn {
         })
     }
 
+    /// The strings' bytes in order (no character-boundary checks: each string's ends were the text's
+    /// length when it was pushed, or checked when a reader set them).
+    pub(crate) fn iter_bytes(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        let text = self.text.as_bytes();
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let s = text.get(start..end).unwrap_or_default();
+            start = end;
+            s
+        })
+    }
+
     /// Bytes of all the strings together.
     pub fn text_len(&self) -> usize {
         self.text.len()

@@ -137,6 +137,8 @@ pub struct CollectionBuilder {
     next: u16,
     /// The file's field widths (collection and object sizes are lengths).
     sizes: Sizes,
+    /// The largest collection the length fields hold, or 0 when even the minimum collection does not fit.
+    max_bytes: u64,
 }
 
 /// Smallest collection libhdf5 accepts ("global heap size is too small" below it).
@@ -154,16 +156,19 @@ impl CollectionBuilder {
         buf.extend_from_slice(b"GCOL");
         buf.extend_from_slice(&[1, 0, 0, 0]);
         buf.resize(start + aligned_header(sizes.lengths), 0);
+        let max = sizes.max_length();
         CollectionBuilder {
             start,
             next: 1,
             sizes,
+            max_bytes: if max >= MIN_COLLECTION as u64 { max } else { 0 },
         }
     }
 
-    /// Bytes of an object's header (index, reference count, reserved, size).
-    fn object_header(&self) -> usize {
-        aligned_header(self.sizes.lengths)
+    /// Bytes of an object's header (index, reference count, reserved, size): 16, as files' length
+    /// fields are at most 8 bytes (the superblock reader accepts 2, 4 or 8).
+    const fn object_header(&self) -> usize {
+        16
     }
 
     /// True when no more objects fit (index space exhausted).
@@ -183,26 +188,26 @@ impl CollectionBuilder {
 
     /// Whether an object of `n` bytes still fits this collection's length fields (with the free-space object
     /// that closes it, and the minimum size).
+    #[inline]
     pub fn fits(&self, buf: &[u8], n: usize) -> bool {
         let total =
             self.len(buf) as u64 + 2 * self.object_header() as u64 + (n as u64).div_ceil(8) * 8;
-        total.max(MIN_COLLECTION as u64) <= self.sizes.max_length()
+        total <= self.max_bytes
     }
 
     /// Adds an object at the end of `buf`; returns its index. The object must [fit](Self::fits).
+    #[inline]
     pub fn add(&mut self, buf: &mut Vec<u8>, data: &[u8]) -> u16 {
         let idx = self.next;
         self.next += 1;
-        let hdr = self.object_header();
-        let at = buf.len();
-        // One zero-filled extent (header, bytes, padding to 8), then the fields written into it.
-        buf.resize(at + hdr + data.len().div_ceil(8) * 8, 0);
-        let o = &mut buf[at..];
-        o[..2].copy_from_slice(&idx.to_le_bytes());
-        // The size field is `lengths` bytes at 8 (a header of at least 16 bytes): all 8 bytes of the
-        // value are written, those past the field being zero, as the value fits the field.
-        o[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
-        o[hdr..hdr + data.len()].copy_from_slice(data);
+        // The header: index, reference count and reserved (zero), then the size field, `lengths`
+        // bytes at 8: all 8 bytes of the value are written, those past the field being zero, as the
+        // value fits the field.
+        let head = u128::from(idx) | u128::from(data.len() as u64) << 64;
+        buf.extend_from_slice(&head.to_le_bytes());
+        buf.extend_from_slice(data);
+        // Zero padding to a multiple of 8.
+        buf.extend_from_slice(&[0u8; 8][..data.len().wrapping_neg() % 8]);
         idx
     }
 
@@ -293,6 +298,37 @@ mod tests {
             assert_eq!(InOrder::new(&bad, sizes.lengths).take(1), None);
             assert_eq!(InOrder::new(&bad[..first + 4], sizes.lengths).take(1), None);
         }
+    }
+
+    #[test]
+    fn objects_are_padded_with_zeros_and_fit_only_what_the_length_fields_hold() {
+        let mut file = vec![0xaau8; 8];
+        let mut b = CollectionBuilder::start(&mut file);
+        b.add(&mut file, b"abcde");
+        // Header, then the five bytes and three zeros of padding.
+        assert_eq!(&file[8 + 16 + 16..], b"abcde\0\0\0");
+        b.add(&mut file, b"12345678");
+        assert_eq!(file.len(), 8 + 16 + 24 + 24);
+
+        // 2-byte lengths: a collection holds at most 65,535 bytes, the closing free-space object
+        // (16 bytes) included.
+        let narrow = Sizes {
+            offsets: 4,
+            lengths: 2,
+        };
+        let mut file = Vec::new();
+        let b = CollectionBuilder::start_sized(&mut file, narrow);
+        let room = 65_535 - 16 - 2 * 16;
+        assert!(b.fits(&file, room / 8 * 8));
+        assert!(!b.fits(&file, room / 8 * 8 + 1));
+        // 1-byte lengths cannot describe even the smallest collection libhdf5 accepts.
+        let tiny = Sizes {
+            offsets: 4,
+            lengths: 1,
+        };
+        let mut file = Vec::new();
+        let b = CollectionBuilder::start_sized(&mut file, tiny);
+        assert!(!b.fits(&file, 0));
     }
 
     #[test]

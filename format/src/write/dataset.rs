@@ -636,7 +636,7 @@ pub fn write_string_column<N: AsRef<str>>(
     write_planned(sink, &plan, &[column.len() as u64], attrs, |sink| {
         let mut hs = HeapSink::new(sink);
         let mut raw = Vec::with_capacity(column.len() * plan.dtype.size());
-        convert::encode_vlen_strs(column.iter().map(str::as_bytes), &mut hs, &mut raw)?;
+        convert::encode_vlen_strs(column.iter_bytes(), &mut hs, &mut raw)?;
         hs.finish();
         Ok(raw)
     })

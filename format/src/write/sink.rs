@@ -152,6 +152,7 @@ impl HeapSink<'_> {
 }
 
 impl VlenSink for HeapSink<'_> {
+    #[inline]
     fn put(&mut self, bytes: &[u8]) -> Result<(u64, u32)> {
         let (coll, index, _) = self.put_located(bytes)?;
         Ok((coll, index))
