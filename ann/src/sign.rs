@@ -409,6 +409,10 @@ impl Estimate<'_> {
         }
         let q = self.q;
         let (two_lo, two_step) = (2.0 * q.lo, 2.0 * q.step);
+        // Every slice cut to `n`, so the loop carries no bounds checks and vectorises (its square
+        // root included).
+        let (est, low, sums) = (&mut est[..n], &mut low[..n], &sums[..n]);
+        let (factor, ones, norm2, spread) = (&factor[..n], &ones[..n], &norm2[..n], &spread[..n]);
         for i in 0..n {
             // <q', s> = 2 · (the query's dimensions where the row's sign is +, summed) − sum(q'),
             // that sum being lo · ones + step · (the levels' sum).

@@ -165,12 +165,18 @@ const SIGN_MIN_ROWS_PER_LEFT: usize = 4;
 /// walks stay in fewer cache lines; the row is costed against the cheaper evaluation, so that a scan
 /// is chosen only where it wins on both (real 100K: 10 % and 20 % scan at 1.25–1.32x and 0.69–0.72x
 /// the unfiltered speed, where two-hop walks ran at about 0.65x and 0.47x; synthetic 100K: its 20 %
-/// filter walks at 0.53x, where the pass ran at about 0.4x).
+/// filter walks at 0.53x, where the pass ran at about 0.4x). Where the CPU also has IFMA the kernel
+/// weighs the planes in one instruction each and costs about a quarter less a row (2.9 against 3.9 ns
+/// from cache in a development loop); the constant leaves that out, so the clustered synthetic 100K
+/// set's 15-25 % filters still walk, which stays faster there (0.52-0.64x against a scan's ~0.5x).
 const SIGN_ROW_PCT_PLANES: usize = 27;
-/// The same for the byte-mask and scalar kernels: 17.5 ns a row measured for the byte-mask kernel's
-/// first version (about twice the bit-plane pass's time), costed against the real set's 67 ns
-/// evaluation as first measured (not re-measured on a machine without VPOPCNTDQ; against the synthetic
-/// set's cheaper evaluation it would exceed an int8 scan's row, which it does not in time).
+/// The same for the other kernel sets: AVX-512 byte masks (no VPOPCNTDQ; 17.5 ns a row measured for
+/// that kernel's first version, costed against the real set's 67 ns evaluation as first measured), and
+/// the bit planes counted with scalar popcounts (AVX2 with POPCNT, NEON, scalar). With the AVX2 set
+/// forced on the 2-core machine (`CLAWHDF5_ANN_KERNELS=avx2+fma`, real 100K set, ef 192), a scan with
+/// the pass answered 10 % and 20 % filters at 0.93–0.96x and 0.53–0.54x the AVX2 walk's speed (recall
+/// 1.0000); costing the row at 45–60 instead made 20–25 % filters walk (0.48–0.51x, recall 0.983–0.986)
+/// and from 60 on made 10–15 % filters scan in int8 without the pass (0.38–0.56x).
 const SIGN_ROW_PCT: usize = 30;
 
 /// The cost of a sign-pass row for the running kernel set: `planes` where it sums bit planes,
@@ -188,7 +194,13 @@ fn sign_row_cost(planes: usize, other: usize) -> usize {
 /// evaluation of the unfiltered f32 walk (100K rows, d = 384, ef 96), doubled like the f32 rows.
 /// With it a 10 % filter of 100K rows scans at ef 192 (measured 1.7x the unfiltered walk's speed,
 /// where the two-hop walk ran at 0.7-0.8x) and walks at ef 96 (1.1x, where the scan ran at 0.76x).
-const F32_SIGN_ROW_PCT: usize = 45;
+/// Lowered from 45 when the AVX2, NEON and scalar sets came to count bit planes: with the AVX2 set
+/// forced on the 2-core machine, the real 100K set's 20 % filter at ef 192 now scans (0.84x, recall
+/// 1.0000, where the two-hop walk ran at 0.57x and recall 0.983) and its 25 % filter still walks; at
+/// 30 the synthetic 100K set's 10 % filter at ef 96 would scan at 0.71x where it walks at 0.95-0.96x.
+/// The AVX-512 byte-mask kernel (no VPOPCNTDQ) costs about half the AVX2 one a row (4.9 against 9.7
+/// ns from cache in a development loop), so the cost errs high there.
+const F32_SIGN_ROW_PCT: usize = 35;
 /// [`F32_SIGN_ROW_PCT`] where the kernels sum bit planes: about 9 ns a row (see
 /// [`SIGN_ROW_PCT_PLANES`]), doubled like the f32 rows. With it the f32 index's 20 % filter of the
 /// real 100K set scans at ef 192 (1.47x the unfiltered walk's speed, recall 1.0000, where the two-hop
@@ -235,6 +247,9 @@ fn set_ids(set: &IdSet, slots: u32, keep: impl Fn(u32) -> bool, out: &mut Vec<u3
         }
     }
 }
+
+/// Rows a sign-code pass tests against its bounds at once (see [`Hnsw::sign_pass`]).
+const PASS_GROUP: usize = 16;
 
 /// What [`Hnsw::sign_pass`] leaves: rows to score, and rows it scored in f32 already.
 pub(crate) struct SignPass {
@@ -757,7 +772,6 @@ impl Hnsw {
         let mut low = vec![0f32; ids.len()];
         // Blocks of rows: one kernel call sums each block's rows, then the estimates are offered.
         let (mut sums, mut est) = ([0u32; ESTIMATE_BLOCK], [0f32; ESTIMATE_BLOCK]);
-        let mut passed = [(0u32, 0f32); ESTIMATE_BLOCK];
         for (b, (block, low)) in ids
             .chunks(ESTIMATE_BLOCK)
             .zip(low.chunks_mut(ESTIMATE_BLOCK))
@@ -766,16 +780,18 @@ impl Hnsw {
             let n = block.len();
             let e = &mut est[..n];
             signs.estimates(kernels, metric, &sq, block, &mut sums[..n], e, low);
-            // The rows under the bound, gathered without a branch per row (which rows pass is
-            // unpredictable), then offered.
-            let bound = best.threshold();
-            let mut m = 0;
-            for (j, &d) in e.iter().enumerate() {
-                passed[m] = ((b * ESTIMATE_BLOCK + j) as u32, d);
-                m += usize::from(d < bound);
-            }
-            for &(pos, d) in &passed[..m] {
-                best.push(pos, d);
+            // Once the bound has tightened few rows pass it: a group whose least estimate misses
+            // it is skipped whole (one vectorised count), and the rest offer their passing rows.
+            for (g, group) in e.chunks(PASS_GROUP).enumerate() {
+                let bound = best.threshold();
+                if group.iter().map(|&d| u32::from(d < bound)).sum::<u32>() != 0 {
+                    let first = b * ESTIMATE_BLOCK + g * PASS_GROUP;
+                    for (j, &d) in group.iter().enumerate() {
+                        if d < best.threshold() {
+                            best.push((first + j) as u32, d);
+                        }
+                    }
+                }
             }
         }
         let mut seeds = best.into_unsorted();
@@ -791,11 +807,18 @@ impl Hnsw {
             .and_then(|i| seeds.get(i))
             .map_or(f32::INFINITY, |n| n.distance);
         // The rows whose bound reaches below it (a bound that is not a number reaches anywhere),
-        // gathered without a branch per row.
+        // gathered without a branch per row; groups of rows with none of them (most: the pass leaves
+        // a few rows in a hundred) are skipped whole.
+        let reaches = |l: f32| (l < reach) | l.is_nan();
         let mut m = 0;
-        for i in 0..ids.len() {
-            ids[m] = ids[i];
-            m += usize::from((low[i] < reach) | low[i].is_nan());
+        for (g, group) in low.chunks(PASS_GROUP).enumerate() {
+            if group.iter().map(|&l| u32::from(reaches(l))).sum::<u32>() != 0 {
+                for (j, &l) in group.iter().enumerate() {
+                    let i = g * PASS_GROUP + j;
+                    ids[m] = ids[i];
+                    m += usize::from(reaches(l));
+                }
+            }
         }
         ids.truncate(m);
         let candidates = ids;

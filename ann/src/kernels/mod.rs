@@ -110,8 +110,8 @@ pub struct KernelSet {
     pub quantize_i8: fn(&[f32], &mut [u8]) -> f32,
     /// Sign-code rows against a query's byte levels (see [`scalar::sign_sums`]).
     pub sign_sums: SignSums,
-    /// Whether `sign_sums` counts bit planes (AVX-512 VPOPCNTDQ): about half the time a row of the
-    /// byte-mask and scalar kernels, which the search planner costs sign-code passes by.
+    /// Whether `sign_sums` counts bit planes with a vector popcount (AVX-512 VPOPCNTDQ): a fraction of
+    /// the time a row of the other kernels, which the search planner costs sign-code passes by.
     pub sign_planes: bool,
     /// Sign bits and magnitude sum of f32 values (see [`scalar::sign_bits`]).
     pub sign_bits: fn(&[f32], &mut [u64]) -> f32,
@@ -141,7 +141,7 @@ pub fn scalar_set() -> KernelSet {
         dot_u8i8_x4: scalar::dot_u8i8_x4,
         dot_u8i8_rows: scalar::dot_u8i8_rows,
         quantize_i8: scalar::quantize_i8,
-        sign_sums: scalar::sign_sums,
+        sign_sums: scalar::sign_sums_planes,
         sign_planes: false,
         sign_bits: scalar::sign_bits,
         f16_to_f32: scalar::f16_to_f32,

@@ -51,7 +51,7 @@ pub fn neon_set() -> Option<KernelSet> {
                 )
             },
             quantize_i8: scalar::quantize_i8,
-            sign_sums: scalar::sign_sums,
+            sign_sums: scalar::sign_sums_planes,
             sign_planes: false,
             sign_bits: scalar::sign_bits,
             f16_to_f32: scalar::f16_to_f32,

@@ -164,6 +164,85 @@ pub fn sign_sums(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mu
     }
 }
 
+/// [`sign_sums`] by bit planes, for kernel sets without a vector popcount: the query's levels are split
+/// into planes (bit `b` of plane `p` of word `w` is bit `p` of level `64w + b`), so a row's sum is
+/// `Σ_w Σ_p 2^p · popcount(row[w] & plane[w][p])`, one AND and one popcount a word and plane instead of
+/// one operation a dimension. The sign pass quantises queries to 4 bits (see `crate::sign`): four
+/// planes. Same results as [`sign_sums`].
+#[inline(always)]
+pub fn sign_sums_planes(rows: super::SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
+    sign_sums_planes_with(rows, ids, levels, out, |_| {})
+}
+
+/// [`sign_sums_planes`], calling `fetch` with the first word of the row 8 ids ahead of the one it sums
+/// (a place for a prefetch hint; the pointer may lie outside the rows).
+#[inline(always)]
+pub(crate) fn sign_sums_planes_with(
+    rows: super::SignRows<'_>,
+    ids: &[u32],
+    levels: &[u8],
+    out: &mut [u32],
+    fetch: impl Fn(*const u64),
+) {
+    let words = rows.words.min(levels.len() / 64);
+    let mut planes = vec![[0u64; 8]; words];
+    let mut used = 0u8;
+    for (plane, lv) in planes.iter_mut().zip(levels.chunks_exact(64)) {
+        // Eight levels at a time: bit `p` of each of their bytes, gathered into one byte by a multiply
+        // (the bits sit 8 apart, so the partial products never overlap).
+        for (c, eight) in lv.chunks_exact(8).enumerate() {
+            let x = u64::from_le_bytes([
+                eight[0], eight[1], eight[2], eight[3], eight[4], eight[5], eight[6], eight[7],
+            ]);
+            used |= eight.iter().fold(0, |a, &l| a | l);
+            for (p, bits) in plane.iter_mut().enumerate() {
+                let gathered =
+                    ((x >> p) & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+                *bits |= gathered << (8 * c);
+            }
+        }
+    }
+    match 8 - used.leading_zeros() {
+        0 => out.iter_mut().for_each(|o| *o = 0),
+        1 => sign_planes_n::<1>(rows, ids, &planes, out, fetch),
+        2 => sign_planes_n::<2>(rows, ids, &planes, out, fetch),
+        3 => sign_planes_n::<3>(rows, ids, &planes, out, fetch),
+        4 => sign_planes_n::<4>(rows, ids, &planes, out, fetch),
+        _ => sign_planes_n::<8>(rows, ids, &planes, out, fetch),
+    }
+}
+
+/// [`sign_sums_planes`] with the first `NP` planes (the others are zero).
+#[inline(always)]
+fn sign_planes_n<const NP: usize>(
+    rows: super::SignRows<'_>,
+    ids: &[u32],
+    planes: &[[u64; 8]],
+    out: &mut [u32],
+    fetch: impl Fn(*const u64),
+) {
+    const AHEAD: usize = 8;
+    for (i, (o, &id)) in out.iter_mut().zip(ids).enumerate() {
+        if let Some(&ahead) = ids.get(i + AHEAD) {
+            fetch(
+                rows.data
+                    .as_ptr()
+                    .wrapping_add(ahead as usize * rows.stride),
+            );
+        }
+        *o = rows.bits(id).map_or(0, |row| {
+            // One count per plane over all the words, weighted once at the end.
+            let mut counts = [0u32; NP];
+            for (&bits, plane) in row.iter().zip(planes) {
+                for (c, &pl) in counts.iter_mut().zip(plane) {
+                    *c += (bits & pl).count_ones();
+                }
+            }
+            counts.iter().enumerate().map(|(p, &c)| c << p).sum()
+        });
+    }
+}
+
 /// f16 values widened to f32; `out` must be as long as `v` (checked in debug builds; otherwise the
 /// shorter of the two lengths is converted).
 pub fn f16_to_f32(v: &[f16], out: &mut [f32]) {

@@ -202,6 +202,17 @@ pub fn avx512_vnni_set() -> Option<KernelSet> {
             // SAFETY: as above.
             unsafe { u8i8_vnni_rows(rows, ids, b, out) }
         },
+        // Bit planes weighted by IFMA where the CPU has both (the AVX-512 set keeps the plain
+        // planes kernel, so both stay tested on such a CPU).
+        sign_sums: if base.sign_planes && is_x86_feature_detected!("avx512ifma") {
+            |rows, ids, levels, out| {
+                // SAFETY: as above; the base set sums bit planes only after detecting
+                // avx512vpopcntdq, and avx512ifma was detected here.
+                unsafe { sign_sums_planes_ifma(rows, ids, levels, out) }
+            }
+        } else {
+            base.sign_sums
+        },
         ..base
     })
 }
@@ -672,10 +683,11 @@ unsafe fn quantize_i8_avx2(v: &[f32], out: &mut [u8]) -> f32 {
     scalar::quantize_i8(v, out)
 }
 
-/// [`scalar::sign_sums`] compiled for AVX2 (the level sums vectorise).
-#[target_feature(enable = "avx2")]
+/// [`scalar::sign_sums_planes`] compiled for AVX2 with the POPCNT instruction, requesting rows 8 ids
+/// ahead.
+#[target_feature(enable = "avx2,popcnt")]
 unsafe fn sign_sums_avx2(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
-    scalar::sign_sums(rows, ids, levels, out)
+    scalar::sign_sums_planes_with(rows, ids, levels, out, prefetch)
 }
 
 /// [`scalar::sign_sums`] with AVX-512 BW, four rows at a time: each code word is the byte mask that
@@ -683,54 +695,71 @@ unsafe fn sign_sums_avx2(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &m
 /// rows share one horizontal sum (see [`sign_rows_by_four`]).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn sign_sums_avx512(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
-    let levels = &levels[..rows.words.min(levels.len() / 64) * 64];
-    sign_rows_by_four(&rows, ids, out, |id| sign_row_avx512(rows.bits(id), levels));
+    let words = rows.words.min(levels.len() / 64);
+    let levels = &levels[..words * 64];
+    // SAFETY: `sign_rows_by_four` passes the address of a row with `rows.words` (≥ `words`) words
+    // inside `rows.data`.
+    sign_rows_by_four(&rows, ids, out, |row| unsafe {
+        sign_row_avx512(row, levels)
+    });
 }
 
-/// Runs `row` (a row's sum in 64-bit lanes) over the rows of `ids` four at a time, one horizontal sum
-/// per four rows ([`sum_sign_rows_x4`]), requesting rows 8 ids ahead: `out[i]` is row `ids[i]`'s sum.
+/// Runs `row` (a row's sum in 64-bit lanes, given the address of its first word) over the rows of
+/// `ids` four at a time, one horizontal sum per four rows ([`sum_sign_rows_x4`]), requesting rows 8
+/// ids ahead: `out[i]` is row `ids[i]`'s sum, zero for a row outside `rows`. `row` is only called
+/// with the address of a row whose `rows.words` words lie inside `rows.data`. The ids are checked
+/// once per call when all of them are inside (the usual case), else one by one.
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn sign_rows_by_four(
     rows: &SignRows<'_>,
     ids: &[u32],
     out: &mut [u32],
-    row: impl Fn(u32) -> __m512i,
+    row: impl Fn(*const u64) -> __m512i,
 ) {
     const SIGN_AHEAD: usize = 8;
     let n = ids.len().min(out.len());
     let (ids, out) = (&ids[..n], &mut out[..n]);
+    let base = rows.data.as_ptr();
+    // The last id whose row fits whole in `data` (none when `data` is shorter than a row).
+    let last = rows
+        .data
+        .len()
+        .checked_sub(rows.words)
+        .map(|room| room / rows.stride.max(1));
+    let all_inside =
+        last.is_some_and(|last| ids.iter().copied().max().is_none_or(|m| m as usize <= last));
+    let one = |id: u32| {
+        if all_inside || rows.bits(id).is_some() {
+            // The row lies inside `data` (checked above).
+            row(base.wrapping_add(id as usize * rows.stride))
+        } else {
+            _mm512_setzero_si512()
+        }
+    };
     let mut outs = out.chunks_exact_mut(4);
     for (g, (group, o)) in ids.chunks_exact(4).zip(&mut outs).enumerate() {
         for &ahead in ids.iter().skip(4 * g + SIGN_AHEAD).take(4) {
-            if let Some(r) = rows.bits(ahead) {
-                prefetch(r.as_ptr());
-            }
+            // A hint: the address need not be valid.
+            prefetch(base.wrapping_add(ahead as usize * rows.stride));
         }
-        let sums = [row(group[0]), row(group[1]), row(group[2]), row(group[3])];
+        let sums = [one(group[0]), one(group[1]), one(group[2]), one(group[3])];
         o.copy_from_slice(&sum_sign_rows_x4(sums));
     }
     let rest = ids.len() / 4 * 4;
     for (o, &id) in outs.into_remainder().iter_mut().zip(&ids[rest..]) {
-        *o = _mm512_reduce_add_epi64(row(id)) as u32;
+        *o = _mm512_reduce_add_epi64(one(id)) as u32;
     }
 }
 
-/// [`scalar::sign_sums`] with AVX-512 VPOPCNTDQ, for rows of up to 8 code words (d ≤ 512; longer rows
-/// go to [`sign_sums_avx512`]). The query's levels are split into bit planes (word `w` of plane `p`
-/// holds bit `p` of the levels of dimensions `64w..64w + 64`), so a row's sum is
-/// `Σ_p 2^p · popcount(row & plane p)`: per plane one AND and one popcount over all the row's words
-/// at once. Its cost grows with the planes the levels use: the sign pass quantises queries to 4 bits
-/// (see `crate::sign`), four planes, about half the byte-mask kernel's time a row.
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
-unsafe fn sign_sums_planes(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
-    let words = rows.words.min(levels.len() / 64);
-    if words > 8 {
-        return sign_sums_avx512(rows, ids, levels, out);
-    }
+/// The query's levels as bit planes for [`sign_sums_planes`]: word `w` of plane `p` holds bit `p` of
+/// the levels of dimensions `64w..64w + 64` (`words` ≤ 8 words); with the number of planes in use.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn level_planes(levels: &[u8], words: usize) -> ([__m512i; 8], u32) {
     let mut planes = [[0u64; 8]; 8];
     let mut used = 0u8;
-    for (w, lv) in levels.chunks_exact(64).take(words).enumerate() {
+    for (w, lv) in levels.chunks_exact(64).take(words.min(8)).enumerate() {
         // SAFETY: the chunk holds 64 bytes.
         let lv = unsafe { _mm512_loadu_si512(lv.as_ptr() as *const _) };
         for (p, plane) in planes.iter_mut().enumerate() {
@@ -740,57 +769,107 @@ unsafe fn sign_sums_planes(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: 
     }
     // SAFETY: `[u64; 8]` and `__m512i` have the same size; the load is unaligned.
     let planes = planes.map(|p| unsafe { _mm512_loadu_si512(p.as_ptr() as *const _) });
-    let mask = ((1u16 << words) - 1) as __mmask8;
-    match 8 - used.leading_zeros() {
-        0 => out.iter_mut().for_each(|o| *o = 0),
-        1 => sign_planes_n::<1>(rows, ids, &planes, mask, out),
-        2 => sign_planes_n::<2>(rows, ids, &planes, mask, out),
-        3 => sign_planes_n::<3>(rows, ids, &planes, mask, out),
-        4 => sign_planes_n::<4>(rows, ids, &planes, mask, out),
-        5 => sign_planes_n::<5>(rows, ids, &planes, mask, out),
-        6 => sign_planes_n::<6>(rows, ids, &planes, mask, out),
-        7 => sign_planes_n::<7>(rows, ids, &planes, mask, out),
-        _ => sign_planes_n::<8>(rows, ids, &planes, mask, out),
-    }
+    (planes, 8 - used.leading_zeros())
 }
 
-/// [`sign_sums_planes`] with `NP` planes.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
-unsafe fn sign_planes_n<const NP: usize>(
-    rows: SignRows<'_>,
-    ids: &[u32],
-    planes: &[__m512i; 8],
-    mask: __mmask8,
-    out: &mut [u32],
-) {
-    let row = |id: u32| -> __m512i {
-        let Some(r) = rows.bits(id) else {
-            return _mm512_setzero_si512();
-        };
-        // SAFETY: `mask` selects the row's first `words` words, all within `r` (`rows.words` long);
-        // masked-off words are not read.
-        let v = unsafe { _mm512_maskz_loadu_epi64(mask, r.as_ptr() as *const _) };
+/// Defines a bit-plane kernel `$outer` (see [`sign_sums_planes`]) compiled with `$features`, and its
+/// body for `NP` planes, `$inner`: per row, `$weigh` turns the popcounts of the row's words under each
+/// plane (`$ones(p)` for plane `p < NP`, in 64-bit lanes) into the lanes' weighted sums. Rows of more
+/// than 8 words go to [`sign_sums_avx512`]; a query whose levels use no plane sums to zero.
+macro_rules! plane_kernel {
+    ($(#[$doc:meta])* $outer:ident, $inner:ident, $features:literal, |$ones:ident| $weigh:block) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        unsafe fn $outer(rows: SignRows<'_>, ids: &[u32], levels: &[u8], out: &mut [u32]) {
+            let words = rows.words.min(levels.len() / 64);
+            if words > 8 {
+                return sign_sums_avx512(rows, ids, levels, out);
+            }
+            let (planes, used) = level_planes(levels, words);
+            let mask = ((1u16 << words) - 1) as __mmask8;
+            match used {
+                0 => out.iter_mut().for_each(|o| *o = 0),
+                    1 => $inner::<1>(rows, ids, &planes, mask, out),
+                    2 => $inner::<2>(rows, ids, &planes, mask, out),
+                    3 => $inner::<3>(rows, ids, &planes, mask, out),
+                    4 => $inner::<4>(rows, ids, &planes, mask, out),
+                    5 => $inner::<5>(rows, ids, &planes, mask, out),
+                    6 => $inner::<6>(rows, ids, &planes, mask, out),
+                    7 => $inner::<7>(rows, ids, &planes, mask, out),
+                    _ => $inner::<8>(rows, ids, &planes, mask, out),
+            }
+        }
+
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn $inner<const NP: usize>(
+            rows: SignRows<'_>,
+            ids: &[u32],
+            planes: &[__m512i; 8],
+            mask: __mmask8,
+            out: &mut [u32],
+        ) {
+            let row = |r: *const u64| -> __m512i {
+                // SAFETY: `r` is a row of at least `words` words inside the codes
+                // (`sign_rows_by_four`), and `mask` selects its first `words` words; masked-off words
+                // are not read.
+                let v = unsafe { _mm512_maskz_loadu_epi64(mask, r as *const _) };
+                let $ones = |p: usize| _mm512_popcnt_epi64(_mm512_and_si512(v, planes[p]));
+                $weigh
+            };
+            sign_rows_by_four(&rows, ids, out, row);
+        }
+    };
+}
+
+plane_kernel!(
+    /// [`scalar::sign_sums`] with AVX-512 VPOPCNTDQ, for rows of up to 8 code words (d ≤ 512; longer
+    /// rows go to [`sign_sums_avx512`]). The query's levels are split into bit planes
+    /// ([`level_planes`]), so a row's sum is `Σ_p 2^p · popcount(row & plane p)`: per plane one AND and
+    /// one popcount over all the row's words at once. Its cost grows with the planes the levels use:
+    /// the sign pass quantises queries to 4 bits (see `crate::sign`), four planes, about half the
+    /// byte-mask kernel's time a row.
+    sign_sums_planes,
+    sign_planes_n,
+    "avx512f,avx512bw,avx512vpopcntdq",
+    |ones| {
+        // Highest plane first: double the sum so far, add the next plane's count.
         let mut acc = _mm512_setzero_si512();
-        for plane in planes[..NP].iter().rev() {
-            let ones = _mm512_popcnt_epi64(_mm512_and_si512(v, *plane));
-            acc = _mm512_add_epi64(_mm512_add_epi64(acc, acc), ones);
+        for p in (0..NP).rev() {
+            acc = _mm512_add_epi64(_mm512_add_epi64(acc, acc), ones(p));
         }
         acc
-    };
-    sign_rows_by_four(&rows, ids, out, row);
-}
+    }
+);
 
-/// One row of [`sign_sums_avx512`]: per 64-bit lane, the sum of the levels its code words select
-/// (zero for a row outside the codes).
+plane_kernel!(
+    /// [`sign_sums_planes`] where the CPU has AVX-512 IFMA: each plane's popcount is weighted and added
+    /// in one `vpmadd52luq` (instead of a doubling and an add), about 15 % less time a row.
+    sign_sums_planes_ifma,
+    sign_planes_ifma_n,
+    "avx512f,avx512bw,avx512vpopcntdq,avx512ifma",
+    |ones| {
+        // Popcounts are at most 64 and weights at most 128: the 52-bit products are exact.
+        let mut acc = ones(0);
+        for p in 1..NP {
+            acc = _mm512_madd52lo_epu64(acc, ones(p), _mm512_set1_epi64(1 << p));
+        }
+        acc
+    }
+);
+
+/// One row of [`sign_sums_avx512`]: per 64-bit lane, the sum of the levels its code words select.
+///
+/// # Safety
+/// `row` must point at `levels.len() / 64` readable words.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn sign_row_avx512(row: Option<&[u64]>, levels: &[u8]) -> __m512i {
+unsafe fn sign_row_avx512(row: *const u64, levels: &[u8]) -> __m512i {
     let zero = _mm512_setzero_si512();
     let mut acc = zero;
-    for (&bits, lv) in row.unwrap_or(&[]).iter().zip(levels.chunks_exact(64)) {
-        // SAFETY: the chunk holds 64 bytes.
-        let lv = unsafe { _mm512_loadu_si512(lv.as_ptr() as *const _) };
+    for (w, lv) in levels.chunks_exact(64).enumerate() {
+        // SAFETY: the caller guarantees the row's words; the chunk holds 64 bytes.
+        let (bits, lv) = unsafe { (*row.add(w), _mm512_loadu_si512(lv.as_ptr() as *const _)) };
         acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_mov_epi8(bits, lv), zero));
     }
     acc
@@ -899,6 +978,15 @@ mod tests {
                     unsafe { sign_sums_planes(at(), &ids, &levels, &mut got) };
                     assert_eq!(got, want, "bit planes, words={words} top={top}");
                 }
+                if planes && is_x86_feature_detected!("avx512ifma") {
+                    let mut got = vec![9u32; ids.len()];
+                    // SAFETY: avx512vpopcntdq and avx512ifma were detected.
+                    unsafe { sign_sums_planes_ifma(at(), &ids, &levels, &mut got) };
+                    assert_eq!(got, want, "bit planes by IFMA, words={words} top={top}");
+                }
+                let mut got = vec![9u32; ids.len()];
+                scalar::sign_sums_planes(at(), &ids, &levels, &mut got);
+                assert_eq!(got, want, "scalar bit planes, words={words} top={top}");
             }
         }
     }
