@@ -100,8 +100,8 @@ pub struct KernelSet {
     pub l2_i8: fn(&[i8], &[i8]) -> i32,
     /// Dot product of a u8 vector with an i8 vector (exact i32; VNNI `vpdpbusd` where available).
     pub dot_u8i8: fn(&[u8], &[i8]) -> i32,
-    /// [`KernelSet::dot_u8i8`] of four u8 rows with one i8 vector (one pass over the vector; VNNI
-    /// sets interleave the four rows, others call the one-row kernel four times).
+    /// [`KernelSet::dot_u8i8`] of four u8 rows with one i8 vector (one pass over the vector: VNNI and
+    /// AVX2 sets interleave the four rows, others call the one-row kernel four times).
     pub dot_u8i8_x4: fn([&[u8]; 4], &[i8]) -> [i32; 4],
     /// [`KernelSet::dot_u8i8`] of the rows `ids` names (in `out`, same length) with one i8 vector, in one
     /// call: the per-call cost of dispatch is paid once for the whole list.
@@ -384,6 +384,17 @@ mod tests {
                     four.map(|r| (s.dot_u8i8)(r, &ib)),
                     "scalar dot_u8i8_x4 n={n}"
                 );
+                // Query codes as `quantize_into` makes them (no -128), which some kernels take a
+                // faster way, and codes of the whole range.
+                let qb: Vec<i8> = (0..n)
+                    .map(|_| (rng.below(255) as i32 - 127) as i8)
+                    .collect();
+                assert_eq!(
+                    (k.dot_u8i8_x4)(four, &qb),
+                    (s.dot_u8i8_x4)(four, &qb),
+                    "{} dot_u8i8_x4, codes in [-127, 127], n={n}",
+                    k.name
+                );
                 // Rows `n` bytes long at a stride of a cache line or more, listed in any order, some
                 // twice, in lists of every length around the kernels' groups of four.
                 let stride = n.next_multiple_of(64).max(64);
@@ -395,13 +406,15 @@ mod tests {
                 };
                 for len in 0..=11usize {
                     let ids: Vec<u32> = (0..len).map(|_| rng.below(9) as u32).collect();
-                    let mut got = vec![7i32; len];
-                    (k.dot_u8i8_rows)(code_rows, &ids, &ib, &mut got);
-                    let want: Vec<i32> = ids
-                        .iter()
-                        .map(|&id| (s.dot_u8i8)(code_rows.row(id), &ib))
-                        .collect();
-                    assert_eq!(got, want, "{} dot_u8i8_rows n={n} ids {ids:?}", k.name);
+                    for b in [&ib, &qb] {
+                        let mut got = vec![7i32; len];
+                        (k.dot_u8i8_rows)(code_rows, &ids, b, &mut got);
+                        let want: Vec<i32> = ids
+                            .iter()
+                            .map(|&id| (s.dot_u8i8)(code_rows.row(id), b))
+                            .collect();
+                        assert_eq!(got, want, "{} dot_u8i8_rows n={n} ids {ids:?}", k.name);
+                    }
                 }
             }
             // Extremes: -128 * -128 and 127 - (-128) must not overflow the i16 lanes.
@@ -420,6 +433,24 @@ mod tests {
                     &lo
                 ),
                 [-333 * 255 * 128, 0, -333 * 255 * 128, -333 * 128],
+                "{}",
+                k.name
+            );
+            // The largest pairs the faster u8-by-i8 path meets: rows of 0 and 255 against -127 and
+            // 127 (a row of 0 is -128 once the offset is removed).
+            let low = vec![-127i8; 333];
+            assert_eq!(
+                (k.dot_u8i8_x4)(
+                    [&[0u8; 333], &[255u8; 333], &[0u8; 333], &[128u8; 333]],
+                    &low
+                ),
+                [0, -333 * 255 * 127, 0, -333 * 128 * 127],
+                "{}",
+                k.name
+            );
+            assert_eq!(
+                (k.dot_u8i8_x4)([&[0u8; 333], &[255u8; 333], &[1u8; 333], &[0u8; 333]], &hi),
+                [0, 333 * 255 * 127, 333 * 127, 0],
                 "{}",
                 k.name
             );

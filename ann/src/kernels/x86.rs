@@ -54,17 +54,11 @@ pub fn avx2_set() -> Option<KernelSet> {
             },
             dot_u8i8_x4: |rows, b| {
                 // SAFETY: as above.
-                rows.map(|a| unsafe { u8i8_avx2(a, b) })
+                unsafe { u8i8_x4_avx2(rows, b) }
             },
             dot_u8i8_rows: |rows, ids, b, out| {
                 // SAFETY: as above.
-                dot_rows_by_four(
-                    |r, b| r.map(|a| unsafe { u8i8_avx2(a, b) }),
-                    rows,
-                    ids,
-                    b,
-                    out,
-                )
+                unsafe { u8i8_rows_avx2(rows, ids, b, out) }
             },
             quantize_i8: |v, out| {
                 // SAFETY: as above (AVX2 is among the detected features).
@@ -546,6 +540,99 @@ unsafe fn u8i8_avx2(a: &[u8], b: &[i8]) -> i32 {
         i += 16;
     }
     hsum256_i32(acc) + scalar::dot_u8i8(&a[i..n], &b[i..n])
+}
+
+/// What the sign-trick kernels need of the i8 vector `b` over its first `n32` codes (a multiple of
+/// 32): `128 * sum(b[..n32])`, or `None` when a code is -128, which the trick cannot take (see
+/// [`u8i8_signed_block`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn u8i8_query_avx2(b: &[i8], n32: usize) -> Option<i32> {
+    debug_assert!(n32.is_multiple_of(32) && n32 <= b.len());
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let zero = _mm256_setzero_si256();
+    // Lanes that held a -128, and the running sums.
+    let (mut minimum, mut sum) = (zero, zero);
+    let pb = b.as_ptr();
+    let mut i = 0;
+    while i < n32 {
+        let q = _mm256_loadu_si256(pb.add(i) as *const __m256i);
+        minimum = _mm256_or_si256(minimum, _mm256_cmpeq_epi8(q, flip));
+        // The codes offset by 128 are unsigned: their sums of eight, against zero.
+        sum = _mm256_add_epi64(sum, _mm256_sad_epu8(_mm256_xor_si256(q, flip), zero));
+        i += 32;
+    }
+    if _mm256_testz_si256(minimum, minimum) == 0 {
+        return None;
+    }
+    let s = _mm_add_epi64(
+        _mm256_castsi256_si128(sum),
+        _mm256_extracti128_si256::<1>(sum),
+    );
+    let offset_sum = _mm_cvtsi128_si64(s) + _mm_extract_epi64::<1>(s);
+    // sum(b) = sum(b + 128) - 128 n; |sum(b)| <= 128 n.
+    Some((offset_sum - 128 * n32 as i64).wrapping_mul(128) as i32)
+}
+
+/// Raw sums over the first `n32` bytes (a multiple of 32) of each of the four rows with `b`,
+/// as `sum(x * b)` where `x = row - 128`: `|x|` times `b` carrying `x`'s sign (`vpsignb`), pairs
+/// summed by `vpmaddubsw` (unsigned times signed). With every code of `b` in [-127, 127] a pair is at
+/// most 2 * 128 * 127 = 32,512, so the i16 sums never saturate and the result is exact.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn u8i8_signed_block(rows: [&[u8]; 4], b: &[i8], n32: usize) -> [i32; 4] {
+    let flip = _mm256_set1_epi8(i8::MIN);
+    let ones = _mm256_set1_epi16(1);
+    let pb = b.as_ptr();
+    let pr = rows.map(|r| r.as_ptr());
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut i = 0;
+    while i < n32 {
+        let q = _mm256_loadu_si256(pb.add(i) as *const __m256i);
+        for r in 0..4 {
+            let x = _mm256_xor_si256(_mm256_loadu_si256(pr[r].add(i) as *const __m256i), flip);
+            let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(q, x));
+            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs, ones));
+        }
+        i += 32;
+    }
+    acc.map(|a| hsum256_i32(a))
+}
+
+/// [`scalar::dot_u8i8_x4`], the query's codes read once for the four rows: the sign trick of
+/// [`u8i8_signed_block`] over whole blocks of 32 where `b` has no -128 (as
+/// [`crate::quant::quantize_into`] makes it), the widening kernel otherwise; the tails in scalar code.
+#[target_feature(enable = "avx2")]
+unsafe fn u8i8_x4_avx2(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
+    let shortest = rows.iter().map(|r| r.len()).min().unwrap_or(0);
+    let n32 = shortest.min(b.len()) / 32 * 32;
+    let Some(offset) = u8i8_query_avx2(b, n32) else {
+        return rows.map(|a| u8i8_avx2(a, b));
+    };
+    let sums = u8i8_signed_block(rows, b, n32);
+    std::array::from_fn(|r| {
+        let tail = scalar::dot_u8i8(&rows[r][n32.min(rows[r].len())..], &b[n32..]);
+        sums[r].wrapping_add(offset).wrapping_add(tail)
+    })
+}
+
+/// [`scalar::dot_u8i8_rows`] with the sign trick (see [`u8i8_x4_avx2`]), `b` checked once for the
+/// whole list.
+#[target_feature(enable = "avx2")]
+unsafe fn u8i8_rows_avx2(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
+    let n32 = rows.dim.min(b.len()) / 32 * 32;
+    let Some(offset) = u8i8_query_avx2(b, n32) else {
+        return dot_rows_by_four(|r, b| r.map(|a| u8i8_avx2(a, b)), rows, ids, b, out);
+    };
+    for (group, o) in ids.chunks(4).zip(out.chunks_mut(4)) {
+        let row = |j: usize| rows.row(group[j.min(group.len() - 1)]);
+        let four = [row(0), row(1), row(2), row(3)];
+        let sums = u8i8_signed_block(four, b, n32);
+        for (j, o) in o.iter_mut().enumerate() {
+            let tail = scalar::dot_u8i8(&four[j][n32..], &b[n32..]);
+            *o = sums[j].wrapping_add(offset).wrapping_add(tail);
+        }
+    }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
