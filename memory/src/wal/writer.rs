@@ -4,9 +4,9 @@
 //! page-cache writeback and no separate `fdatasync`. Where the file system refuses direct I/O (tmpfs on older
 //! kernels, other systems) it writes at the log's end and calls `fdatasync`, as the log always did.
 //!
-//! The file grows [`PREALLOC`] bytes of written zeros at a time, ahead of the frames, in one write of its
-//! own (direct and synchronous too), so that a frame's write overwrites blocks the file already has and
-//! commits no new size or allocation.
+//! The file grows [`PREALLOC`] bytes of written zeros at a time, past the frames being written, in one write
+//! of its own (direct and synchronous too), so that the next frames' writes overwrite blocks the file already
+//! has and commit no new size or allocation (only a write that crosses the zeros' end allocates its own).
 //!
 //! Writing a block again is safe: its earlier bytes are the same in the old and the new copy, so a crash
 //! mid-write can only tear the new frames, which recovery then cuts off.
@@ -133,15 +133,15 @@ impl SyncWriter {
         res
     }
 
-    /// Extend the file with zeros to the next multiple of [`PREALLOC`] at or past `upto`. The zeros start at
-    /// the first block after the log's end (the block holding the end is written with the next frames) or
-    /// at the block holding the file's end, whichever is later: never over a frame. If that fails (a full
-    /// disk), the file keeps what it got and the frames' write extends it as far as it needs.
+    /// Extend the file with zeros to the next multiple of [`PREALLOC`] at or past `upto`, the end of the
+    /// frames about to be written. The zeros start at the first block after `upto` (the frames' own write
+    /// covers the blocks up to it: writing zeros there first would write a large batch twice) or at the
+    /// block holding the file's end, whichever is later: never over a frame. If that fails (a full disk),
+    /// the file keeps what it got and the frames' write extends it as far as it needs.
     fn grow(&mut self, upto: u64) {
         let block = BLOCK as u64;
         let target = upto.div_ceil(PREALLOC) * PREALLOC;
-        let from = self
-            .end
+        let from = upto
             .next_multiple_of(block)
             .max(self.allocated - self.allocated % block);
         let mut at = from;
