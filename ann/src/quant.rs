@@ -118,6 +118,8 @@ pub struct QuantQuery {
     codes: Vec<i8>,
     /// `128 * sum(codes)`, the correction for the rows' +128 offset.
     offset_sum: i32,
+    /// Whether every code lies in [-127, 127] (as [`quantize_into`] makes them).
+    in_range: bool,
     scale: f32,
     norm2: f32,
 }
@@ -360,10 +362,12 @@ impl Int8Vectors {
     pub fn quantize_query(&self, q: &[f32]) -> QuantQuery {
         let mut codes = vec![0i8; q.len()];
         let scale = quantize_into(q, &mut codes);
-        let sum: i32 = codes.iter().map(|&c| c as i32).sum();
+        let k = kernels::I8Query::new(&codes);
+        let (offset_sum, in_range) = (k.offset_sum(), k.in_range());
         QuantQuery {
             codes,
-            offset_sum: OFFSET * sum,
+            offset_sum,
+            in_range,
             scale,
             norm2: kernels::dot_f32(q, q),
         }
@@ -391,12 +395,13 @@ impl Int8Vectors {
             stride: self.stride,
             dim: self.dim,
         };
+        let query = kernels::I8Query::with_known(&q.codes, q.offset_sum, q.in_range);
         // One kernel call per block of rows, the raw dots kept on the stack.
         const BLOCK: usize = 64;
         let mut dots = [0i32; BLOCK];
         for (block, dists) in ids.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
             let dots = &mut dots[..block.len()];
-            kernels::dot_u8i8_rows(rows, block, &q.codes, dots);
+            kernels::dot_u8i8_rows(rows, block, query, dots);
             for ((d, &id), &dot) in dists.iter_mut().zip(block).zip(dots.iter()) {
                 *d = self.finish(metric, q, id, dot);
             }

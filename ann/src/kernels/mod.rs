@@ -57,8 +57,58 @@ impl<'a> CodeRows<'a> {
     }
 }
 
+/// An i8 vector as [`KernelSet::dot_u8i8_rows`] takes it: its codes, with `128 * sum(codes)` and whether
+/// every code lies in [-127, 127] worked out once (kernels that score rows by their sign use both).
+#[derive(Debug, Clone, Copy)]
+pub struct I8Query<'a> {
+    codes: &'a [i8],
+    offset_sum: i32,
+    in_range: bool,
+}
+
+impl<'a> I8Query<'a> {
+    /// The vector `codes`, its sum and range worked out here.
+    pub fn new(codes: &'a [i8]) -> Self {
+        let sum = codes.iter().fold(0i32, |s, &c| s.wrapping_add(c as i32));
+        Self {
+            codes,
+            offset_sum: sum.wrapping_mul(128),
+            in_range: !codes.contains(&i8::MIN),
+        }
+    }
+
+    /// The vector with `offset_sum` (`128 * sum(codes)`, wrapping) and `in_range` (no code is -128) as the
+    /// caller worked them out for these codes.
+    pub(crate) fn with_known(codes: &'a [i8], offset_sum: i32, in_range: bool) -> Self {
+        debug_assert_eq!((offset_sum, in_range), {
+            let q = Self::new(codes);
+            (q.offset_sum, q.in_range)
+        });
+        Self {
+            codes,
+            offset_sum,
+            in_range,
+        }
+    }
+
+    /// The codes.
+    pub fn codes(&self) -> &'a [i8] {
+        self.codes
+    }
+
+    /// `128 * sum(codes)` (wrapping in i32).
+    pub fn offset_sum(&self) -> i32 {
+        self.offset_sum
+    }
+
+    /// Whether every code lies in [-127, 127].
+    pub fn in_range(&self) -> bool {
+        self.in_range
+    }
+}
+
 /// Signature of [`scalar::dot_u8i8_rows`]: rows, ids, the vector, out.
-pub type DotRows = fn(CodeRows<'_>, &[u32], &[i8], &mut [i32]);
+pub type DotRows = fn(CodeRows<'_>, &[u32], I8Query<'_>, &mut [i32]);
 
 /// [`KernelSet::dot_u8i8_rows`] through a four-row kernel: each group of four ids in one call (a short last
 /// group repeats its last id and keeps only its own results).
@@ -247,7 +297,7 @@ pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
 
 /// [`KernelSet::dot_u8i8_rows`] of the active set.
 #[inline]
-pub fn dot_u8i8_rows(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
+pub fn dot_u8i8_rows(rows: CodeRows<'_>, ids: &[u32], b: I8Query<'_>, out: &mut [i32]) {
     (active().dot_u8i8_rows)(rows, ids, b, out)
 }
 
@@ -408,7 +458,7 @@ mod tests {
                     let ids: Vec<u32> = (0..len).map(|_| rng.below(9) as u32).collect();
                     for b in [&ib, &qb] {
                         let mut got = vec![7i32; len];
-                        (k.dot_u8i8_rows)(code_rows, &ids, b, &mut got);
+                        (k.dot_u8i8_rows)(code_rows, &ids, I8Query::new(b), &mut got);
                         let want: Vec<i32> = ids
                             .iter()
                             .map(|&id| (s.dot_u8i8)(code_rows.row(id), b))

@@ -46,7 +46,7 @@ pub fn neon_set() -> Option<KernelSet> {
                     |r, b| r.map(|a| unsafe { u8i8_neon(a, b) }),
                     rows,
                     ids,
-                    b,
+                    b.codes(),
                     out,
                 )
             },

@@ -100,8 +100,13 @@ pub fn dot_u8i8_x4(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
 }
 
 /// [`dot_u8i8`] of each row `ids` names with one vector, into `out` (same length).
-pub fn dot_u8i8_rows(rows: super::CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
-    super::dot_rows_by_four(dot_u8i8_x4, rows, ids, b, out)
+pub fn dot_u8i8_rows(
+    rows: super::CodeRows<'_>,
+    ids: &[u32],
+    b: super::I8Query<'_>,
+    out: &mut [i32],
+) {
+    super::dot_rows_by_four(dot_u8i8_x4, rows, ids, b.codes(), out)
 }
 
 /// Quantises `v` to int8 codes stored offset by +128 in `out`, scaled so the largest magnitude maps to 127

@@ -3,7 +3,7 @@
 //! The `unsafe fn`s require their target features; they are only reachable through the safe wrappers
 //! in [`avx2_set`] / [`avx512_set`], which return `None` unless the running CPU has the features.
 
-use super::{dot_rows_by_four, scalar, CodeRows, KernelSet, SignRows};
+use super::{dot_rows_by_four, scalar, CodeRows, I8Query, KernelSet, SignRows};
 use half::f16;
 use std::arch::x86_64::*;
 
@@ -141,7 +141,7 @@ pub fn avx512_set() -> Option<KernelSet> {
                     |r, b| r.map(|a| unsafe { u8i8_avx512(a, b) }),
                     rows,
                     ids,
-                    b,
+                    b.codes(),
                     out,
                 )
             },
@@ -616,21 +616,34 @@ unsafe fn u8i8_x4_avx2(rows: [&[u8]; 4], b: &[i8]) -> [i32; 4] {
     })
 }
 
-/// [`scalar::dot_u8i8_rows`] with the sign trick (see [`u8i8_x4_avx2`]), `b` checked once for the
-/// whole list.
+/// [`scalar::dot_u8i8_rows`] with the sign trick (see [`u8i8_x4_avx2`]), the vector's sum and range
+/// taken from `q` (worked out once per query, not per call).
 #[target_feature(enable = "avx2")]
-unsafe fn u8i8_rows_avx2(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
-    let n32 = rows.dim.min(b.len()) / 32 * 32;
-    let Some(offset) = u8i8_query_avx2(b, n32) else {
+unsafe fn u8i8_rows_avx2(rows: CodeRows<'_>, ids: &[u32], q: I8Query<'_>, out: &mut [i32]) {
+    let b = q.codes();
+    // `q`'s sum covers all of `b`: rows of another length take the widening kernel, as does a -128.
+    if !q.in_range() || b.len() != rows.dim {
         return dot_rows_by_four(|r, b| r.map(|a| u8i8_avx2(a, b)), rows, ids, b, out);
+    }
+    let n = b.len();
+    let n32 = n / 32 * 32;
+    // sum(row * b) = sum((row - 128) * b) + 128 * sum(b): the blocks give the first sum, the tail
+    // its share, and `q` the last term.
+    let signed_tail = |row: &[u8]| -> i32 {
+        row[n32..n]
+            .iter()
+            .zip(&b[n32..n])
+            .map(|(&x, &y)| (x as i32 - 128) * y as i32)
+            .sum()
     };
     for (group, o) in ids.chunks(4).zip(out.chunks_mut(4)) {
         let row = |j: usize| rows.row(group[j.min(group.len() - 1)]);
         let four = [row(0), row(1), row(2), row(3)];
         let sums = u8i8_signed_block(four, b, n32);
         for (j, o) in o.iter_mut().enumerate() {
-            let tail = scalar::dot_u8i8(&four[j][n32..], &b[n32..]);
-            *o = sums[j].wrapping_add(offset).wrapping_add(tail);
+            *o = sums[j]
+                .wrapping_add(signed_tail(four[j]))
+                .wrapping_add(q.offset_sum());
         }
     }
 }
@@ -682,7 +695,8 @@ unsafe fn u8i8_vnni(a: &[u8], b: &[i8]) -> i32 {
 /// [`u8i8_vnni_x4`] over a list of rows, four at a time, within one call (inlined, so the vector's blocks
 /// and the loop stay in registers rather than crossing a dispatch per group).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn u8i8_vnni_rows(rows: CodeRows<'_>, ids: &[u32], b: &[i8], out: &mut [i32]) {
+unsafe fn u8i8_vnni_rows(rows: CodeRows<'_>, ids: &[u32], q: I8Query<'_>, out: &mut [i32]) {
+    let b = q.codes();
     for (group, o) in ids.chunks(4).zip(out.chunks_mut(4)) {
         let row = |j: usize| rows.row(group[j.min(group.len() - 1)]);
         let d = u8i8_vnni_x4([row(0), row(1), row(2), row(3)], b);
