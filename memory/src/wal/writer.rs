@@ -6,7 +6,9 @@
 //!
 //! The file grows [`PREALLOC`] bytes of written zeros at a time, past the frames being written, in one write
 //! of its own (direct and synchronous too), so that the next frames' writes overwrite blocks the file already
-//! has and commit no new size or allocation (only a write that crosses the zeros' end allocates its own).
+//! has and commit no new size or allocation (only a write that crosses the zeros' end allocates its own). A
+//! write of a quarter of that or more (a large batch) skips the zeros and extends the file itself: writing
+//! them would cost about as much as the batch, for the sake of later writes that may never come.
 //!
 //! Writing a block again is safe: its earlier bytes are the same in the old and the new copy, so a crash
 //! mid-write can only tear the new frames, which recovery then cuts off.
@@ -26,6 +28,9 @@ const BLOCK: usize = 4096;
 #[repr(align(4096))]
 pub(super) struct Zeros(pub(super) [u8; PREALLOC as usize]);
 pub(super) static ZEROS: Zeros = Zeros([0; PREALLOC as usize]);
+
+/// A write at least this long extends the file itself rather than growing it by zeros first.
+const OWN_ALLOCATION: usize = PREALLOC as usize / 4;
 
 /// A scratch buffer bigger than this is released after the write that needed it (a large batch).
 const KEEP_SCRATCH: usize = 4 << 20;
@@ -89,7 +94,9 @@ impl SyncWriter {
 
     fn write_inner(&mut self, bytes: &[u8]) -> io::Result<()> {
         let new_end = self.end + bytes.len() as u64;
-        if new_end > self.allocated {
+        // A large write allocates its own blocks (one more journal commit within its synchronous write);
+        // zeros written first would cost as much as the write again. Small writes share the zeros.
+        if new_end > self.allocated && bytes.len() < OWN_ALLOCATION {
             self.grow(new_end);
         }
         if self.direct.is_some() {
@@ -178,6 +185,7 @@ impl SyncWriter {
             self.tail.extend_from_slice(bytes);
         }
         self.end = new_end;
+        self.allocated = self.allocated.max(new_end);
     }
 }
 
@@ -286,13 +294,27 @@ mod tests {
             assert_eq!(&got[5000..5004], b"next");
             assert_eq!(&got[5004..11_004], &more[..]);
             assert!(got[11_004..].iter().all(|&b| b == 0));
-            // Past the preallocation: one more whole step.
+            // A large write past the preallocation extends the file itself, with no zeros first (a direct
+            // write ends on a whole block).
             let big = vec![7u8; PREALLOC as usize];
             w.write_durably(&big).unwrap();
             let got = std::fs::read(&p).unwrap();
+            let end = 11_004 + big.len();
+            let len = if w.direct.is_some() {
+                end.next_multiple_of(BLOCK)
+            } else {
+                end
+            };
+            assert_eq!(got.len(), len);
+            assert_eq!(&got[11_004..end], &big[..]);
+            assert!(got[end..].iter().all(|&b| b == 0));
+            // The next small write grows the file by zeros to a whole preallocation again.
+            w.write_durably(b"tail").unwrap();
+            let got = std::fs::read(&p).unwrap();
             assert_eq!(got.len() as u64, 2 * PREALLOC);
-            assert_eq!(&got[11_004..11_004 + big.len()], &big[..]);
-            assert!(got[11_004 + big.len()..].iter().all(|&b| b == 0));
+            assert_eq!(&got[11_004..end], &big[..]);
+            assert_eq!(&got[end..end + 4], b"tail");
+            assert!(got[end + 4..].iter().all(|&b| b == 0));
         }
     }
 
