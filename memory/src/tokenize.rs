@@ -151,19 +151,51 @@ impl Tokenizer {
     }
 
     /// [`Self::terms`] for ASCII text, where normalisation, accent folding and CJK cannot apply: the same
-    /// terms, without the Unicode work.
+    /// terms, without the Unicode work. Words are found as spans of the text (a letter or digit, then
+    /// letters, digits and apostrophes) and lower-cased into a buffer once each; the per-thread stem cache
+    /// is borrowed once for the whole text.
     fn ascii_terms(&self, text: &str, out: &mut Terms) {
-        let mut word = String::new();
-        for b in text.bytes() {
-            if b.is_ascii_alphanumeric() {
-                word.push(char::from(b.to_ascii_lowercase()));
-            } else if b == b'\'' && !word.is_empty() {
-                word.push('\'');
-            } else {
-                self.flush_word(&mut word, out);
+        let bytes = text.as_bytes();
+        let mut word = String::with_capacity(32);
+        with_stem_cache(|cache| {
+            let mut i = 0;
+            while i < bytes.len() {
+                if !bytes[i].is_ascii_alphanumeric() {
+                    i += 1;
+                    continue;
+                }
+                let (mut apostrophe, mut digit) = (false, false);
+                word.clear();
+                while let Some(&c) = bytes.get(i) {
+                    if c.is_ascii_alphanumeric() {
+                        digit |= c.is_ascii_digit();
+                        word.push(char::from(c.to_ascii_lowercase()));
+                    } else if c == b'\'' {
+                        apostrophe = true;
+                        word.push('\'');
+                    } else {
+                        break;
+                    }
+                    i += 1;
+                }
+                if apostrophe {
+                    // "alice's" -> "alice"; "don't" -> "dont".
+                    if word.ends_with("'s") {
+                        word.truncate(word.len() - 2);
+                    }
+                    word.retain(|c| c != '\'');
+                    if word.is_empty() {
+                        continue;
+                    }
+                }
+                let w = word.as_str();
+                if self.config.stemming && !digit {
+                    self.stem_cached(cache, w, out);
+                } else if !(self.config.stop_words && is_stop_word(w)) {
+                    out.push(w);
+                }
             }
-        }
-        self.flush_word(&mut word, out);
+        });
     }
 
     /// Ends the word being read: drops a possessive "'s" and apostrophes, skips stop words, stems.
@@ -189,36 +221,44 @@ impl Tokenizer {
         word.clear();
     }
 
-    /// Appends the Snowball stem of an ASCII word unless it is a stop word this tokenizer drops. Both answers
-    /// are remembered per thread (words repeat: most of a text's words were seen before).
+    /// Appends the Snowball stem of an ASCII word unless it is a stop word this tokenizer drops (see
+    /// [`Self::stem_cached`]).
     fn stem_into(&self, w: &str, out: &mut Terms) {
-        const MAX_CACHED: usize = 1 << 16;
-        /// A word's stem, and whether the word is a stop word.
-        type Seen = (String, bool);
-        thread_local! {
-            static STEMS: std::cell::RefCell<crate::FastMap<String, Seen>> =
-                std::cell::RefCell::new(crate::FastMap::default());
-        }
-        let drop_stop = self.config.stop_words;
-        STEMS.with(|cell| {
-            let mut cache = cell.borrow_mut();
-            if let Some((stem, stop)) = cache.get(w) {
-                if !(drop_stop && *stop) {
-                    out.push(stem);
-                }
-                return;
-            }
-            let stop = is_stop_word(w);
-            let stem = self.stemmer.stem(w).into_owned();
-            if !(drop_stop && stop) {
-                out.push(&stem);
-            }
-            if cache.len() >= MAX_CACHED {
-                cache.clear();
-            }
-            cache.insert(w.to_string(), (stem, stop));
-        })
+        with_stem_cache(|cache| self.stem_cached(cache, w, out));
     }
+
+    /// [`Self::stem_into`] with the thread's cache of answers already borrowed: words repeat, and most of a
+    /// text's words were seen before.
+    fn stem_cached(&self, cache: &mut StemCache, w: &str, out: &mut Terms) {
+        const MAX_CACHED: usize = 1 << 16;
+        let drop_stop = self.config.stop_words;
+        if let Some((stem, stop)) = cache.get(w) {
+            if !(drop_stop && *stop) {
+                out.push(stem);
+            }
+            return;
+        }
+        let stop = is_stop_word(w);
+        let stem = self.stemmer.stem(w).into_owned();
+        if !(drop_stop && stop) {
+            out.push(&stem);
+        }
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(w.to_string(), (stem, stop));
+    }
+}
+
+/// Per thread, each ASCII word's Snowball stem and whether it is a stop word.
+type StemCache = crate::FastMap<String, (String, bool)>;
+
+/// Runs `f` with this thread's [`StemCache`].
+fn with_stem_cache<R>(f: impl FnOnce(&mut StemCache) -> R) -> R {
+    thread_local! {
+        static STEMS: std::cell::RefCell<StemCache> = std::cell::RefCell::new(StemCache::default());
+    }
+    STEMS.with(|cell| f(&mut cell.borrow_mut()))
 }
 
 /// A text's index terms, in order, packed in one string buffer.
@@ -359,6 +399,23 @@ mod tests {
                 assert_eq!(t.tokens(text), v);
                 assert_eq!(unicode.len(), v.len());
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any ASCII text, apostrophes, digits and capitals among its words, gives the same terms through
+        /// the fast path as through the Unicode path, under every setting.
+        #[test]
+        fn ascii_fast_path_matches_the_unicode_path_on_any_ascii(
+            text in "[a-zA-Z0-9' .,;:!?()\\-]{0,80}",
+            stemming: bool,
+            stop_words: bool,
+        ) {
+            let t = Tokenizer::new(TokenizerConfig { stemming, stop_words });
+            let (mut ascii, mut unicode) = (Terms::default(), Terms::default());
+            t.ascii_terms(&text, &mut ascii);
+            t.unicode_terms(&text, &mut unicode);
+            proptest::prop_assert_eq!(ascii, unicode);
         }
     }
 
