@@ -34,6 +34,9 @@ const HEADER_LEN: u64 = 16;
 const MAX_FRAME: u32 = 64 << 20;
 /// A durable log's file grows by this many bytes of written zeros at a time.
 pub const PREALLOC: u64 = 1 << 20;
+/// A single write at least this long (a large batch) extends the log itself: zeros grown ahead of it would
+/// cost about as much as the write, for the sake of later writes that may never come.
+const OWN_ALLOCATION: usize = PREALLOC as usize / 4;
 
 /// When an acknowledged change reaches the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -333,7 +336,7 @@ impl Appender {
     /// appends stay readable.
     fn write(&mut self, bytes: &[u8], path: &Path) -> Result<()> {
         let end = self.len + bytes.len() as u64;
-        if self.preallocate && end > self.allocated {
+        if self.preallocate && end > self.allocated && bytes.len() < OWN_ALLOCATION {
             self.grow(end);
         }
         if let Err(e) = self.file.write_all(bytes) {
@@ -348,23 +351,22 @@ impl Appender {
         Ok(())
     }
 
-    /// Extend the file with written zeros to the next multiple of [`PREALLOC`] at or past `end`. If that
-    /// fails (a full disk), the file is cut back and the append simply extends it.
+    /// Extend the file with written zeros to the next multiple of [`PREALLOC`] at or past `end`, the end
+    /// of the frames about to be written: the zeros start past them (or at the file's end, if later), never
+    /// under them. If that fails (a full disk), the file is cut back and the append simply extends it.
     fn grow(&mut self, end: u64) {
         let zeros = &writer::ZEROS.0;
         let target = end.div_ceil(PREALLOC) * PREALLOC;
-        let filled = self
-            .file
-            .seek(SeekFrom::Start(self.allocated))
-            .and_then(|_| {
-                let mut at = self.allocated;
-                while at < target {
-                    let n = (target - at).min(zeros.len() as u64) as usize;
-                    self.file.write_all(&zeros[..n])?;
-                    at += n as u64;
-                }
-                Ok(())
-            });
+        let from = end.max(self.allocated);
+        let filled = self.file.seek(SeekFrom::Start(from)).and_then(|_| {
+            let mut at = from;
+            while at < target {
+                let n = (target - at).min(zeros.len() as u64) as usize;
+                self.file.write_all(&zeros[..n])?;
+                at += n as u64;
+            }
+            Ok(())
+        });
         if filled.is_ok() {
             self.allocated = target;
         } else {
@@ -1052,6 +1054,36 @@ mod tests {
         let lsns: Vec<u64> = rec.entries.iter().map(|e| e.lsn).collect();
         assert_eq!(lsns, vec![1, 2, 3, 4, 5]);
         assert_eq!(file_len(), PREALLOC);
+    }
+
+    #[test]
+    fn a_log_synced_every_few_ms_grows_by_zeros_and_a_large_write_extends_it_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ms.wal");
+        let entry = |i: u64, len: usize| WalOp::Extension {
+            name: format!("x{i}"),
+            payload: vec![i as u8 + 1; len],
+        };
+        let len = || std::fs::metadata(&p).unwrap().len();
+        let good = || read_log(&p).unwrap().good_len;
+        let (wal, _) = Wal::open(&p, 0, Durability::WithinMs(5)).unwrap();
+        wal.append(&entry(0, 100)).unwrap();
+        wal.sync_all().unwrap();
+        assert_eq!(len(), PREALLOC);
+        // Past the zeros with a large write: the file ends with the frames.
+        wal.append(&entry(1, PREALLOC as usize)).unwrap();
+        wal.sync_all().unwrap();
+        assert_eq!(len(), good());
+        // The next small write grows it by zeros again, after its frame.
+        wal.append(&entry(2, 100)).unwrap();
+        wal.sync_all().unwrap();
+        assert_eq!(len(), 2 * PREALLOC);
+        drop(wal);
+        let rec = read_log(&p).unwrap();
+        assert_eq!(rec.entries.len(), 3);
+        assert_eq!(rec.entries[2].op, entry(2, 100));
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(bytes[rec.good_len as usize..].iter().all(|&b| b == 0));
     }
 
     #[test]

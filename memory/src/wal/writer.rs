@@ -18,7 +18,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use super::PREALLOC;
+use super::{OWN_ALLOCATION, PREALLOC};
 
 /// The unit of a direct write: offsets, lengths and the buffer's address are multiples of it.
 const BLOCK: usize = 4096;
@@ -28,9 +28,6 @@ const BLOCK: usize = 4096;
 #[repr(align(4096))]
 pub(super) struct Zeros(pub(super) [u8; PREALLOC as usize]);
 pub(super) static ZEROS: Zeros = Zeros([0; PREALLOC as usize]);
-
-/// A write at least this long extends the file itself rather than growing it by zeros first.
-const OWN_ALLOCATION: usize = PREALLOC as usize / 4;
 
 /// A scratch buffer bigger than this is released after the write that needed it (a large batch).
 const KEEP_SCRATCH: usize = 4 << 20;
