@@ -824,6 +824,7 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
     let so = sink.offset_size();
     let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
     let mut out = Vec::with_capacity(data.len().saturating_mul(elem).min(1 << 30));
+    crate::hugepages::advise_spare(&mut out);
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),

@@ -10,6 +10,7 @@ use std::path::Path;
 use clawhdf5_format::{Array, Data, FileAppender, FormatError};
 
 use crate::columns::{self, ColumnGroup};
+use crate::config::VectorPrecision;
 use crate::dictionary::{Dictionaries, DICTIONARY_COLUMNS};
 use crate::error::{MemoryError, Result};
 use crate::integrity::SignedManifest;
@@ -39,6 +40,25 @@ pub struct Increment<'a> {
     pub graph: Option<(&'a [u8], usize)>,
 }
 
+/// About how many bytes the rows `rows` add to the file: their vectors, their texts as heap objects (a
+/// 16-byte header and padding each) with a 16-byte reference, and the other columns before compression.
+fn new_rows_bytes(inc: &Increment<'_>, rows: std::ops::Range<usize>) -> usize {
+    let vector = inc.meta.config.embedding_dim.map_or(0, |d| {
+        d as usize
+            * match inc.meta.config.vector_precision {
+                VectorPrecision::F16 => 2,
+                VectorPrecision::F32 => 4,
+            }
+    });
+    let texts: usize = inc.records.get(rows.clone()).map_or(0, |rs| {
+        rs.iter().map(|r| r.text.len().next_multiple_of(8)).sum()
+    });
+    texts + rows.len() * (vector + 32 + 16 + OTHER_COLUMN_BYTES)
+}
+
+/// Bytes of a row's columns other than its text and vector, uncompressed (ids, times, codes, flags).
+const OTHER_COLUMN_BYTES: usize = 96;
+
 /// Append `inc` to the store file at `path`, which holds `file`; returns what the file holds afterwards.
 pub fn append(
     path: &Path,
@@ -63,6 +83,7 @@ pub fn append(
 
     // New rows, every column.
     if n > old {
+        app.reserve(new_rows_bytes(inc, old..n));
         let all = [
             ColumnGroup::Fixed,
             ColumnGroup::Text,

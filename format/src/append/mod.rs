@@ -631,6 +631,12 @@ impl FileAppender {
         self.current_dims(dataset_path)
     }
 
+    /// Makes room for about `bytes` more of this session's data before a large change, so the buffer the
+    /// commit writes grows once instead of doubling (and copying) its way there.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.sink.reserve(bytes);
+    }
+
     /// Appends rows along dimension 0 of a chunked dataset whose dimension 0 can grow.
     pub fn append_rows(&mut self, dataset_path: &str, rows: Array) -> Result<()> {
         let cur = self.current_dims(dataset_path)?;
@@ -877,6 +883,7 @@ impl FileAppender {
         let new_dims0 = if append { end } else { dims[0] };
         let b = (end.div_ceil(c0) * c0).min(new_dims0);
         let mut band = vec![0u8; (b - a) as usize * row_bytes];
+        crate::hugepages::advise(&mut band);
         let old_end = dims[0].min(b);
         if old_end > a {
             let mut s = vec![0u64; rank];
@@ -892,6 +899,8 @@ impl FileAppender {
         shape[0] = b - a;
         let mut origin = vec![0u64; rank];
         origin[0] = a;
+        // Room for the band's chunks as stored (filters rarely grow them much), grown once.
+        self.sink.reserve(band.len() + band.len() / 8);
         let fresh = write_chunks(
             &mut self.sink,
             &band,

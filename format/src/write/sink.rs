@@ -78,8 +78,20 @@ impl Sink {
     /// Appends `bytes`, returning their address.
     pub fn append(&mut self, bytes: &[u8]) -> u64 {
         let a = self.pos();
+        self.reserve(bytes.len());
         self.buf.extend_from_slice(bytes);
         a
+    }
+
+    /// Makes room for `additional` more bytes, at least doubling the buffer when it grows; a large buffer's
+    /// new room is advised onto huge pages, so a commit of many megabytes does not fault in 4 KiB pages one
+    /// by one.
+    pub fn reserve(&mut self, additional: usize) {
+        if self.buf.capacity() - self.buf.len() >= additional {
+            return;
+        }
+        self.buf.reserve(additional.max(self.buf.capacity()));
+        crate::hugepages::advise_spare(&mut self.buf);
     }
 }
 
@@ -128,6 +140,7 @@ impl HeapSink<'_> {
         };
         if need_new {
             self.close();
+            self.sink.reserve(COLLECTION_TARGET.max(bytes.len()) + 64);
         }
         let pos = self.sink.pos();
         let buf = &mut self.sink.buf;
@@ -160,5 +173,31 @@ impl VlenSink for HeapSink<'_> {
 
     fn offset_size(&self) -> usize {
         self.sink.sizes.offsets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_grows_once_and_keeps_addresses() {
+        let mut s = Sink::new(100);
+        assert_eq!(s.append(b"abc"), 100);
+        s.reserve(5 << 20);
+        let cap = s.buf.capacity();
+        assert!(cap >= 3 + (5 << 20));
+        // Appends within the reserved room neither move nor reallocate the buffer.
+        let at = s.buf.as_ptr();
+        let chunk = vec![9u8; 1 << 20];
+        for i in 0..5u64 {
+            assert_eq!(s.append(&chunk), 103 + i * (1 << 20));
+        }
+        assert_eq!((s.buf.as_ptr(), s.buf.capacity()), (at, cap));
+        assert_eq!(&s.buf[..4], b"abc\x09");
+        // Growing past it makes room for at least the whole buffer again.
+        let len = s.buf.len();
+        s.reserve(cap);
+        assert!(s.buf.capacity() >= len + cap);
     }
 }
