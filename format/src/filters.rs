@@ -5,7 +5,6 @@ use crate::checksum::fletcher32;
 use crate::error::{corrupt, unsupported, Result};
 use crate::messages::Filter;
 use std::borrow::Cow;
-use std::io::Write;
 
 pub const DEFLATE: u16 = 1;
 pub const SHUFFLE: u16 = 2;
@@ -421,12 +420,7 @@ pub fn encode(filters: &[Filter], data: &[u8], elem: usize, skip: u32) -> Result
             },
             DEFLATE => {
                 let level = f.params.first().copied().unwrap_or(6).min(9);
-                let mut e = flate2::write::ZlibEncoder::new(
-                    Vec::with_capacity(buf.len() / 2),
-                    flate2::Compression::new(level),
-                );
-                e.write_all(&buf)?;
-                e.finish()?
+                crate::deflate::compress(&buf, level)?
             }
             SHUFFLE => shuffle(&buf, f.params.first().map(|&s| s as usize).unwrap_or(elem)),
             FLETCHER32 => {

@@ -24,6 +24,7 @@ pub mod convert;
 pub mod ctx;
 pub mod dataspace;
 pub mod datatype;
+pub(crate) mod deflate;
 pub mod element;
 mod encode_as;
 pub mod error;
