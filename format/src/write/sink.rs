@@ -140,8 +140,9 @@ impl HeapSink<'_> {
         };
         if need_new {
             self.close();
-            self.sink.reserve(COLLECTION_TARGET.max(bytes.len()) + 64);
         }
+        // Room for the object, its header and padding, and a new collection's header, grown as the sink grows.
+        self.sink.reserve(bytes.len() + 64);
         let pos = self.sink.pos();
         let buf = &mut self.sink.buf;
         let (addr, b) = match &mut self.cur {
