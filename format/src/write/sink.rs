@@ -86,10 +86,15 @@ impl Sink {
     /// Makes room for `additional` more bytes, at least doubling the buffer when it grows; a large buffer's
     /// new room is advised onto huge pages, so a commit of many megabytes does not fault in 4 KiB pages one
     /// by one.
+    #[inline]
     pub fn reserve(&mut self, additional: usize) {
-        if self.buf.capacity() - self.buf.len() >= additional {
-            return;
+        if self.buf.capacity() - self.buf.len() < additional {
+            self.grow(additional);
         }
+    }
+
+    #[cold]
+    fn grow(&mut self, additional: usize) {
         self.buf.reserve(additional.max(self.buf.capacity()));
         crate::hugepages::advise_spare(&mut self.buf);
     }
@@ -141,8 +146,6 @@ impl HeapSink<'_> {
         if need_new {
             self.close();
         }
-        // Room for the object, its header and padding, and a new collection's header, grown as the sink grows.
-        self.sink.reserve(bytes.len() + 64);
         let pos = self.sink.pos();
         let buf = &mut self.sink.buf;
         let (addr, b) = match &mut self.cur {
