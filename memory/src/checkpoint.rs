@@ -10,7 +10,6 @@ use std::path::Path;
 use clawhdf5_format::{Array, Data, FileAppender, FormatError};
 
 use crate::columns::{self, ColumnGroup};
-use crate::config::VectorPrecision;
 use crate::dictionary::{Dictionaries, DICTIONARY_COLUMNS};
 use crate::error::{MemoryError, Result};
 use crate::integrity::SignedManifest;
@@ -43,13 +42,10 @@ pub struct Increment<'a> {
 /// About how many bytes the rows `rows` add to the file: their vectors, their texts as heap objects (a
 /// 16-byte header and padding each) with a 16-byte reference, and the other columns before compression.
 fn new_rows_bytes(inc: &Increment<'_>, rows: std::ops::Range<usize>) -> usize {
-    let vector = inc.meta.config.embedding_dim.map_or(0, |d| {
-        d as usize
-            * match inc.meta.config.vector_precision {
-                VectorPrecision::F16 => 2,
-                VectorPrecision::F32 => 4,
-            }
-    });
+    let config = &inc.meta.config;
+    let vector = config
+        .embedding_dim
+        .map_or(0, |d| d as usize * config.vector_precision.bytes());
     let texts: usize = inc.records.get(rows.clone()).map_or(0, |rs| {
         rs.iter().map(|r| r.text.len().next_multiple_of(8)).sum()
     });

@@ -15,6 +15,14 @@ pub enum VectorPrecision {
 }
 
 impl VectorPrecision {
+    /// Bytes of one stored vector element.
+    pub fn bytes(self) -> usize {
+        match self {
+            VectorPrecision::F16 => 2,
+            VectorPrecision::F32 => 4,
+        }
+    }
+
     /// Name stored in the file.
     pub fn as_str(self) -> &'static str {
         match self {

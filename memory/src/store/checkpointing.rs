@@ -222,10 +222,7 @@ impl Store {
         if f.dead_bytes > file_len / 2 {
             return true;
         }
-        let elem = match self.meta.config.vector_precision {
-            crate::config::VectorPrecision::F16 => 2,
-            crate::config::VectorPrecision::F32 => 4,
-        };
+        let elem = self.meta.config.vector_precision.bytes() as u64;
         let dim = u64::from(self.meta.config.embedding_dim.unwrap_or(0));
         let text: u64 = self.records.iter().map(|r| r.text.len() as u64).sum();
         let ext: u64 = self.extensions.values().map(|e| e.len() as u64).sum();
