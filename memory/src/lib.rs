@@ -18,6 +18,7 @@ pub mod record;
 pub mod save_ahead;
 pub mod schema;
 pub mod search;
+mod stem_cache;
 pub mod store;
 pub mod tokenize;
 pub mod validate;

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::stem_cache::{StemCache, WordKey};
+
 /// Tokenizer settings; persisted in the store's configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenizerConfig {
@@ -120,9 +122,40 @@ impl Tokenizer {
         if text.is_ascii() {
             self.ascii_terms(text, &mut out);
         } else {
-            self.unicode_terms(text, &mut out);
+            self.mixed_terms(text, &mut out);
         }
         out
+    }
+
+    /// [`Self::terms`] of a text with some non-ASCII characters: cut at ASCII separators (which end words
+    /// and CJK runs in the Unicode path, and which normalisation neither changes nor moves anything across),
+    /// the pieces that are all ASCII take the ASCII path and only the others the Unicode one.
+    fn mixed_terms(&self, text: &str, out: &mut Terms) {
+        let bytes = text.as_bytes();
+        let separator =
+            |b: u8| b < 0x80 && BYTE_CLASS[usize::from(b)] & (WORD_START | APOSTROPHE) == 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            if separator(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let mut ascii = true;
+            while i < bytes.len() && !separator(bytes[i]) {
+                ascii &= bytes[i] < 0x80;
+                i += 1;
+            }
+            // Cut at ASCII bytes only, so each piece is whole characters.
+            let Some(piece) = text.get(start..i) else {
+                continue;
+            };
+            if ascii {
+                self.ascii_terms(piece, out);
+            } else {
+                self.unicode_terms(piece, out);
+            }
+        }
     }
 
     fn unicode_terms(&self, text: &str, out: &mut Terms) {
@@ -160,24 +193,49 @@ impl Tokenizer {
         with_stem_cache(|cache| {
             let mut i = 0;
             while i < bytes.len() {
-                if !bytes[i].is_ascii_alphanumeric() {
+                if BYTE_CLASS[usize::from(bytes[i])] & WORD_START == 0 {
                     i += 1;
                     continue;
                 }
-                let (mut apostrophe, mut digit) = (false, false);
-                word.clear();
+                let start = i;
+                let mut seen = 0u8;
+                // Up to MAX_WORD bytes, lower-cased, packed as the cache's key as they are read.
+                let mut packed = [0u8; 16];
                 while let Some(&c) = bytes.get(i) {
-                    if c.is_ascii_alphanumeric() {
-                        digit |= c.is_ascii_digit();
-                        word.push(char::from(c.to_ascii_lowercase()));
-                    } else if c == b'\'' {
-                        apostrophe = true;
-                        word.push('\'');
-                    } else {
+                    let class = BYTE_CLASS[usize::from(c)];
+                    if class == 0 {
                         break;
+                    }
+                    seen |= class;
+                    if let Some(b) = packed.get_mut(i - start) {
+                        *b = c | (class & UPPER);
                     }
                     i += 1;
                 }
+                let len = i - start;
+                let digit = seen & DIGIT != 0;
+                let apostrophe = seen & APOSTROPHE != 0;
+                if !apostrophe {
+                    if let Some(key) = WordKey::from_packed(packed, len) {
+                        // Letters and digits only: the packed bytes are the whole word.
+                        let w = &packed[..len];
+                        if self.config.stemming && !digit {
+                            self.stem_keyed(cache, key, w, out);
+                        } else {
+                            let w = std::str::from_utf8(w).unwrap_or_default();
+                            if !(self.config.stop_words && is_stop_word(w)) {
+                                out.push(w);
+                            }
+                        }
+                        continue;
+                    }
+                }
+                word.clear();
+                word.extend(
+                    bytes[start..i]
+                        .iter()
+                        .map(|&c| char::from(c.to_ascii_lowercase())),
+                );
                 if apostrophe {
                     // "alice's" -> "alice"; "don't" -> "dont".
                     if word.ends_with("'s") {
@@ -230,28 +288,68 @@ impl Tokenizer {
     /// [`Self::stem_into`] with the thread's cache of answers already borrowed: words repeat, and most of a
     /// text's words were seen before.
     fn stem_cached(&self, cache: &mut StemCache, w: &str, out: &mut Terms) {
-        const MAX_CACHED: usize = 1 << 16;
+        match WordKey::new(w.as_bytes()) {
+            Some(key) => self.stem_keyed(cache, key, w.as_bytes(), out),
+            None => {
+                // Too long for the cache: stemmed each time (rare).
+                if !(self.config.stop_words && is_stop_word(w)) {
+                    out.push(&self.stemmer.stem(w));
+                }
+            }
+        }
+    }
+
+    /// [`Self::stem_cached`] for a word whose cache key is known.
+    fn stem_keyed(&self, cache: &mut StemCache, key: WordKey, w: &[u8], out: &mut Terms) {
         let drop_stop = self.config.stop_words;
-        if let Some((stem, stop)) = cache.get(w) {
-            if !(drop_stop && *stop) {
-                out.push(stem);
+        if let Some((stem, stop)) = cache.get(key) {
+            if !(drop_stop && stop) {
+                out.push_ascii(stem);
             }
             return;
         }
+        let Ok(w) = std::str::from_utf8(w) else {
+            return;
+        };
         let stop = is_stop_word(w);
-        let stem = self.stemmer.stem(w).into_owned();
+        let stem = self.stemmer.stem(w);
         if !(drop_stop && stop) {
             out.push(&stem);
         }
-        if cache.len() >= MAX_CACHED {
-            cache.clear();
-        }
-        cache.insert(w.to_string(), (stem, stop));
+        cache.insert(key, &stem, stop);
     }
 }
 
-/// Per thread, each ASCII word's Snowball stem and whether it is a stop word.
-type StemCache = crate::FastMap<String, (String, bool)>;
+/// [`BYTE_CLASS`] bits: a byte that can start a word (letter or digit).
+const WORD_START: u8 = 1;
+/// An upper-case letter; also the bit that lower-cases it.
+const UPPER: u8 = 0x20;
+/// A digit.
+const DIGIT: u8 = 2;
+/// An apostrophe (inside a word, not a start).
+const APOSTROPHE: u8 = 4;
+
+/// What each byte is to the ASCII word scanner: 0 ends a word; otherwise the bits above.
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_lowercase() {
+            WORD_START
+        } else if c.is_ascii_uppercase() {
+            WORD_START | UPPER
+        } else if c.is_ascii_digit() {
+            WORD_START | DIGIT
+        } else if c == b'\'' {
+            APOSTROPHE
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
 
 /// Runs `f` with this thread's [`StemCache`].
 fn with_stem_cache<R>(f: impl FnOnce(&mut StemCache) -> R) -> R {
@@ -279,6 +377,16 @@ impl Terms {
 
     fn push(&mut self, term: &str) {
         self.buf.push_str(term);
+        self.ends.push(self.buf.len() as u32);
+    }
+
+    /// [`Self::push`] for an ASCII term held as bytes (a cached stem; each byte is taken as the character
+    /// of that number, which for ASCII is the byte itself).
+    fn push_ascii(&mut self, term: &[u8]) {
+        self.buf.reserve(term.len());
+        for &b in term {
+            self.buf.push(char::from(b));
+        }
         self.ends.push(self.buf.len() as u32);
     }
 
@@ -402,7 +510,66 @@ mod tests {
         }
     }
 
+    #[test]
+    fn mixed_texts_give_the_unicode_path_terms() {
+        let texts = [
+            "Caroline’s café—naïve RÉSUMÉ; 東京タワー in 2022! don’t it's",
+            "ﬁne ﬂowers… ＡＢＣ１２３ x\u{301}y e\u{301}te\u{301} 'quoted’ ’lead",
+            "hello世界 我 喜欢 Größe straße Ωmega",
+            "🙂 emoji 🙂🙂 next",
+        ];
+        for cfg in [
+            TokenizerConfig::default(),
+            TokenizerConfig {
+                stemming: false,
+                stop_words: false,
+            },
+        ] {
+            let t = Tokenizer::new(cfg);
+            for text in texts {
+                let (mut mixed, mut unicode) = (Terms::default(), Terms::default());
+                t.mixed_terms(text, &mut mixed);
+                t.unicode_terms(text, &mut unicode);
+                assert_eq!(mixed, unicode, "{text:?}");
+                assert_eq!(t.terms(text), unicode);
+            }
+        }
+    }
+
     proptest::proptest! {
+        /// A word's term is its Snowball stem whether or not the cache holds it yet, at any length (the
+        /// cache keeps words of up to 15 bytes; longer ones are stemmed each time).
+        #[test]
+        fn cached_stems_are_the_stemmers(words in proptest::collection::vec("[a-zA-Z]{1,20}", 1..40)) {
+            let t = Tokenizer::new(TokenizerConfig { stemming: true, stop_words: false });
+            let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+            let text = words.join(" ");
+            let want: Vec<String> = words
+                .iter()
+                .map(|w| stemmer.stem(&w.to_ascii_lowercase()).into_owned())
+                .collect();
+            proptest::prop_assert_eq!(t.tokens(&text), want.clone());
+            proptest::prop_assert_eq!(t.tokens(&text), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text mixing ASCII with accented, compatibility, CJK and combining characters gives the
+        /// same terms cut into pieces as through the Unicode path whole.
+        #[test]
+        fn mixed_path_matches_the_unicode_path(
+            text in "[a-zA-Z0-9' .,;:!?()\\-éÉüßøΩж’‘ﬁＡ１東京タワー한\u{301}\u{308}…]{0,60}",
+            stemming: bool,
+            stop_words: bool,
+        ) {
+            let t = Tokenizer::new(TokenizerConfig { stemming, stop_words });
+            let (mut mixed, mut unicode) = (Terms::default(), Terms::default());
+            t.mixed_terms(&text, &mut mixed);
+            t.unicode_terms(&text, &mut unicode);
+            proptest::prop_assert_eq!(mixed, unicode);
+        }
+
+
         /// Any ASCII text, apostrophes, digits and capitals among its words, gives the same terms through
         /// the fast path as through the Unicode path, under every setting.
         #[test]
