@@ -825,20 +825,32 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
     let elem = dtype_for_sized(data, so).map_or(8, |d| d.size());
     let mut out = Vec::with_capacity(data.len().saturating_mul(elem).min(1 << 30));
     crate::hugepages::advise_spare(&mut out);
+    encode_into(data, sink, &mut out)?;
+    Ok(out)
+}
+
+/// [`encode`] appending to `out` (what an attribute message does with its value, after its header).
+pub fn encode_into<S: VlenSink + ?Sized>(
+    data: &Data,
+    sink: &mut S,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let so = sink.offset_size();
+    let out_start = out.len();
     match data {
         Data::I8(v) => out.extend(v.iter().map(|x| *x as u8)),
         Data::U8(v) => out.extend_from_slice(v),
-        Data::I16(v) => put_le(&mut out, v, |o, x| o.put_u16(*x as u16)),
-        Data::U16(v) => put_le(&mut out, v, |o, x| o.put_u16(*x)),
-        Data::I32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x as u32)),
-        Data::U32(v) => put_le(&mut out, v, |o, x| o.put_u32(*x)),
-        Data::I64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x as u64)),
-        Data::I128(v) => put_le(&mut out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Data::U128(v) => put_le(&mut out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
-        Data::U64(v) => put_le(&mut out, v, |o, x| o.put_u64(*x)),
-        Data::F16(v) => put_le(&mut out, v, |o, x| o.put_u16(x.to_bits())),
-        Data::F32(v) => put_le(&mut out, v, |o, x| o.put_u32(x.to_bits())),
-        Data::F64(v) => put_le(&mut out, v, |o, x| o.put_u64(x.to_bits())),
+        Data::I16(v) => put_le(out, v, |o, x| o.put_u16(*x as u16)),
+        Data::U16(v) => put_le(out, v, |o, x| o.put_u16(*x)),
+        Data::I32(v) => put_le(out, v, |o, x| o.put_u32(*x as u32)),
+        Data::U32(v) => put_le(out, v, |o, x| o.put_u32(*x)),
+        Data::I64(v) => put_le(out, v, |o, x| o.put_u64(*x as u64)),
+        Data::I128(v) => put_le(out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
+        Data::U128(v) => put_le(out, v, |o, x| o.extend_from_slice(&x.to_le_bytes())),
+        Data::U64(v) => put_le(out, v, |o, x| o.put_u64(*x)),
+        Data::F16(v) => put_le(out, v, |o, x| o.put_u16(x.to_bits())),
+        Data::F32(v) => put_le(out, v, |o, x| o.put_u32(x.to_bits())),
+        Data::F64(v) => put_le(out, v, |o, x| o.put_u64(x.to_bits())),
         Data::FixedStr { len, values } => {
             for s in values {
                 let b = s.as_bytes();
@@ -852,7 +864,7 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
                 out.resize(out.len() + len - b.len(), 0);
             }
         }
-        Data::VarStr(v) => encode_vlen_strs(v.iter().map(|s| s.as_bytes()), sink, &mut out)?,
+        Data::VarStr(v) => encode_vlen_strs(v.iter().map(|s| s.as_bytes()), sink, out)?,
         Data::Compound(fields) => {
             let dt = dtype_for_sized(data, so)?;
             let (size, members) = match &dt {
@@ -860,12 +872,13 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
                 _ => return invalid("compound layout"),
             };
             let n = data.len();
-            out = vec![0u8; n * size];
+            out.resize(out_start + n * size, 0);
+            let rows = &mut out[out_start..];
             for ((_, d), m) in fields.iter().zip(members) {
                 let buf = encode(d, sink)?;
                 let ms = m.dtype.size();
                 for i in 0..n {
-                    out[i * size + m.offset..i * size + m.offset + ms]
+                    rows[i * size + m.offset..i * size + m.offset + ms]
                         .copy_from_slice(&buf[i * ms..(i + 1) * ms]);
                 }
             }
@@ -876,7 +889,7 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
                 out.extend_from_slice(&v.to_le_bytes()[..size]);
             }
         }
-        Data::ArrayOf { data: inner, .. } => out = encode(inner, sink)?,
+        Data::ArrayOf { data: inner, .. } => encode_into(inner, sink, out)?,
         Data::Opaque { bytes, .. } => out.extend_from_slice(bytes),
         Data::Bitfield { size, values } => {
             for v in values {
@@ -901,7 +914,7 @@ pub fn encode<S: VlenSink + ?Sized>(data: &Data, sink: &mut S) -> Result<Vec<u8>
             return unsupported("writing region or HDF5 1.12 references")
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -612,11 +612,11 @@ pub fn dataset_messages(
 }
 
 /// Writes a dataset's data and object header; returns the header address.
-pub fn write_dataset<N: AsRef<str>>(
+pub fn write_dataset<N: AsRef<str>, M: AsRef<[u8]>>(
     sink: &mut Sink,
     array: &Array,
     opts: &DatasetOptions,
-    attrs: &[(N, Vec<u8>)],
+    attrs: &[(N, M)],
 ) -> Result<u64> {
     let plan = plan_for(array, opts, sink.sizes.offsets)?;
     write_planned(sink, &plan, &array.shape, attrs, |sink| {
@@ -626,11 +626,11 @@ pub fn write_dataset<N: AsRef<str>>(
 
 /// Writes a one-dimensional dataset of the strings of `column` (variable-length UTF-8, each a global
 /// heap object) and its object header; returns the header address.
-pub fn write_string_column<N: AsRef<str>>(
+pub fn write_string_column<N: AsRef<str>, M: AsRef<[u8]>>(
     sink: &mut Sink,
     column: &StringColumn,
     opts: &DatasetOptions,
-    attrs: &[(N, Vec<u8>)],
+    attrs: &[(N, M)],
 ) -> Result<u64> {
     let plan = plan_strings(column.len(), opts, sink.sizes.offsets)?;
     write_planned(sink, &plan, &[column.len() as u64], attrs, |sink| {
@@ -644,11 +644,11 @@ pub fn write_string_column<N: AsRef<str>>(
 
 /// Writes the data of a planned dataset of `shape` (its element bytes from `encode`, which may put
 /// heap objects in the sink first) and its object header; returns the header address.
-fn write_planned<N: AsRef<str>>(
+fn write_planned<N: AsRef<str>, M: AsRef<[u8]>>(
     sink: &mut Sink,
     plan: &Plan,
     shape: &[u64],
-    attrs: &[(N, Vec<u8>)],
+    attrs: &[(N, M)],
     encode: impl FnOnce(&mut Sink) -> Result<Vec<u8>>,
 ) -> Result<u64> {
     // The description first: a shape too large for the file's lengths fails before any data is stored.

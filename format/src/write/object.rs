@@ -22,11 +22,26 @@ const MAX_COMPACT_ATTR_BYTES: usize = 64 * 1024 - 1024;
 
 /// Encodes an attribute value as a complete attribute message body (vlen data go to the heap).
 pub fn attribute_message(sink: &mut Sink, name: &str, value: &Array) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    attribute_message_into(&mut out, sink, name, value)?;
+    Ok(out)
+}
+
+/// [`attribute_message`] appended to `out`, the value encoded in place after the message's header (what a
+/// writer of many attributes does: one buffer for all their messages). On error `out` may hold part of it.
+pub fn attribute_message_into(
+    out: &mut Vec<u8>,
+    sink: &mut Sink,
+    name: &str,
+    value: &Array,
+) -> Result<()> {
     let dt = convert::dtype_for_sized(&value.data, sink.sizes.offsets)?;
+    let sizes = sink.sizes;
+    attribute_header_into(out, name, &dt, &value.shape, sizes)?;
     let mut hs = HeapSink::new(sink);
-    let raw = convert::encode(&value.data, &mut hs)?;
+    convert::encode_into(&value.data, &mut hs, out)?;
     hs.finish();
-    attribute_message_raw(name, &dt, &value.shape, &raw, sink.sizes)
+    Ok(())
 }
 
 /// An attribute message of type `dt` and shape `shape` holding the raw elements `raw` (file byte order), its
@@ -38,9 +53,23 @@ pub fn attribute_message_raw(
     raw: &[u8],
     sizes: Sizes,
 ) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(9 + name.len() + 48 + 8 * shape.len() + raw.len());
+    attribute_header_into(&mut out, name, dt, shape, sizes)?;
+    out.extend_from_slice(raw);
+    Ok(out)
+}
+
+/// Everything of an attribute message but its elements, appended to `out`.
+fn attribute_header_into(
+    out: &mut Vec<u8>,
+    name: &str,
+    dt: &Datatype,
+    shape: &[u64],
+    sizes: Sizes,
+) -> Result<()> {
     // Version 3: version, flags, name/datatype/dataspace sizes, name encoding (UTF-8), then the
     // NUL-terminated name, the datatype, the dataspace and the data, unpadded.
-    let mut out = Vec::with_capacity(9 + name.len() + 48 + 8 * shape.len() + raw.len());
+    let start = out.len();
     out.put_u8(3);
     out.put_u8(0);
     out.put_u16((name.len() + 1) as u16);
@@ -50,7 +79,7 @@ pub fn attribute_message_raw(
     out.extend_from_slice(name.as_bytes());
     out.put_u8(0);
     let at = out.len();
-    dt.encode(&mut out)?;
+    dt.encode(out)?;
     let tsize = out.len() - at;
     let at = out.len();
     Dataspace {
@@ -58,26 +87,25 @@ pub fn attribute_message_raw(
         max: None,
         null: false,
     }
-    .encode_sized(&mut out, sizes)?;
+    .encode_sized(out, sizes)?;
     let ssize = out.len() - at;
     if tsize > u16::MAX as usize || ssize > u16::MAX as usize {
         return crate::error::invalid(format!(
             "attribute {name:?}: datatype or dataspace description too large"
         ));
     }
-    out[4..6].copy_from_slice(&(tsize as u16).to_le_bytes());
-    out[6..8].copy_from_slice(&(ssize as u16).to_le_bytes());
-    out.extend_from_slice(raw);
-    Ok(out)
+    out[start + 4..start + 6].copy_from_slice(&(tsize as u16).to_le_bytes());
+    out[start + 6..start + 8].copy_from_slice(&(ssize as u16).to_le_bytes());
+    Ok(())
 }
 
 /// Writes an object header holding `core` messages, plus `links` (groups only) and attribute
 /// messages `attrs` (name, encoded body); returns its address.
-pub fn write_object<N: AsRef<str>>(
+pub fn write_object<N: AsRef<str>, M: AsRef<[u8]>>(
     sink: &mut Sink,
     core: Vec<(u16, u8, Vec<u8>)>,
     links: Option<&[(&str, LinkTarget)]>,
-    attrs: &[(N, Vec<u8>)],
+    attrs: &[(N, M)],
 ) -> Result<u64> {
     // The bodies made here live in these locals and the header borrows every body, so a small
     // object costs no allocation per message (an empty group: none at all).
@@ -126,11 +154,13 @@ pub fn write_object<N: AsRef<str>>(
             ));
         }
     }
-    let big = attrs.iter().any(|(_, m)| m.len() > MAX_COMPACT_ATTR_BYTES);
+    let big = attrs
+        .iter()
+        .any(|(_, m)| m.as_ref().len() > MAX_COMPACT_ATTR_BYTES);
     let compact_attrs = attrs.len() <= MAX_COMPACT && !big;
     let mut attr_info = None;
     if !compact_attrs {
-        let objs: Vec<&[u8]> = attrs.iter().map(|(_, m)| m.as_slice()).collect();
+        let objs: Vec<&[u8]> = attrs.iter().map(|(_, m)| m.as_ref()).collect();
         let heap = write_heap(
             &objs,
             HeapKind::Attributes,
@@ -190,11 +220,7 @@ pub fn write_object<N: AsRef<str>>(
                 sizes,
             );
             msgs.push((mtype::ATTR_INFO, 0, &compact_info));
-            msgs.extend(
-                attrs
-                    .iter()
-                    .map(|(_, m)| (mtype::ATTRIBUTE, 0, m.as_slice())),
-            )
+            msgs.extend(attrs.iter().map(|(_, m)| (mtype::ATTRIBUTE, 0, m.as_ref())))
         }
     }
     let addr = sink.pos();

@@ -10,7 +10,7 @@ use crate::region::Selection;
 use crate::strings::StringColumn;
 use crate::superblock::{encode_v2, SB2_SIZE};
 use crate::write::dataset::{write_dataset, write_string_column, DatasetOptions};
-use crate::write::object::{attribute_message, attribute_message_raw, write_object};
+use crate::write::object::{attribute_message_into, attribute_message_raw, write_object};
 use crate::write::sink::{HeapSink, Sink};
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -97,6 +97,10 @@ pub type Components<'a> = smallvec::SmallVec<[&'a str; 8]>;
 
 /// Splits an HDF5 path into its non-empty components.
 pub fn components(path: &str) -> Result<Components<'_>> {
+    if path == "/" {
+        // The root, as most attributes name their object.
+        return Ok(Components::new());
+    }
     let parts: Components<'_> = path
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -118,6 +122,18 @@ impl Default for FileWriter {
     }
 }
 
+/// The hash an attribute name is indexed by.
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let h = rustc_hash::FxBuildHasher.hash_one(name);
+    // Unit tests keep three bits, so that names collide and the scan behind a collision runs.
+    if cfg!(test) {
+        h & 7
+    } else {
+        h
+    }
+}
+
 /// Attributes below this count are found by a linear scan; from it on, through a name index.
 const INDEX_ATTRS_FROM: usize = 16;
 
@@ -136,8 +152,10 @@ struct AttrsMore {
     ref_targets: Vec<(String, Vec<String>)>,
     /// Target paths and serialised selections of the attributes that hold region references, by name.
     region_refs: Vec<RegionRefAttr>,
-    /// Position in `list` by name; built once `list` reaches [`INDEX_ATTRS_FROM`].
-    index: Option<FxHashMap<String, usize>>,
+    /// Position in `list` by a hash of the name (the name itself is only in `list`); built once `list`
+    /// reaches [`INDEX_ATTRS_FROM`]. A name whose hash another name holds already is not entered, and is
+    /// found by a scan when the entry it hits turns out to be the other name.
+    index: Option<FxHashMap<u64, usize>>,
 }
 
 impl Attrs {
@@ -203,24 +221,30 @@ impl Attrs {
         }
         let indexed = self.more.as_ref().is_some_and(|m| m.index.is_some());
         if !indexed && self.list.len() >= INDEX_ATTRS_FROM {
-            let index = self
-                .list
-                .iter()
-                .enumerate()
-                .map(|(i, (n, _))| (n.clone(), i))
-                .collect();
+            let mut index = FxHashMap::default();
+            index.reserve(2 * self.list.len());
+            for (i, (n, _)) in self.list.iter().enumerate() {
+                index.entry(name_hash(n)).or_insert(i);
+            }
             self.more_mut().index = Some(index);
         }
+        let list = &self.list;
+        let scan = || list.iter().position(|(n, _)| n == name);
         let index = self.more.as_mut().and_then(|m| m.index.as_mut());
-        let found = match &index {
-            None => self.list.iter().position(|(n, _)| n == name),
-            Some(index) => index.get(name).copied(),
+        let hash = index.is_some().then(|| name_hash(name));
+        let found = match (&index, hash) {
+            (Some(index), Some(h)) => match index.get(&h) {
+                Some(&i) if list[i].0 == name => Some(i),
+                Some(_) => scan(),
+                None => None,
+            },
+            _ => scan(),
         };
         match found {
             Some(i) => self.list[i].1 = value,
             None => {
-                if let Some(index) = index {
-                    index.insert(name.to_string(), self.list.len());
+                if let (Some(index), Some(h)) = (index, hash) {
+                    index.entry(h).or_insert(self.list.len());
                 }
                 self.list.push((name.to_string(), value));
             }
@@ -624,15 +648,38 @@ impl FileWriter {
     }
 }
 
+/// An object's attribute messages, encoded one after another into one buffer.
+#[derive(Default)]
+struct EncodedAttrs<'a> {
+    buf: Vec<u8>,
+    /// Each attribute's name and where its message ends in `buf`, in the order they were set.
+    ends: Vec<(&'a str, usize)>,
+}
+
+impl<'a> EncodedAttrs<'a> {
+    /// Each attribute's name and message.
+    fn messages(&self) -> Vec<(&'a str, &[u8])> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&(name, end)| {
+                let m = &self.buf[start..end];
+                start = end;
+                (name, m)
+            })
+            .collect()
+    }
+}
+
 /// Each attribute's name and encoded message (heap data written to `sink`), in the order they were set.
 #[inline]
 fn encode_attrs<'a>(
     sink: &mut Sink,
     attrs: &'a Attrs,
     refs: &mut RefPatches,
-) -> Result<Vec<(&'a str, Vec<u8>)>> {
+) -> Result<EncodedAttrs<'a>> {
     if attrs.list.is_empty() {
-        return Ok(Vec::new());
+        return Ok(EncodedAttrs::default());
     }
     encode_attr_list(sink, attrs, refs)
 }
@@ -641,22 +688,26 @@ fn encode_attr_list<'a>(
     sink: &mut Sink,
     attrs: &'a Attrs,
     refs: &mut RefPatches,
-) -> Result<Vec<(&'a str, Vec<u8>)>> {
-    let mut out = Vec::with_capacity(attrs.list.len());
+) -> Result<EncodedAttrs<'a>> {
+    let mut out = EncodedAttrs {
+        buf: Vec::with_capacity(attrs.estimated_bytes()),
+        ends: Vec::with_capacity(attrs.list.len()),
+    };
     for (n, a) in &attrs.list {
-        let message = if let Some((_, targets, regions)) =
+        if let Some((_, targets, regions)) =
             attrs.region_refs().iter().find(|(name, _, _)| name == n)
         {
             // Heap objects whose first 8 bytes are patched with the targets' addresses once everything
             // is written (the message holds only their heap IDs).
             let ids = region_heap_objects(sink, targets, regions, refs);
-            attribute_message_raw(
+            let m = attribute_message_raw(
                 n,
                 &Datatype::Reference { size: 12, kind: 1 },
                 &a.shape,
                 &ids?,
                 sink.sizes,
-            )?
+            )?;
+            out.buf.extend_from_slice(&m);
         } else {
             match attrs.ref_targets().iter().find(|(name, _)| name == n) {
                 Some((_, targets)) => {
@@ -671,12 +722,13 @@ fn encode_attr_list<'a>(
                         raw.extend_from_slice(&addr.to_le_bytes());
                     }
                     let dt = Datatype::Reference { size: 8, kind: 0 };
-                    attribute_message_raw(n, &dt, &a.shape, &raw, sink.sizes)?
+                    let m = attribute_message_raw(n, &dt, &a.shape, &raw, sink.sizes)?;
+                    out.buf.extend_from_slice(&m);
                 }
-                None => attribute_message(sink, n, a)?,
+                None => attribute_message_into(&mut out.buf, sink, n, a)?,
             }
-        };
-        out.push((n.as_str(), message));
+        }
+        out.ends.push((n.as_str(), out.buf.len()));
     }
     Ok(out)
 }
@@ -799,8 +851,8 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 };
                 links.push((name.as_str(), target));
             }
-            let attrs = encode_attrs(sink, attrs, refs)?;
-            write_object(sink, vec![], Some(&links), &attrs)?
+            let encoded = encode_attrs(sink, attrs, refs)?;
+            write_object(sink, vec![], Some(&links), &encoded.messages())?
         }
         Node::Dataset(d) => {
             let DatasetNode {
@@ -808,7 +860,8 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
                 opts,
                 attrs,
             } = &**d;
-            let attrs = encode_attrs(sink, attrs, refs)?;
+            let encoded = encode_attrs(sink, attrs, refs)?;
+            let attrs = encoded.messages();
             match values {
                 Values::Array(array) => write_dataset(sink, array, opts, &attrs)?,
                 Values::Strings(column) => write_string_column(sink, column, opts, &attrs)?,
@@ -816,7 +869,8 @@ fn write_node(sink: &mut Sink, node: &Node, path: &str, refs: &mut RefPatches) -
         }
         Node::Refs { refs: list, attrs } => {
             let RefList { targets, regions } = &**list;
-            let attrs = encode_attrs(sink, attrs, refs)?;
+            let encoded = encode_attrs(sink, attrs, refs)?;
+            let attrs = encoded.messages();
             // Placeholders, patched with the targets' addresses once everything is written: the elements
             // themselves, or the first 8 bytes of each region's heap object.
             let raw = match regions {
@@ -880,5 +934,28 @@ mod tests {
         assert!(w.has_attr("/g/d", "a") && w.has_attr("/", "r"));
         assert!(!w.has_attr("/g/d", "b") && !w.has_attr("/g", "a") && !w.has_attr("/g/l", "a"));
         assert!(!w.has_attr("/nowhere", "a") && !w.contains("/../g"));
+    }
+
+    #[test]
+    fn many_attributes_keep_their_order_and_take_new_values() {
+        // Past the index's threshold, with names colliding in the index (tests hash to three bits).
+        let mut a = Attrs::default();
+        let value = |v: i32| Array::scalar(Data::I32(vec![v]));
+        for i in 0..200 {
+            a.set(&format!("a{i}"), value(i));
+        }
+        for i in (0..200).step_by(3) {
+            a.set(&format!("a{i}"), value(-i));
+        }
+        a.set("late", value(7));
+        assert_eq!(a.list.len(), 201);
+        for (i, (name, v)) in a.list.iter().take(200).enumerate() {
+            let i = i as i32;
+            assert_eq!(name, &format!("a{i}"));
+            let want = if i % 3 == 0 { -i } else { i };
+            assert_eq!(v.data, Data::I32(vec![want]), "{name}");
+        }
+        assert_eq!(a.list[200].0, "late");
+        assert!(a.more.as_ref().is_some_and(|m| m.index.is_some()));
     }
 }
