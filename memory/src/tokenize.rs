@@ -489,6 +489,12 @@ mod tests {
             "''' x'y 12ab AB12 the and of",
             "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
         ];
+        same_terms_as_the_unicode_path(&texts, Tokenizer::ascii_terms);
+    }
+
+    /// Under both settings, `path` gives each text the terms the Unicode path gives it, and so do
+    /// [`Tokenizer::terms`] and [`Tokenizer::tokens`].
+    fn same_terms_as_the_unicode_path(texts: &[&str], path: fn(&Tokenizer, &str, &mut Terms)) {
         for cfg in [
             TokenizerConfig::default(),
             TokenizerConfig {
@@ -497,11 +503,11 @@ mod tests {
             },
         ] {
             let t = Tokenizer::new(cfg);
-            for text in texts {
-                let (mut ascii, mut unicode) = (Terms::default(), Terms::default());
-                t.ascii_terms(text, &mut ascii);
+            for &text in texts {
+                let (mut fast, mut unicode) = (Terms::default(), Terms::default());
+                path(&t, text, &mut fast);
                 t.unicode_terms(text, &mut unicode);
-                assert_eq!(ascii, unicode, "{text:?}");
+                assert_eq!(fast, unicode, "{text:?}");
                 assert_eq!(t.terms(text), unicode);
                 let v: Vec<&str> = unicode.iter().collect();
                 assert_eq!(t.tokens(text), v);
@@ -518,22 +524,7 @@ mod tests {
             "hello世界 我 喜欢 Größe straße Ωmega",
             "🙂 emoji 🙂🙂 next",
         ];
-        for cfg in [
-            TokenizerConfig::default(),
-            TokenizerConfig {
-                stemming: false,
-                stop_words: false,
-            },
-        ] {
-            let t = Tokenizer::new(cfg);
-            for text in texts {
-                let (mut mixed, mut unicode) = (Terms::default(), Terms::default());
-                t.mixed_terms(text, &mut mixed);
-                t.unicode_terms(text, &mut unicode);
-                assert_eq!(mixed, unicode, "{text:?}");
-                assert_eq!(t.terms(text), unicode);
-            }
-        }
+        same_terms_as_the_unicode_path(&texts, Tokenizer::mixed_terms);
     }
 
     proptest::proptest! {
@@ -568,7 +559,6 @@ mod tests {
             t.unicode_terms(&text, &mut unicode);
             proptest::prop_assert_eq!(mixed, unicode);
         }
-
 
         /// Any ASCII text, apostrophes, digits and capitals among its words, gives the same terms through
         /// the fast path as through the Unicode path, under every setting.
