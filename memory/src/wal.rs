@@ -16,7 +16,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -420,6 +420,8 @@ struct Shared {
     stop: AtomicBool,
     /// Serves [`Durable`] futures.
     syncer: syncer::Syncer,
+    /// Sync rounds so far, for [`Wal::stats`].
+    counters: SyncCounters,
 }
 
 impl Shared {
@@ -473,6 +475,7 @@ impl Shared {
             if !*syncing {
                 *syncing = true;
                 drop(syncing);
+                let started = Instant::now();
                 // Everything appended so far (at least `lsn`, appended before this call), written first.
                 // The appender is unlocked before the disk is waited for, so saves keep appending meanwhile
                 // and the next round covers them all (holding it throughout gave one fsync per save or two).
@@ -494,7 +497,10 @@ impl Shared {
                 let mut done = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
                 *done = false;
                 if let Ok(target) = res {
-                    self.synced_lsn.fetch_max(target, Ordering::AcqRel);
+                    let before = self.synced_lsn.fetch_max(target, Ordering::AcqRel);
+                    if target > before {
+                        self.counters.record(target - before, started.elapsed());
+                    }
                 }
                 self.sync_done.notify_all();
                 return res.map(|_| ());
@@ -503,6 +509,64 @@ impl Shared {
                 .sync_done
                 .wait(syncing)
                 .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// How a log's durable writes have gone since it was opened ([`Wal::stats`]): each sync round writes every
+/// entry queued at that moment and waits for the disk once, so entries per round is how many saves shared a
+/// write (group commit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Sync rounds that made new entries durable.
+    pub syncs: u64,
+    /// Entries those rounds made durable.
+    pub entries: u64,
+    /// Time those rounds took, writing and waiting for the disk.
+    pub busy: Duration,
+}
+
+impl LogStats {
+    /// Entries a round made durable, on average (0 before the first).
+    pub fn entries_per_sync(&self) -> f64 {
+        if self.syncs == 0 {
+            0.0
+        } else {
+            self.entries as f64 / self.syncs as f64
+        }
+    }
+
+    /// What happened between `earlier` (read from the same log) and these.
+    pub fn since(&self, earlier: &LogStats) -> LogStats {
+        LogStats {
+            syncs: self.syncs.saturating_sub(earlier.syncs),
+            entries: self.entries.saturating_sub(earlier.entries),
+            busy: self.busy.saturating_sub(earlier.busy),
+        }
+    }
+}
+
+/// The counters behind [`LogStats`].
+#[derive(Default)]
+struct SyncCounters {
+    syncs: AtomicU64,
+    entries: AtomicU64,
+    busy_ns: AtomicU64,
+}
+
+impl SyncCounters {
+    fn record(&self, entries: u64, took: Duration) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.entries.fetch_add(entries, Ordering::Relaxed);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> LogStats {
+        LogStats {
+            syncs: self.syncs.load(Ordering::Relaxed),
+            entries: self.entries.load(Ordering::Relaxed),
+            busy: Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
         }
     }
 }
@@ -635,6 +699,7 @@ impl Wal {
             synced_lsn: AtomicU64::new(last),
             stop: AtomicBool::new(false),
             syncer: syncer::Syncer::default(),
+            counters: SyncCounters::default(),
         });
         let flusher = match durability {
             Durability::WithinMs(ms) => {
@@ -674,6 +739,11 @@ impl Wal {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         a.len + a.queued.len() as u64
+    }
+
+    /// How the log's durable writes have gone since it was opened.
+    pub fn stats(&self) -> LogStats {
+        self.shared.counters.read()
     }
 
     /// The LSN the next append will get.
@@ -1181,8 +1251,35 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
+        // Every entry was made durable by exactly one sync round, and no round was empty.
+        let stats = wal.stats();
+        assert_eq!(stats.entries, 100);
+        assert!((1..=100).contains(&stats.syncs), "{stats:?}");
+        assert!(stats.entries_per_sync() >= 1.0);
+        assert!(stats.busy > Duration::ZERO);
         drop(wal);
         assert_eq!(read_log(&p).unwrap().entries.len(), 100);
+    }
+
+    #[test]
+    fn stats_count_rounds_since_an_earlier_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(&dir.path().join("s.wal"), 0, Durability::EverySave).unwrap();
+        wal.append(&op(1)).unwrap().wait().unwrap();
+        let first = wal.stats();
+        assert_eq!((first.syncs, first.entries), (1, 1));
+        let (_, ticket) = wal.append_many(&[op(2), op(3), op(4)]).unwrap();
+        ticket.wait().unwrap();
+        // Waiting again for entries already durable is no new round.
+        ticket.wait().unwrap();
+        let d = wal.stats().since(&first);
+        assert_eq!((d.syncs, d.entries), (1, 3));
+        assert_eq!(d.entries_per_sync(), 3.0);
+        assert_eq!(LogStats::default().entries_per_sync(), 0.0);
+        // A log that never syncs counts nothing.
+        let (volatile, _) = Wal::open(&dir.path().join("v.wal"), 0, Durability::None).unwrap();
+        volatile.append(&op(5)).unwrap().wait().unwrap();
+        assert_eq!(volatile.stats(), LogStats::default());
     }
 
     #[test]

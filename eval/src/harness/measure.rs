@@ -17,6 +17,14 @@ pub fn thread_cpu() -> Option<Duration> {
     Some(Duration::new(secs, nanos))
 }
 
+/// CPU time consumed so far by the whole process, every thread (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    let secs = u64::try_from(t.tv_sec).ok()?;
+    let nanos = u32::try_from(t.tv_nsec).ok()?;
+    Some(Duration::new(secs, nanos))
+}
+
 /// Resident set size of this process in bytes (`VmRSS` of `/proc/self/status`; None elsewhere).
 pub fn rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -194,11 +194,54 @@ pub struct GroupCommit {
     pub us_per_save: f64,
     /// Wall time per save (µs, amortised): writers handing their saves to one committer thread.
     pub committer_us_per_save: f64,
-    /// Wall time per save (µs, amortised): async tasks saving as `clawhdf5 serve` does (the save on a blocking
-    /// thread, durability awaited).
+    /// Wall time per save (µs, amortised): async tasks saving as `clawhdf5 serve` does (tokenized, saved under
+    /// the store's lock on the task, durability awaited).
     pub async_us_per_save: f64,
     /// Every run of each way, in order: behind a lock, one committer, async tasks.
     pub runs: [Vec<f64>; 3],
+    /// What the log did in each of those runs.
+    pub logs: [Vec<LogRun>; 3],
+}
+
+/// The write-ahead log and the CPU during one run of durable saves.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct LogRun {
+    /// Saves made durable per log write (one write and one disk flush per sync round).
+    pub saves_per_write: f64,
+    /// Share of the run's wall time the log spent writing and waiting for the disk (0–1).
+    pub busy: f64,
+    /// CPU time of the whole process per save (µs): the savers, the log's syncer and the background fold
+    /// of new rows into the vector graph.
+    pub cpu_us_per_save: f64,
+}
+
+/// Runs `f` (a run of `saves` durable saves that takes the store and gives it back) and reads what the log did.
+fn with_log_run(
+    store: Store,
+    saves: usize,
+    f: impl FnOnce(Store) -> Result<(Store, f64)>,
+) -> Result<(Store, f64, LogRun)> {
+    let before = store.log_stats();
+    let cpu0 = super::measure::process_cpu();
+    let started = std::time::Instant::now();
+    let (store, us) = f(store)?;
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = match (cpu0, super::measure::process_cpu()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+        _ => f64::NAN,
+    };
+    let d = store.log_stats().since(&before);
+    let n = saves.max(1) as f64;
+    let run = LogRun {
+        saves_per_write: d.entries_per_sync(),
+        busy: if wall > 0.0 {
+            d.busy.as_secs_f64() / wall
+        } else {
+            0.0
+        },
+        cpu_us_per_save: cpu * 1e6 / n,
+    };
+    Ok((store, us, run))
 }
 
 impl GroupCommit {
@@ -221,6 +264,21 @@ impl GroupCommit {
             self.writers,
             fig(lo),
             fig(hi)
+        )
+    }
+}
+
+impl GroupCommit {
+    /// `saves per write / busy % / CPU µs (N unit)` of one way: medians over its runs.
+    fn log_cell(&self, way: usize, unit: &str) -> String {
+        let runs = &self.logs[way];
+        let med = |f: fn(&LogRun) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        format!(
+            "{:.1} / {:.0} % / {} ({} {unit})",
+            med(|l| l.saves_per_write),
+            100.0 * med(|l| l.busy),
+            fig(med(|l| l.cpu_us_per_save)),
+            self.writers
         )
     }
 }
@@ -470,16 +528,24 @@ pub fn measure_size(
     for &w in &o.writers {
         // The three ways take turns, so a slow moment of the machine falls on one run, not on one way.
         let mut runs: [Vec<f64>; 3] = Default::default();
+        let mut logs: [Vec<LogRun>; 3] = Default::default();
         for _ in 0..o.group_rounds.max(1) {
-            let (s, us) = group_commit(store, &recs[at..at + n], &vecs, at, w)?;
+            let (s, us, l0) = with_log_run(store, n, |s| {
+                group_commit(s, &recs[at..at + n], &vecs, at, w)
+            })?;
             at += n;
-            let (s, committer_us) = committer(s, &recs[at..at + n], &vecs, at, w)?;
+            let (s, committer_us, l1) =
+                with_log_run(s, n, |s| committer(s, &recs[at..at + n], &vecs, at, w))?;
             at += n;
-            let (s, async_us) = async_tasks(s, &recs[at..at + n], &vecs, at, w)?;
+            let (s, async_us, l2) =
+                with_log_run(s, n, |s| async_tasks(s, &recs[at..at + n], &vecs, at, w))?;
             at += n;
             store = s;
             for (r, v) in runs.iter_mut().zip([us, committer_us, async_us]) {
                 r.push(v);
+            }
+            for (l, v) in logs.iter_mut().zip([l0, l1, l2]) {
+                l.push(v);
             }
         }
         group.push(GroupCommit {
@@ -489,6 +555,7 @@ pub fn measure_size(
             committer_us_per_save: median(&runs[1]),
             async_us_per_save: median(&runs[2]),
             runs,
+            logs,
         });
     }
     let mut singles = Vec::with_capacity(o.single_saves);
@@ -629,6 +696,16 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
                 .join("; ")
         },
     );
+    row(
+        "async tasks: saves per log write / share of the time the log writes / process CPU per save (µs)",
+        &|r| {
+            r.group
+                .iter()
+                .map(|g| g.log_cell(2, "tasks"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+    );
     row("durable save, one writer, p50 (µs)", &|r| {
         fig(r.single_save.p50_ms * 1e3)
     });
@@ -722,7 +799,11 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
          concurrent requests; group commit, async tasks = as many tokio tasks, each tokenizing its memory \
          (`SaveKit::prepare`), awaiting the store's lock, saving (`save_prepared`) and then awaiting `DurableTicket::durable` (the log's syncer thread \
          fsyncs for every waiting task at once), which is how `clawhdf5 serve` and `clawhdf5 mcp` handle \
-         concurrent saves; all three are wall time of all the saves divided by their number. For each writer count \
+         concurrent saves; all three are wall time of all the saves divided by their number. For the async tasks the \
+         next row gives, as medians over the runs, how many saves shared each log write (`Store::log_stats`: one \
+         write and one disk flush per sync round), the share of the run's wall time the log spent writing and \
+         waiting for the disk, and the CPU time of the whole process per save (the tasks, the log's syncer \
+         thread, and the background job that folds new rows into the vector graph). For each writer count \
          the three ways take turns, {} runs of {} saves each, and the table gives the median run with the \
          range. One writer = `save`, one \
          fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \

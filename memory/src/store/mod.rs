@@ -30,7 +30,7 @@ use crate::schema::{self, StoreMeta};
 use crate::tokenize::Tokenizer;
 use crate::vector_index::VectorIndex;
 use crate::vectors::VectorTable;
-use crate::wal::{Durability, Recovery, Wal};
+use crate::wal::{Durability, LogStats, Recovery, Wal};
 
 /// How to open a store.
 #[derive(Clone)]
@@ -279,6 +279,12 @@ impl Store {
             r.embedding = Some(self.vectors.row_f32(row));
         }
         Some(r)
+    }
+
+    /// How the write-ahead log's durable writes have gone since the store was opened (all zeros for a
+    /// read-only store, which has no log open).
+    pub fn log_stats(&self) -> LogStats {
+        self.wal.as_ref().map(Wal::stats).unwrap_or_default()
     }
 
     /// Numbers describing the store.
