@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use clawhdf5_ann::{exact_top_k, Filter, Hnsw, HnswParams, Metric, Neighbor, Row, VectorStore};
 
@@ -35,9 +36,41 @@ impl VectorStore for VectorTable {
     }
 }
 
+/// Background work on the vector graph since the store was opened ([`crate::Store::index_stats`]): the builds
+/// and folds that finished and were taken in (a job cancelled or overtaken by a synchronous build is not
+/// counted, nor is [`crate::Store::build_index`]'s own work).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Background jobs taken in.
+    pub jobs: u64,
+    /// Rows they placed in the graph: new rows, and changed rows placed again.
+    pub rows: u64,
+    /// CPU time their threads spent.
+    pub cpu: Duration,
+}
+
+impl IndexStats {
+    /// What happened between `earlier` (read from the same store) and these.
+    pub fn since(&self, earlier: &IndexStats) -> IndexStats {
+        IndexStats {
+            jobs: self.jobs.saturating_sub(earlier.jobs),
+            rows: self.rows.saturating_sub(earlier.rows),
+            cpu: self.cpu.saturating_sub(earlier.cpu),
+        }
+    }
+}
+
+/// What a background job's thread hands back: its graph and the CPU time its pool's threads spent.
+type JobOutput = std::result::Result<(Hnsw, Duration), String>;
+
+/// CPU time the calling thread has spent since it started (zero where the clock cannot be read).
+fn thread_cpu() -> Duration {
+    cpu_time::ThreadTime::try_now().map_or(Duration::ZERO, |t| t.as_duration())
+}
+
 /// A background build or fold of the graph.
 struct Job {
-    handle: Option<JoinHandle<std::result::Result<Hnsw, String>>>,
+    handle: Option<JoinHandle<JobOutput>>,
     cancel: Arc<AtomicBool>,
     /// Rows forgotten while it ran (deleted from its graph when it lands).
     deleted: Vec<u32>,
@@ -45,6 +78,8 @@ struct Job {
     reinserted: Vec<(u32, u64)>,
     /// Rows of the snapshot it works on: its graph places every row below this.
     upto: usize,
+    /// Rows it places (new ones and re-inserted ones).
+    placing: usize,
 }
 
 impl Drop for Job {
@@ -62,6 +97,7 @@ pub struct VectorIndex {
     dirty: crate::FastMap<u32, u64>,
     changes: u64,
     job: Option<Job>,
+    stats: IndexStats,
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -142,6 +178,11 @@ impl VectorIndex {
     /// The graph, if one is built.
     pub fn graph(&self) -> Option<&Hnsw> {
         self.hnsw.as_deref()
+    }
+
+    /// Background work taken in since the index was loaded or built.
+    pub fn stats(&self) -> IndexStats {
+        self.stats
     }
 
     /// Whether a background job is building or folding the graph.
@@ -235,11 +276,15 @@ impl VectorIndex {
             .take()
             .and_then(|h| h.join().ok())
             .and_then(|r| r.ok());
+        let placing = job.placing;
         drop(job);
-        let Some(mut h) = done else {
+        let Some((mut h, cpu)) = done else {
             self.delete_from_graph(deleted);
             return;
         };
+        self.stats.jobs += 1;
+        self.stats.rows += placing as u64;
+        self.stats.cpu += cpu;
         let old_slots = self.hnsw.as_ref().map_or(0, |g| g.slots());
         let mut check: Vec<u32> = (old_slots as u32..h.slots() as u32).collect();
         check.extend(reinserted.iter().map(|&(row, _)| row));
@@ -282,14 +327,14 @@ impl VectorIndex {
         let stop = Arc::clone(&cancel);
         let spawned = std::thread::Builder::new()
             .name("clawhdf5-index".into())
-            .spawn(move || -> std::result::Result<Hnsw, String> {
+            .spawn(move || -> JobOutput {
                 run_in_background();
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(job_threads())
                     .start_handler(|_| run_in_background())
                     .build()
                     .map_err(|e| e.to_string())?;
-                pool.install(|| {
+                let graph = pool.install(|| -> std::result::Result<Hnsw, String> {
                     let mut h = match base {
                         Some(g) => Arc::unwrap_or_clone(g),
                         None => Hnsw::new(snapshot.dim(), p).map_err(|e| e.to_string())?,
@@ -306,13 +351,17 @@ impl VectorIndex {
                         h.insert_many(step, &snapshot).map_err(|e| e.to_string())?;
                     }
                     Ok(h)
-                })
+                })?;
+                // The pool's threads were started for this job: their CPU time is the job's.
+                let cpu = pool.broadcast(|_| thread_cpu()).into_iter().sum();
+                Ok((graph, cpu))
             });
         if let Ok(handle) = spawned {
             self.job = Some(Job {
                 handle: Some(handle),
                 cancel,
                 deleted: Vec::new(),
+                placing: reinserted.len() + upto.saturating_sub(start),
                 reinserted,
                 upto,
             });
@@ -511,6 +560,11 @@ mod tests {
         assert_eq!(top(&ix, &t, &fresh), 500);
         ix.finish(&t, &live);
         assert!(!ix.busy());
+        // The job placed the rows past the graph's end and spent CPU doing so.
+        let landed = ix.stats();
+        assert_eq!((landed.jobs, landed.rows), (1, CHEAP_TAIL as u64 + 10));
+        assert!(landed.cpu > Duration::ZERO);
+        assert_eq!(landed.since(&landed), IndexStats::default());
         assert_eq!(ix.graph().map(|h| h.slots()), Some(t.rows()));
         assert!(!ix.is_current(), "the change still waits for re-insertion");
         assert_eq!(top(&ix, &t, &fresh), 500);
@@ -543,6 +597,12 @@ mod tests {
         let live = |row: u32| row != 7;
         ix.ensure(&t, &config, &live).unwrap();
         assert!(!ix.busy());
+        // The synchronous fold is not counted, nor the job unless it had finished before it (then all of it).
+        let st = ix.stats();
+        assert!(
+            st == IndexStats::default() || (st.jobs, st.rows) == (1, 4 * CHEAP_TAIL as u64),
+            "{st:?}"
+        );
         assert_eq!(ix.graph().map(|h| h.slots()), Some(t.rows()));
         assert_ne!(top(&ix, &t, &v(7)), 7);
         assert_eq!(top(&ix, &t, &v(3_000)), 3_000);

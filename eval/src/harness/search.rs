@@ -167,6 +167,8 @@ pub struct SizeResult {
     pub checkpoint_full_ms: f64,
     /// Group-commit runs.
     pub group: Vec<GroupCommit>,
+    /// Background folds of new rows into the vector graph taken in while the durable saves ran.
+    pub folds: FoldWork,
     /// Sequential durable saves, one writer (each its own fsync).
     pub single_save: Latency,
     /// Checkpoint of the saves made after the full checkpoint (ms).
@@ -201,6 +203,20 @@ pub struct GroupCommit {
     pub runs: [Vec<f64>; 3],
     /// What the log did in each of those runs.
     pub logs: [Vec<LogRun>; 3],
+}
+
+/// Background work on the vector graph during the durable saves (`Store::index_stats`): the jobs taken in
+/// (one still running at the end is not counted).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct FoldWork {
+    /// Durable saves made meanwhile.
+    pub saves: usize,
+    /// Jobs taken in.
+    pub jobs: u64,
+    /// Rows they placed in the graph.
+    pub rows: u64,
+    /// CPU seconds their threads spent.
+    pub cpu_s: f64,
 }
 
 /// The write-ahead log and the CPU during one run of durable saves.
@@ -522,6 +538,7 @@ pub fn measure_size(
     std::fs::copy(&path, &scratch).map_err(super::error::io_at(&scratch))?;
     let mut store = ingest::reopen(&scratch)?;
     eprintln!("search-harness: {size} records: durable saves (on a copy)");
+    let index_before = store.index_stats();
     let mut group = Vec::new();
     let mut at = size;
     let n = o.group_saves;
@@ -566,6 +583,13 @@ pub fn measure_size(
         singles.push(t);
     }
     let single = latency(&singles, singles.iter().sum());
+    let index_work = store.index_stats().since(&index_before);
+    let folds = FoldWork {
+        saves: at - size + singles.len(),
+        jobs: index_work.jobs,
+        rows: index_work.rows,
+        cpu_s: index_work.cpu.as_secs_f64(),
+    };
     let (r, cp_incr) = timed(|| store.checkpoint());
     r?;
     drop(store);
@@ -583,6 +607,7 @@ pub fn measure_size(
         ingest_rates,
         checkpoint_full_ms: cp_full * 1e3,
         group,
+        folds,
         single_save: single,
         checkpoint_incremental_ms: cp_incr * 1e3,
         checkpoint_incremental_saves: extra,
@@ -706,6 +731,22 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
                 .join("; ")
         },
     );
+    row(
+        "background graph folds during the durable saves: jobs / rows placed / CPU per row placed (µs)",
+        &|r| {
+            let f = &r.folds;
+            if f.rows == 0 {
+                return format!("none taken in ({} saves)", f.saves);
+            }
+            format!(
+                "{} / {} / {} ({} saves)",
+                f.jobs,
+                f.rows,
+                fig(f.cpu_s * 1e6 / f.rows as f64),
+                f.saves
+            )
+        },
+    );
     row("durable save, one writer, p50 (µs)", &|r| {
         fig(r.single_save.p50_ms * 1e3)
     });
@@ -803,7 +844,10 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
          next row gives, as medians over the runs, how many saves shared each log write (`Store::log_stats`: one \
          write and one disk flush per sync round), the share of the run's wall time the log spent writing and \
          waiting for the disk, and the CPU time of the whole process per save (the tasks, the log's syncer \
-         thread, and the background job that folds new rows into the vector graph). For each writer count \
+         thread, and the background job that folds new rows into the vector graph). The folds row counts the \
+         background jobs taken in while all the durable saves ran (`Store::index_stats`; one still running at \
+         the end is not counted), the rows they placed in the graph and their threads' CPU time per row. For \
+         each writer count \
          the three ways take turns, {} runs of {} saves each, and the table gives the median run with the \
          range. One writer = `save`, one \
          fsync per save. Durable saves and the second checkpoint run on a copy of the store, so the reopened \

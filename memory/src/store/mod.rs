@@ -28,7 +28,7 @@ use crate::pending::{FileState, Pending};
 use crate::record::Record;
 use crate::schema::{self, StoreMeta};
 use crate::tokenize::Tokenizer;
-use crate::vector_index::VectorIndex;
+use crate::vector_index::{IndexStats, VectorIndex};
 use crate::vectors::VectorTable;
 use crate::wal::{Durability, LogStats, Recovery, Wal};
 
@@ -285,6 +285,11 @@ impl Store {
     /// read-only store, which has no log open).
     pub fn log_stats(&self) -> LogStats {
         self.wal.as_ref().map(Wal::stats).unwrap_or_default()
+    }
+
+    /// Background work on the vector graph (folds of new rows, builds) taken in since the store was opened.
+    pub fn index_stats(&self) -> IndexStats {
+        self.index.stats()
     }
 
     /// Numbers describing the store.
