@@ -299,6 +299,11 @@ impl GroupCommit {
     }
 }
 
+/// One cell per writer count of `r`'s group-commit runs, joined.
+fn per_writer_count(r: &SizeResult, cell: impl Fn(&GroupCommit) -> String) -> String {
+    r.group.iter().map(cell).collect::<Vec<_>>().join("; ")
+}
+
 /// The next record a writer thread saves, with its vector; `None` once all are taken.
 fn take_next(
     next: &std::sync::atomic::AtomicUsize,
@@ -691,45 +696,28 @@ fn e2e_table(results: &[SizeResult], threshold: u32) -> Table {
     row("batch ingest per CPU-second of the saving thread", &|r| {
         r.ingest.cpu_rate().map_or("n/a".into(), fig)
     });
-    row(
-        "durable save, group commit, writers share the store behind a lock (µs/save, amortised)",
-        &|r| {
-            r.group
-                .iter()
-                .map(|g| g.cell(0, "writers"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        },
-    );
-    row(
-        "durable save, group commit, writers hand saves to one committer (µs/save, amortised)",
-        &|r| {
-            r.group
-                .iter()
-                .map(|g| g.cell(1, "writers"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        },
-    );
-    row(
-        "durable save, group commit, async tasks as `clawhdf5 serve` saves (µs/save, amortised)",
-        &|r| {
-            r.group
-                .iter()
-                .map(|g| g.cell(2, "tasks"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        },
-    );
+    for (way, (label, unit)) in [
+        (
+            "durable save, group commit, writers share the store behind a lock (µs/save, amortised)",
+            "writers",
+        ),
+        (
+            "durable save, group commit, writers hand saves to one committer (µs/save, amortised)",
+            "writers",
+        ),
+        (
+            "durable save, group commit, async tasks as `clawhdf5 serve` saves (µs/save, amortised)",
+            "tasks",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        row(label, &|r| per_writer_count(r, |g| g.cell(way, unit)));
+    }
     row(
         "async tasks: saves per log write / share of the time the log writes / process CPU per save (µs)",
-        &|r| {
-            r.group
-                .iter()
-                .map(|g| g.log_cell(2, "tasks"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        },
+        &|r| per_writer_count(r, |g| g.log_cell(2, "tasks")),
     );
     row(
         "background graph folds during the durable saves: jobs / rows placed / CPU per row placed (µs)",
