@@ -58,6 +58,18 @@ pub struct BackendStatus {
     /// Why the last checkpoint that fell due failed (a full disk, say), while it keeps failing: the
     /// store's changes are safe in its log meanwhile and are folded by the next checkpoint that succeeds.
     pub checkpoint_error: Option<String>,
+    /// Records whose vectors the HNSW graph does not place yet: searched exactly until a background fold
+    /// takes them in.
+    pub unindexed_rows: usize,
+    /// Durable writes of the write-ahead log since the store was opened; each carries every save waiting at
+    /// that moment (group commit).
+    pub log_writes: u64,
+    /// Log entries (saves, updates, forgets) those writes made durable.
+    pub log_entries: u64,
+    /// Background folds of new rows into the vector graph taken in since the store was opened.
+    pub index_folds: u64,
+    /// CPU time those folds spent, in milliseconds.
+    pub index_fold_cpu_ms: f64,
 }
 
 /// A sync request.
@@ -351,6 +363,8 @@ impl MemoryBackend for HdfBackend {
         blocking(move || {
             let s = store.blocking_read();
             let st = s.store().stats();
+            let log = s.store().log_stats();
+            let folds = s.store().index_stats();
             let (synced, files, chunks) = workspace::sync_counts(s.store());
             let workspace = synced.or(workspace);
             Ok(BackendStatus {
@@ -367,6 +381,11 @@ impl MemoryBackend for HdfBackend {
                 vector: st.embedded > 0,
                 fts: true,
                 checkpoint_error,
+                unindexed_rows: st.unindexed_rows,
+                log_writes: log.syncs,
+                log_entries: log.entries,
+                index_folds: folds.jobs,
+                index_fold_cpu_ms: folds.cpu.as_secs_f64() * 1e3,
             })
         })
         .await

@@ -166,6 +166,15 @@ fn save_search_get_forget_status_sync_shutdown() {
     assert_eq!(st["backend"], "clawhdf5");
     assert_eq!(st["files"], 2);
     assert_eq!(st["fts"], true);
+    // The saves went through the log (each durable write carrying whatever waited), a store this small is
+    // searched exactly, so no row waits for the graph and no fold ran.
+    assert!(st["log_writes"].as_u64().is_some_and(|n| n >= 1), "{st}");
+    assert!(
+        st["log_entries"].as_u64() >= st["log_writes"].as_u64(),
+        "{st}"
+    );
+    assert_eq!(st["unindexed_rows"], 0);
+    assert_eq!(st["index_folds"], 0);
 
     let bye = s.ok("shutdown", json!({}));
     assert_eq!(bye["ok"], true);

@@ -157,6 +157,12 @@ export class ClawMemoryManager {
           records: st.records,
           fileBytes: st.file_bytes,
           schemaVersion: st.schema_version,
+          // Rows searched exactly until the background fold places them in the vector graph, and how the
+          // store's durable log writes went since it opened (each write carries every save waiting).
+          unindexedRows: st.unindexed_rows,
+          logWrites: st.log_writes,
+          logEntries: st.log_entries,
+          indexFolds: st.index_folds,
           mode: this.lastMode ?? this.settings.searchMode,
           lastSyncAt: this.lastSyncAt || undefined,
           statusFetched: this.lastStatus !== null,

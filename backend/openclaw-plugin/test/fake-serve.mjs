@@ -171,6 +171,10 @@ const methods = {
       embedding: { available: true, model: "fake-embedder" },
       vector: true,
       fts: true,
+      unindexed_rows: 0,
+      log_writes: 3,
+      log_entries: 5,
+      index_folds: 0,
     };
   },
   sync(p) {

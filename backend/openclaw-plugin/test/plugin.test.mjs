@@ -116,6 +116,9 @@ test("manager: sync a workspace, search it with citations, read files, status", 
   assert.equal(st.dbPath, path.join(settings.storeDir, "main.h5"));
   assert.equal(st.vector.enabled, true);
   assert.equal(st.custom.searchMode, "hybrid");
+  assert.equal(st.custom.clawhdf5.logWrites, 3);
+  assert.equal(st.custom.clawhdf5.logEntries, 5);
+  assert.equal(st.custom.clawhdf5.unindexedRows, 0);
   const probe = await manager.probeEmbeddingAvailability();
   assert.equal(probe.ok, true);
   assert.equal(probe.checked, true);
