@@ -544,6 +544,24 @@ mod tests {
         }
     }
 
+    /// Whether `path` gives `text` the same terms as the Unicode path, under these settings.
+    fn path_matches_unicode(
+        text: &str,
+        stemming: bool,
+        stop_words: bool,
+        path: fn(&Tokenizer, &str, &mut Terms),
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let t = Tokenizer::new(TokenizerConfig {
+            stemming,
+            stop_words,
+        });
+        let (mut fast, mut unicode) = (Terms::default(), Terms::default());
+        path(&t, text, &mut fast);
+        t.unicode_terms(text, &mut unicode);
+        proptest::prop_assert_eq!(fast, unicode);
+        Ok(())
+    }
+
     proptest::proptest! {
         /// Any text mixing ASCII with accented, compatibility, CJK and combining characters gives the
         /// same terms cut into pieces as through the Unicode path whole.
@@ -553,11 +571,7 @@ mod tests {
             stemming: bool,
             stop_words: bool,
         ) {
-            let t = Tokenizer::new(TokenizerConfig { stemming, stop_words });
-            let (mut mixed, mut unicode) = (Terms::default(), Terms::default());
-            t.mixed_terms(&text, &mut mixed);
-            t.unicode_terms(&text, &mut unicode);
-            proptest::prop_assert_eq!(mixed, unicode);
+            path_matches_unicode(&text, stemming, stop_words, Tokenizer::mixed_terms)?;
         }
 
         /// Any ASCII text, apostrophes, digits and capitals among its words, gives the same terms through
@@ -568,11 +582,7 @@ mod tests {
             stemming: bool,
             stop_words: bool,
         ) {
-            let t = Tokenizer::new(TokenizerConfig { stemming, stop_words });
-            let (mut ascii, mut unicode) = (Terms::default(), Terms::default());
-            t.ascii_terms(&text, &mut ascii);
-            t.unicode_terms(&text, &mut unicode);
-            proptest::prop_assert_eq!(ascii, unicode);
+            path_matches_unicode(&text, stemming, stop_words, Tokenizer::ascii_terms)?;
         }
     }
 
