@@ -247,6 +247,106 @@ impl Bm25Index {
         }
     }
 
+    /// An index over a persisted vocabulary built from every document's term ids at once, on every core.
+    /// `ids_of(doc, buf)` fills `buf` with document `doc`'s ids (ascending, one per token) and says whether
+    /// the document is live (`false`: left out, `buf` unused), for documents `0..docs`; `None` from it, ids
+    /// out of order or past the vocabulary make the whole build `None`. The result equals adding the live
+    /// documents one by one with [`Self::add_ids`]. The document frequencies are counted first, in parallel
+    /// over documents; then the terms are cut into ranges of about equal postings and each range's lists
+    /// are filled on its own thread, every thread reading all the documents.
+    pub fn from_doc_ids<F>(
+        params: Bm25Params,
+        terms: Vec<String>,
+        docs: usize,
+        ids_of: F,
+    ) -> Option<Self>
+    where
+        F: Fn(usize, &mut Vec<u32>) -> Option<bool> + Sync,
+    {
+        use rayon::prelude::*;
+        /// Documents a task of the counting pass takes at least.
+        const DOCS_PER_TASK: usize = 4096;
+        u32::try_from(docs).ok()?;
+        let n_terms = terms.len();
+        let mut doc_len = vec![ABSENT; docs];
+        let doc_freq: Vec<u32> = doc_len
+            .par_chunks_mut(DOCS_PER_TASK)
+            .enumerate()
+            .try_fold(
+                || (vec![0u32; n_terms], Vec::new()),
+                |(mut df, mut buf), (chunk, lens)| {
+                    for (i, len) in lens.iter_mut().enumerate() {
+                        if !ids_of(chunk * DOCS_PER_TASK + i, &mut buf)? {
+                            continue;
+                        }
+                        if !buf.is_sorted() || buf.last().is_some_and(|&t| t as usize >= n_terms) {
+                            return None;
+                        }
+                        for run in buf.chunk_by(|a, b| a == b) {
+                            df[run[0] as usize] += 1;
+                        }
+                        *len = buf.len().min(ABSENT as usize - 1) as u32;
+                    }
+                    Some((df, buf))
+                },
+            )
+            .map(|partial| partial.map(|(df, _)| df))
+            .try_reduce(
+                || vec![0u32; n_terms],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    Some(a)
+                },
+            )?;
+        let mut postings: Vec<Postings> = doc_freq
+            .iter()
+            .map(|&c| {
+                let mut p = Postings::default();
+                p.reserve_exact(c as usize);
+                p
+            })
+            .collect();
+        let ranges = balanced_ranges(&doc_freq, rayon::current_num_threads());
+        let mut parts = Vec::with_capacity(ranges.len());
+        let mut rest = postings.as_mut_slice();
+        for r in &ranges {
+            let (part, tail) = rest.split_at_mut(r.len());
+            parts.push((r.start, part));
+            rest = tail;
+        }
+        let lens = &doc_len;
+        parts.into_par_iter().try_for_each(|(first, lists)| {
+            let end = first + lists.len();
+            let mut buf = Vec::new();
+            for (doc, &len) in lens.iter().enumerate() {
+                if len == ABSENT {
+                    continue;
+                }
+                ids_of(doc, &mut buf)?;
+                let from = buf.partition_point(|&t| (t as usize) < first);
+                let mine = buf[from..].partition_point(|&t| (t as usize) < end);
+                for run in buf[from..from + mine].chunk_by(|a, b| a == b) {
+                    lists[run[0] as usize - first].add(doc as u32, run.len() as u32);
+                }
+            }
+            Some(())
+        })?;
+        let live: Vec<u32> = doc_len.iter().copied().filter(|&l| l != ABSENT).collect();
+        // Documents after the last live one are not held, as adding them one by one leaves them.
+        let held = doc_len
+            .iter()
+            .rposition(|&l| l != ABSENT)
+            .map_or(0, |d| d + 1);
+        doc_len.truncate(held);
+        let mut ix = Bm25Index::with_terms(params, terms);
+        ix.postings = postings;
+        ix.doc_freq = doc_freq;
+        ix.doc_len = doc_len;
+        ix.live_docs = live.len() as u32;
+        ix.total_len = live.iter().map(|&l| u64::from(l)).sum();
+        Some(ix)
+    }
+
     /// Reserve exactly `counts[t]` postings for term `t` (before adding documents with known statistics).
     pub fn reserve_postings(&mut self, counts: &[u32]) {
         for (list, &c) in self.postings.iter_mut().zip(counts) {
@@ -411,6 +511,39 @@ fn top_allowed(
     }
 }
 
+/// Cuts the terms `0..counts.len()` into at most `parts` consecutive ranges holding about equal sums of
+/// `counts` (one range when there is too little to share out).
+fn balanced_ranges(counts: &[u32], parts: usize) -> Vec<std::ops::Range<usize>> {
+    /// Below this many postings in all, one thread fills every list.
+    const SHARED_FROM: u64 = 1 << 16;
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let parts = if total < SHARED_FROM { 1 } else { parts.max(1) };
+    let mut out = Vec::with_capacity(parts);
+    let (mut start, mut acc) = (0, 0u64);
+    for (t, &c) in counts.iter().enumerate() {
+        let c = u64::from(c);
+        // Sums scaled by `parts`, so that the k-th cut aims at `total * k`.
+        let (goal, before, after) = (
+            total * (out.len() as u64 + 1),
+            acc * parts as u64,
+            (acc + c) * parts as u64,
+        );
+        acc += c;
+        if out.len() + 1 < parts && after >= goal {
+            // Cut before or after term `t`, whichever lands nearer the goal.
+            let cut = if t > start && goal - before < after - goal {
+                t
+            } else {
+                t + 1
+            };
+            out.push(start..cut);
+            start = cut;
+        }
+    }
+    out.push(start..counts.len());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +558,98 @@ mod tests {
             ix.add(i as u32, &toks(d));
         }
         ix
+    }
+
+    /// Documents of random sorted ids (frequent low ids, now and then one repeated 300 times), and whether
+    /// each is live (some dead ones in the middle and at the end).
+    fn random_docs(docs: usize, n_terms: u32) -> Vec<(Vec<u32>, bool)> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        (0..docs)
+            .map(|d| {
+                let len = next() % 24;
+                let mut ids: Vec<u32> = (0..len)
+                    .map(|_| {
+                        let u = next() % 1000;
+                        (u * u * u64::from(n_terms) / 1_000_000) as u32
+                    })
+                    .collect();
+                if d % 997 == 5 {
+                    ids.extend(std::iter::repeat_n(7, 300));
+                }
+                ids.sort_unstable();
+                (ids, d % 7 != 3 && d + 5 < docs)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn built_at_once_equals_built_one_by_one() {
+        let n_terms = 3000u32;
+        let terms: Vec<String> = (0..n_terms).map(|t| format!("t{t}")).collect();
+        // Small enough for one range, and large enough to be cut in three.
+        for docs in [500usize, 20_000] {
+            let rows = random_docs(docs, n_terms);
+            let mut one_by_one = Bm25Index::with_terms(Bm25Params::default(), terms.clone());
+            for (d, (ids, live)) in rows.iter().enumerate() {
+                if *live {
+                    assert!(one_by_one.add_ids(d as u32, ids));
+                }
+            }
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(3)
+                .build()
+                .unwrap();
+            let at_once = pool
+                .install(|| {
+                    Bm25Index::from_doc_ids(Bm25Params::default(), terms.clone(), docs, |d, buf| {
+                        buf.clear();
+                        buf.extend_from_slice(&rows[d].0);
+                        Some(rows[d].1)
+                    })
+                })
+                .unwrap();
+            assert_eq!(at_once.postings, one_by_one.postings);
+            assert_eq!(at_once.doc_freq, one_by_one.doc_freq);
+            assert_eq!(at_once.doc_len, one_by_one.doc_len);
+            assert_eq!(at_once.live_docs, one_by_one.live_docs);
+            assert_eq!(at_once.total_len, one_by_one.total_len);
+            assert_eq!(at_once.terms, one_by_one.terms);
+            let q = toks("t0 t7 t1500 t2999");
+            assert_eq!(
+                at_once.search(&q, 20, &|_| true),
+                one_by_one.search(&q, 20, &|_| true)
+            );
+        }
+        assert_eq!(balanced_ranges(&[5, 5, 5], 4), vec![0..3]);
+        let ranges = balanced_ranges(&[40_000, 1, 1, 40_000, 1, 1, 1], 2);
+        assert_eq!(ranges, vec![0..3, 3..7]);
+    }
+
+    #[test]
+    fn built_at_once_refuses_bad_ids() {
+        let terms: Vec<String> = (0..10).map(|t| format!("t{t}")).collect();
+        let build = |ids: Vec<u32>| {
+            Bm25Index::from_doc_ids(Bm25Params::default(), terms.clone(), 3, |d, buf| {
+                buf.clear();
+                if d == 1 {
+                    buf.extend_from_slice(&ids);
+                }
+                Some(true)
+            })
+        };
+        assert!(build(vec![1, 2, 2, 9]).is_some());
+        assert!(build(vec![3, 2]).is_none(), "out of order");
+        assert!(build(vec![2, 10]).is_none(), "past the vocabulary");
+        let failing = Bm25Index::from_doc_ids(Bm25Params::default(), terms.clone(), 3, |d, _| {
+            (d != 2).then_some(true)
+        });
+        assert!(failing.is_none());
     }
 
     #[test]

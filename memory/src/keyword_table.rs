@@ -90,33 +90,28 @@ impl KeywordTable {
         out
     }
 
-    /// Rebuild the BM25 index, adding the rows `live` accepts. `None` when the table is inconsistent (the
-    /// caller then tokenises the texts again).
-    pub fn to_index(&self, params: Bm25Params, live: &dyn Fn(usize) -> bool) -> Option<Bm25Index> {
+    /// Rebuild the BM25 index, adding the rows `live` accepts, on every core. `None` when the table is
+    /// inconsistent (the caller then tokenises the texts again).
+    pub fn to_index(
+        &self,
+        params: Bm25Params,
+        live: &(dyn Fn(usize) -> bool + Sync),
+    ) -> Option<Bm25Index> {
         if self.doc_start.len() != self.doc_len.len() {
             return None;
         }
-        let rows = || (0..self.doc_start.len()).filter(|&row| live(row));
-        // Exact posting-list capacities first (no growth slack in memory): documents per term.
-        let mut df = vec![0u32; self.terms.len()];
-        let mut buf = Vec::new();
-        for row in rows() {
-            let mut prev = None;
-            for &t in self.row_ids(row, &mut buf)? {
-                if prev != Some(t) {
-                    *df.get_mut(t as usize)? += 1;
-                    prev = Some(t);
+        Bm25Index::from_doc_ids(
+            params,
+            self.terms.clone(),
+            self.doc_start.len(),
+            |row, buf| {
+                if !live(row) {
+                    return Some(false);
                 }
-            }
-        }
-        let mut ix = Bm25Index::with_terms(params, self.terms.clone());
-        ix.reserve_postings(&df);
-        for row in rows() {
-            if !ix.add_ids(u32::try_from(row).ok()?, self.row_ids(row, &mut buf)?) {
-                return None;
-            }
-        }
-        Some(ix)
+                self.row_ids(row, buf)?;
+                Some(true)
+            },
+        )
     }
 }
 

@@ -630,20 +630,26 @@ impl SnapshotReader<'_> {
                 Ok((vectors, (index, covered), extensions, manifest))
             },
             || -> Result<_> {
-                let dictionaries = self.read_dictionaries()?;
-                let records = self.read_records(n, &dictionaries)?;
-                // The keyword index here; the id and dedup maps are left for the other thread to take
-                // once it is done with the vectors.
-                let (keyword_index, maps) = rayon::join(
-                    || {
-                        self.read_keywords(&meta.config, n).and_then(|k| {
-                            let live = |row: usize| records.get(row).is_some_and(|r| !r.tombstone);
-                            let ix = k.to_index(Bm25Params::default(), &live)?;
-                            Some((ix, k.terms.len(), k.doc_terms.len() as u64))
-                        })
+                // The keyword index needs only the tombstones of the records, so it is rebuilt while they
+                // are read.
+                let (records, keyword_index) = rayon::join(
+                    || -> Result<_> {
+                        let dictionaries = self.read_dictionaries()?;
+                        let records = self.read_records(n, &dictionaries)?;
+                        let maps = RowMaps::build(&records);
+                        Ok((dictionaries, records, maps))
                     },
-                    || RowMaps::build(&records),
+                    || {
+                        let k = self.read_keywords(&meta.config, n)?;
+                        // A tombstone column that cannot be read fails the records' side, and the open.
+                        let dead = self.column("tombstone", n).ok()?;
+                        let dead = dead.as_u8()?;
+                        let live = |row: usize| dead.get(row).is_some_and(|&t| t == 0);
+                        let ix = k.to_index(Bm25Params::default(), &live)?;
+                        Some((ix, k.terms.len(), k.doc_terms.len() as u64))
+                    },
                 );
+                let (dictionaries, records, maps) = records?;
                 Ok((dictionaries, records, maps, keyword_index))
             },
         );
