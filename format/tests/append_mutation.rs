@@ -14,13 +14,19 @@ mod common;
 
 use clawhdf5_format::region::Selection;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, H5File};
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Variants the appender opened, and those whose session it committed.
-static OPENED: AtomicUsize = AtomicUsize::new(0);
-static COMMITTED: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Variants the appender opened on this thread, and those whose session it committed.
+    static OPENED: Cell<usize> = const { Cell::new(0) };
+    static COMMITTED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count(c: &'static std::thread::LocalKey<Cell<usize>>) {
+    c.with(|n| n.set(n.get() + 1));
+}
 
 /// A file of ours: the mutation test's seed plus growable vlen strings.
 fn ours() -> Vec<u8> {
@@ -144,7 +150,7 @@ fn exercise(path: &Path) {
     let Ok(mut a) = FileAppender::open(path) else {
         return;
     };
-    OPENED.fetch_add(1, Ordering::Relaxed);
+    count(&OPENED);
     for (p, is_dataset) in &found {
         if *is_dataset {
             if let Ok(d) = f.dataset(p) {
@@ -188,7 +194,7 @@ fn exercise(path: &Path) {
         let _ = a.unlink(p);
     }
     if a.commit().is_ok() {
-        COMMITTED.fetch_add(1, Ordering::Relaxed);
+        count(&COMMITTED);
         if let Ok(f) = H5File::open(path) {
             for (p, is_dataset) in objects(&f) {
                 if is_dataset {
@@ -226,55 +232,78 @@ fn mutated_files_never_panic_the_appender() {
     } else {
         tempfile::tempdir().unwrap()
     };
-    let path = dir.path().join("variant.h5");
-    let mut rng = common::XorShift(0x9e37_79b9_7f4a_7c15 ^ seed);
-    for (name, original) in &seeds {
-        // The seed itself goes through the whole session, so its variants test the paths it stands for.
-        std::fs::write(&path, original).unwrap();
-        let committed = COMMITTED.load(Ordering::Relaxed);
-        exercise(&path);
-        assert_eq!(
-            COMMITTED.load(Ordering::Relaxed),
-            committed + 1,
-            "{name}: the unmutated seed's session did not commit"
-        );
-        for v in 0..variants {
-            let mut bytes = original.clone();
-            let what = match rng.below(4) {
-                0 => {
-                    let cut = rng.below(bytes.len() as u64) as usize;
-                    bytes.truncate(cut);
-                    format!("cut at {cut}")
-                }
-                _ => {
-                    let flips = 1 + rng.below(4);
-                    let mut at = Vec::new();
-                    for _ in 0..flips {
-                        let i = rng.below(bytes.len() as u64) as usize;
-                        bytes[i] ^= 1 << rng.below(8);
-                        at.push(i);
-                    }
-                    format!("bits flipped at {at:?}")
-                }
-            };
-            std::fs::write(&path, &bytes).unwrap();
-            let start = Instant::now();
-            let r = std::panic::catch_unwind(|| exercise(&path));
-            assert!(
-                r.is_ok(),
-                "{name} variant {v} (seed {seed}, {what}): the appender panicked"
-            );
-            assert!(
-                start.elapsed() < Duration::from_secs(1),
-                "{name} variant {v} (seed {seed}, {what}): {:?}",
-                start.elapsed()
-            );
-        }
-    }
+    // Each seed file's variants on a thread of their own (their own file, generator and counters).
+    let counts: Vec<(usize, usize)> = std::thread::scope(|s| {
+        let runs: Vec<_> = seeds
+            .iter()
+            .enumerate()
+            .map(|(i, (name, original))| {
+                let path = dir.path().join(format!("variant-{i}.h5"));
+                s.spawn(move || mutate(name, original, &path, seed, i as u64, variants))
+            })
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
     eprintln!(
         "{} variants: the appender opened {}, committed {}",
         variants * seeds.len(),
-        OPENED.load(Ordering::Relaxed),
-        COMMITTED.load(Ordering::Relaxed)
+        counts.iter().map(|c| c.0).sum::<usize>(),
+        counts.iter().map(|c| c.1).sum::<usize>()
     );
+}
+
+/// Runs the unmutated `original` and then `variants` mutations and truncations of it (generator `seed` and
+/// `stream`) through [`exercise`] at `path`; returns how many the appender opened and committed.
+fn mutate(
+    name: &str,
+    original: &[u8],
+    path: &Path,
+    seed: u64,
+    stream: u64,
+    variants: usize,
+) -> (usize, usize) {
+    let mut rng = common::XorShift(0x9e37_79b9_7f4a_7c15 ^ seed ^ (stream << 40));
+    // The seed itself goes through the whole session, so its variants test the paths it stands for.
+    std::fs::write(path, original).unwrap();
+    exercise(path);
+    assert_eq!(
+        COMMITTED.with(Cell::get),
+        1,
+        "{name}: the unmutated seed's session did not commit"
+    );
+    for v in 0..variants {
+        let mut bytes = original.to_vec();
+        let what = match rng.below(4) {
+            0 => {
+                let cut = rng.below(bytes.len() as u64) as usize;
+                bytes.truncate(cut);
+                format!("cut at {cut}")
+            }
+            _ => {
+                let flips = 1 + rng.below(4);
+                let mut at = Vec::new();
+                for _ in 0..flips {
+                    let i = rng.below(bytes.len() as u64) as usize;
+                    bytes[i] ^= 1 << rng.below(8);
+                    at.push(i);
+                }
+                format!("bits flipped at {at:?}")
+            }
+        };
+        std::fs::write(path, &bytes).unwrap();
+        let start = Instant::now();
+        let r = std::panic::catch_unwind(|| exercise(path));
+        assert!(
+            r.is_ok(),
+            "{name} variant {v} (seed {seed}, {what}): the appender panicked"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{name} variant {v} (seed {seed}, {what}): {:?}",
+            start.elapsed()
+        );
+    }
+    (OPENED.with(Cell::get), COMMITTED.with(Cell::get))
 }
