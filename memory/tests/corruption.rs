@@ -194,64 +194,84 @@ fn mutated_store_files_and_logs_are_errors_not_crashes() {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
 
-    // The file, no log: opened read-only (as `clawhdf5 verify` and readers do).
-    let mut opened = 0;
-    for v in 0..file_variants {
-        let b = mutate(&mut r, &file, file.len(), v);
-        let (failed, ok) = checked("file", v, || {
-            std::fs::write(&target, &b).map_err(|e| e.to_string())?;
-            Ok(match Store::open_read_only(&target) {
-                Ok(s) => {
-                    exercise(&s);
-                    true
-                }
-                Err(_) => false,
-            })
-        });
-        opened += usize::from(ok);
-        failures.extend(failed.map(|m| keep(m, "file", v, &b)));
-    }
-
-    // The intact file with a mutated log: opened for writing, so the log is replayed. Only the log's frames
-    // are mutated (the rest of its file is preallocated zeros).
-    let span = frames_end as usize + 64;
-    let mut replayed = 0;
-    for v in 0..log_variants {
-        let b = mutate(&mut r, &log, span, v);
-        let (failed, ok) = checked("log", v, || {
-            std::fs::write(&target, &file).map_err(|e| e.to_string())?;
-            std::fs::write(&target_log, &b).map_err(|e| e.to_string())?;
-            let s = match Store::open(&target) {
-                Ok(s) => s,
-                // A log whose header is gone is refused as a whole, with a clear error.
-                Err(e) if e.to_string().contains("header") => return Ok(false),
-                Err(e) => return Err(format!("open failed: {e}")),
-            };
-            exercise(&s);
-            let lost: Vec<u64> = checkpointed
-                .iter()
-                .copied()
-                .filter(|&id| id != 20 && s.get(id).is_none_or(|x| x.tombstone))
-                .collect();
-            if !lost.is_empty() {
-                return Err(format!("checkpointed records lost: {lost:?}"));
-            }
-            // The logged saves come back as a prefix: none after one that is missing.
-            let kept: Vec<bool> = (0..LOGGED)
-                .map(|i| {
-                    s.get(RECORDS + 1 + i as u64)
-                        .is_some_and(|x| !x.tombstone && x.text == format!("later memory {i} 東京"))
+    // The file's variants and the log's run side by side, each with its own files and generator.
+    let log_seed = r.next_u64();
+    let mut file_loop = || {
+        // The file, no log: opened read-only (as `clawhdf5 verify` and readers do).
+        let target = dir.path().join("m.h5");
+        let (mut opened, mut failures) = (0, Vec::new());
+        for v in 0..file_variants {
+            let b = mutate(&mut r, &file, file.len(), v);
+            let (failed, ok) = checked("file", v, || {
+                std::fs::write(&target, &b).map_err(|e| e.to_string())?;
+                Ok(match Store::open_read_only(&target) {
+                    Ok(s) => {
+                        exercise(&s);
+                        true
+                    }
+                    Err(_) => false,
                 })
-                .collect();
-            if kept.windows(2).any(|w| !w[0] && w[1]) {
-                return Err(format!("replayed saves are not a prefix: {kept:?}"));
-            }
-            drop(s);
-            Ok(true)
-        });
-        replayed += usize::from(ok);
-        failures.extend(failed.map(|m| keep(m, "log", v, &b)));
-    }
+            });
+            opened += usize::from(ok);
+            failures.extend(failed.map(|m| keep(m, "file", v, &b)));
+        }
+        (opened, failures)
+    };
+    let log_loop = || {
+        // The intact file with a mutated log: opened for writing, so the log is replayed. Only the log's
+        // frames are mutated (the rest of its file is preallocated zeros).
+        let mut r = rng(log_seed);
+        let target = dir.path().join("l.h5");
+        let target_log = clawhdf5_memory::wal_path(&target);
+        let span = frames_end as usize + 64;
+        let (mut replayed, mut failures) = (0, Vec::new());
+        for v in 0..log_variants {
+            let b = mutate(&mut r, &log, span, v);
+            let (failed, ok) = checked("log", v, || {
+                std::fs::write(&target, &file).map_err(|e| e.to_string())?;
+                std::fs::write(&target_log, &b).map_err(|e| e.to_string())?;
+                let s = match Store::open(&target) {
+                    Ok(s) => s,
+                    // A log whose header is gone is refused as a whole, with a clear error.
+                    Err(e) if e.to_string().contains("header") => return Ok(false),
+                    Err(e) => return Err(format!("open failed: {e}")),
+                };
+                exercise(&s);
+                let lost: Vec<u64> = checkpointed
+                    .iter()
+                    .copied()
+                    .filter(|&id| id != 20 && s.get(id).is_none_or(|x| x.tombstone))
+                    .collect();
+                if !lost.is_empty() {
+                    return Err(format!("checkpointed records lost: {lost:?}"));
+                }
+                // The logged saves come back as a prefix: none after one that is missing.
+                let kept: Vec<bool> = (0..LOGGED)
+                    .map(|i| {
+                        s.get(RECORDS + 1 + i as u64).is_some_and(|x| {
+                            !x.tombstone && x.text == format!("later memory {i} 東京")
+                        })
+                    })
+                    .collect();
+                if kept.windows(2).any(|w| !w[0] && w[1]) {
+                    return Err(format!("replayed saves are not a prefix: {kept:?}"));
+                }
+                drop(s);
+                Ok(true)
+            });
+            replayed += usize::from(ok);
+            failures.extend(failed.map(|m| keep(m, "log", v, &b)));
+        }
+        (replayed, failures)
+    };
+    let ((opened, file_failures), (replayed, log_failures)) = std::thread::scope(|s| {
+        let logs = s.spawn(log_loop);
+        let files = file_loop();
+        let logs = logs.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (files, logs)
+    });
+    failures.extend(file_failures);
+    failures.extend(log_failures);
     std::panic::set_hook(hook);
     eprintln!(
         "file variants opened: {opened} of {file_variants}; log variants replayed: {replayed} of {log_variants}"
