@@ -269,8 +269,15 @@ impl Bm25Index {
         u32::try_from(docs).ok()?;
         let n_terms = terms.len();
         let mut doc_len = vec![ABSENT; docs];
+        // One count per term for each task: no more tasks than threads, so a large vocabulary costs at
+        // most a copy of its counts per thread.
+        let per_thread = docs
+            .div_ceil(DOCS_PER_TASK)
+            .div_ceil(rayon::current_num_threads().max(1))
+            .max(1);
         let doc_freq: Vec<u32> = doc_len
             .par_chunks_mut(DOCS_PER_TASK)
+            .with_min_len(per_thread)
             .enumerate()
             .try_fold(
                 || (vec![0u32; n_terms], Vec::new()),
