@@ -338,7 +338,11 @@ impl Bm25Index {
             }
             Some(())
         })?;
-        let live: Vec<u32> = doc_len.iter().copied().filter(|&l| l != ABSENT).collect();
+        let (mut live_docs, mut total_len) = (0u32, 0u64);
+        for &l in doc_len.iter().filter(|&&l| l != ABSENT) {
+            live_docs += 1;
+            total_len += u64::from(l);
+        }
         // Documents after the last live one are not held, as adding them one by one leaves them.
         let held = doc_len
             .iter()
@@ -349,16 +353,9 @@ impl Bm25Index {
         ix.postings = postings;
         ix.doc_freq = doc_freq;
         ix.doc_len = doc_len;
-        ix.live_docs = live.len() as u32;
-        ix.total_len = live.iter().map(|&l| u64::from(l)).sum();
+        ix.live_docs = live_docs;
+        ix.total_len = total_len;
         Some(ix)
-    }
-
-    /// Reserve exactly `counts[t]` postings for term `t` (before adding documents with known statistics).
-    pub fn reserve_postings(&mut self, counts: &[u32]) {
-        for (list, &c) in self.postings.iter_mut().zip(counts) {
-            list.reserve_exact(c as usize);
-        }
     }
 
     /// Every live document's term ids (ascending, one per token), for documents `0..docs`; absent and
