@@ -37,6 +37,8 @@ pub fn exact_top_k<S: VectorStore + ?Sized>(
     if k == 0 || n == 0 {
         return Ok(Vec::new());
     }
+    // No more than every row can be returned.
+    let k = k.min(n);
     if let Some(Filter::Ids(set)) = filter {
         // Iterate only the allowed ids (cheap for selective filters).
         return Ok(scan_ids(

@@ -31,6 +31,9 @@ impl PartialOrd for Neighbor {
     }
 }
 
+/// The most entries a collector reserves up front, whatever its `k`.
+const PREALLOCATE_AT_MOST: usize = 1 << 12;
+
 /// Keeps the `k` closest neighbours pushed so far (a max-heap on distance).
 #[derive(Debug, Clone)]
 pub struct TopK {
@@ -43,7 +46,8 @@ impl TopK {
     pub fn new(k: usize) -> Self {
         TopK {
             k,
-            heap: BinaryHeap::with_capacity(k + 1),
+            // Reserve for a plausible `k` only: a caller's huge `k` (say "all") grows the heap as rows come.
+            heap: BinaryHeap::with_capacity(k.min(PREALLOCATE_AT_MOST) + 1),
         }
     }
 
@@ -102,7 +106,7 @@ impl TopKBuffer {
     pub fn new(k: usize) -> Self {
         TopKBuffer {
             k,
-            buf: Vec::with_capacity(2 * k),
+            buf: Vec::with_capacity(2 * k.min(PREALLOCATE_AT_MOST)),
             bound: f32::INFINITY,
         }
     }

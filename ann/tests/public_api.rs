@@ -197,3 +197,66 @@ fn half_precision_store_searches_like_its_f32_source() {
         hits as f64 / 400.0
     );
 }
+
+#[test]
+fn a_huge_k_or_ef_returns_every_row_instead_of_reserving_memory_for_them() {
+    let g = Clustered::new(16, 4, 1.0, 11);
+    let store = g.sample(300, 1);
+    let q = g.sample(1, 5);
+    let q = q.vector(0);
+    let all = exact_top_k(&store, q, usize::MAX, Metric::Cosine, None).unwrap();
+    assert_eq!(all.len(), 300);
+    let half: IdSet = (0..300u32).filter(|i| i % 2 == 0).collect();
+    let allowed = exact_top_k(
+        &store,
+        q,
+        usize::MAX,
+        Metric::Cosine,
+        Some(Filter::Ids(&half)),
+    );
+    assert_eq!(allowed.unwrap().len(), 150);
+    for quantize in [false, true] {
+        let index = Hnsw::build(
+            &store,
+            HnswParams {
+                quantize,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let got = index
+            .search(&store, q, usize::MAX, usize::MAX, None)
+            .unwrap();
+        assert_eq!(ids(&got), ids(&all), "quantize {quantize}");
+        let got = index
+            .search(&store, q, usize::MAX, 10, Some(Filter::Ids(&half)))
+            .unwrap();
+        assert_eq!(got.len(), 150, "quantize {quantize}");
+    }
+    let ivf = Ivf::build(
+        &store,
+        IvfParams {
+            nlist: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        ivf.search(&store, q, usize::MAX, 4, None).unwrap().len(),
+        300
+    );
+    let pq = IvfPq::build(
+        &store,
+        IvfPqParams {
+            nlist: 4,
+            m: 4,
+            rerank: 50,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        pq.search(&store, q, usize::MAX, 4, None).unwrap().len(),
+        300
+    );
+}

@@ -133,6 +133,11 @@ fn knowledge_updates_supersede_and_keep_history() {
     let r = m.search(&q, T0 + 40 * DAY).unwrap();
     let ids: Vec<u64> = r.hits.iter().map(|h| h.record.id).collect();
     assert!(ids.contains(&paris) && ids.contains(&berlin));
+    // A huge k asks for everything that matches, not for memory to hold that many.
+    let all = m.search(&kw("where do I live", usize::MAX), T0 + 40 * DAY);
+    assert!(all.unwrap().hits.iter().any(|h| h.record.id == berlin));
+    let sessions = m.search_sessions("Paris", usize::MAX).unwrap();
+    assert!(sessions.len() <= 3);
     let h = m.history(berlin);
     assert_eq!(
         h.iter().map(|r| r.id).collect::<Vec<_>>(),

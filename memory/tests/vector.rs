@@ -297,3 +297,41 @@ fn a_save_prepared_ahead_is_the_same_as_a_save() {
         Err(MemoryError::InvalidInput(_))
     ));
 }
+
+#[test]
+fn a_huge_k_returns_every_match_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    for threshold in [10_000u32, 50] {
+        let _ = std::fs::remove_file(&p);
+        let opts = StoreOptions {
+            config: StoreConfig {
+                exact_search_threshold: threshold,
+                ..StoreConfig::default()
+            },
+            durability: clawhdf5_memory::Durability::None,
+            ..StoreOptions::default()
+        };
+        let mut s = Store::open_with(&p, opts).unwrap();
+        for i in 0..120 {
+            s.save(NewMemory {
+                embedding: Some(unit(i, 16)),
+                ..NewMemory::text(format!("memory number {i}"))
+            })
+            .unwrap();
+        }
+        for (mode, want) in [
+            (SearchMode::Keyword, 120),
+            (SearchMode::Vector, 120),
+            (SearchMode::Hybrid, 120),
+            (SearchMode::Rrf, 120),
+        ] {
+            let mut q = SearchQuery::new("memory", usize::MAX);
+            q.mode = mode;
+            q.embedding = Some(unit(7, 16));
+            let hits = s.search(&q).unwrap();
+            assert_eq!(hits.len(), want, "{mode:?}, exact below {threshold}");
+        }
+        s.close().unwrap();
+    }
+}

@@ -492,7 +492,9 @@ impl Hnsw {
         }
         let metric = self.params.metric;
         let q = metric.prepare_query(query);
-        let ef = ef.max(k);
+        // Neither more results nor a longer candidate list than the index has rows.
+        let k = k.min(self.live);
+        let ef = ef.max(k).min(self.levels.len());
         let deleted = &self.deleted;
         let has_deleted = !deleted.is_empty();
         // Plan: estimate how many rows the filter allows and what an exact scan of them costs, in

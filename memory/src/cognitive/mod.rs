@@ -649,7 +649,7 @@ impl AgentMemory {
             return Ok(recall);
         }
         let text = recall.hint.residual.clone();
-        let pool = self.cfg.search_pool.max(q.k * 4);
+        let pool = self.cfg.search_pool.max(q.k.saturating_mul(4));
         let mut filter = q.filter.clone();
         if recall.hint.from.is_some() || recall.hint.to.is_some() {
             if let Some(f) = recall.hint.from {
@@ -783,7 +783,7 @@ impl AgentMemory {
 
     /// Which sessions (conversations) a query is about, best first.
     pub fn search_sessions(&self, query: &str, k: usize) -> Result<Vec<SessionHit>> {
-        let mut q = SearchQuery::new(query, self.cfg.search_pool.max(4 * k));
+        let mut q = SearchQuery::new(query, self.cfg.search_pool.max(k.saturating_mul(4)));
         q.mode = SearchMode::Keyword;
         let hits: Vec<(String, u64, f32)> = self
             .store
@@ -872,7 +872,7 @@ impl AgentMemory {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<(MediaHit, Record)>> {
-        let fetch = k.saturating_mul(2).max(k + 4);
+        let fetch = k.saturating_mul(2).max(k.saturating_add(4));
         let hits = match space {
             Some(s) => self.media.search(s, query, fetch),
             None => self.media.search_all(query, fetch),

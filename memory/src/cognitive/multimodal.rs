@@ -312,7 +312,7 @@ impl MediaIndex {
         let q = normalised(query)?;
         let found = ix
             .hnsw
-            .search(&ix.vectors, &q, k, (4 * k).max(32), None)
+            .search(&ix.vectors, &q, k, k.saturating_mul(4).max(32), None)
             .map_err(|e| e.to_string())?;
         Ok(found
             .into_iter()

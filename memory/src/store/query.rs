@@ -38,7 +38,9 @@ impl Store {
     /// Like [`search`](Self::search) without logging access: for layers that pick their own results from a
     /// larger candidate pool and log only what they return.
     pub fn search_candidates(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
-        if q.k == 0 {
+        // No more than every record can be returned: a huge `k` means "all", not a huge allocation.
+        let k = q.k.min(self.records.len());
+        if k == 0 {
             return Ok(Vec::new());
         }
         // Forgotten and superseded rows are excluded from the flags alone; the records are read only when the
@@ -55,7 +57,7 @@ impl Store {
             Some(&f) if f & hidden == 0 => !fields || q.filter.matches(&self.records[row as usize]),
             _ => false,
         };
-        let pool = (q.k * 4).max(50);
+        let pool = k.saturating_mul(4).max(50).min(self.records.len());
         let mut cand = Candidates::default();
         if q.mode != SearchMode::Vector {
             let toks = self.tokenizer.tokens(&q.text);
@@ -101,7 +103,7 @@ impl Store {
         let hits: Vec<SearchHit> = fused
             .into_iter()
             .filter(|f| q.min_score.is_none_or(|m| f.1 >= m))
-            .take(q.k)
+            .take(k)
             .map(|(row, score, ks, vs)| SearchHit {
                 score,
                 keyword_score: ks,
