@@ -27,6 +27,7 @@ mod hub;
 mod kernels;
 mod local;
 mod model_dir;
+mod prefix;
 mod remote;
 mod small_gemm;
 

@@ -210,6 +210,11 @@ impl LocalMiniLm {
 
     /// Token ids of each text after truncation to [`MAX_SEQ_LEN`], `[CLS]` and `[SEP]` included.
     pub fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, EmbedError> {
+        // Only the start of a long text reaches the model: it is all the tokenizer is given.
+        let texts: Vec<&str> = texts
+            .iter()
+            .map(|t| crate::prefix::visible_prefix(t, MAX_SEQ_LEN))
+            .collect();
         let encodings = if texts.len() == 1 {
             // One text (a search query): encoding it on the calling thread spares two thread hand-offs, which
             // cost more than the encoding itself.
@@ -422,6 +427,23 @@ mod tests {
         let batch = m.tokenize(&texts).unwrap();
         for (t, ids) in texts.iter().zip(&batch) {
             assert_eq!(&m.tokenize(&[t]).unwrap()[0], ids, "{t:?}");
+        }
+        // Long texts are cut before the tokenizer sees them; the ids are those of the whole text, truncated.
+        let mixed =
+            "Zürich's café, 2023年5月: naïve ... résumé -- \u{301}\u{301} \t日本語テキスト x ";
+        for long in [
+            mixed.repeat(300),
+            "word ".repeat(100_000),
+            format!("{}{}", "東京".repeat(200), " tail".repeat(400)),
+            format!("{} {}", "... --- !!! ".repeat(200), "end ".repeat(300)),
+        ] {
+            let whole = m.tokenizer.encode(long.as_str(), true).unwrap();
+            assert_eq!(whole.get_ids().len(), MAX_SEQ_LEN);
+            assert_eq!(m.tokenize(&[long.as_str()]).unwrap()[0], whole.get_ids());
+            assert_eq!(
+                m.tokenize(&[long.as_str(), "x"]).unwrap()[0],
+                whole.get_ids()
+            );
         }
         let one = m.embed_one(texts[0]).unwrap();
         let in_batch = m.embed_batch(&texts).unwrap();

@@ -163,12 +163,25 @@ impl Store {
         all_or_nothing: bool,
     ) -> Result<Vec<Result<SaveOutcome>>> {
         self.writer()?;
+        // An invalid memory is refused before the embedder spends anything on it (a text over the limit can be
+        // megabytes); `prepare` below reports the same error in its place.
+        let valid: Vec<bool> = if all_or_nothing {
+            for m in &items {
+                crate::validate::new_memory(m)?;
+            }
+            vec![true; items.len()]
+        } else {
+            items
+                .iter()
+                .map(|m| crate::validate::new_memory(m).is_ok())
+                .collect()
+        };
         // Moved, not copied: a batch's vectors are most of its bytes.
         let mut embeddings: Vec<Option<Vec<f32>>> =
             items.iter_mut().map(|m| m.embedding.take()).collect();
         if let Some(embedder) = self.opts.embedder.clone() {
             let missing: Vec<usize> = (0..items.len())
-                .filter(|&i| embeddings[i].is_none() && !items[i].text.trim().is_empty())
+                .filter(|&i| embeddings[i].is_none() && valid[i])
                 .collect();
             if !missing.is_empty() {
                 self.check_model(embedder.as_ref())?;
