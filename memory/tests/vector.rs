@@ -335,3 +335,61 @@ fn a_huge_k_returns_every_match_in_every_mode() {
         s.close().unwrap();
     }
 }
+
+/// Records the texts it is asked to embed.
+struct Recording(std::sync::Mutex<Vec<String>>);
+
+impl Embedder for Recording {
+    fn model_id(&self) -> &str {
+        "recording"
+    }
+    fn dim(&self) -> usize {
+        32
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.0
+            .lock()
+            .unwrap()
+            .extend(texts.iter().map(|t| t.to_string()));
+        HashEmbedder("recording").embed_batch(texts)
+    }
+}
+
+#[test]
+fn invalid_memories_in_a_batch_are_refused_before_they_are_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let seen = Arc::new(Recording(Default::default()));
+    let opts = StoreOptions {
+        embedder: Some(seen.clone()),
+        ..StoreOptions::default()
+    };
+    let mut s = Store::open_with(&p, opts).unwrap();
+    let too_long = "word ".repeat(300_000);
+    let batch = || {
+        vec![
+            NewMemory::text("a valid memory"),
+            NewMemory::text(too_long.clone()),
+            NewMemory {
+                importance: Some(2.0),
+                ..NewMemory::text("importance out of range")
+            },
+        ]
+    };
+    // All or nothing: refused whole, nothing embedded.
+    let err = s.save_batch(batch()).unwrap_err();
+    assert!(matches!(err, MemoryError::InvalidInput(_)), "{err}");
+    assert!(seen.0.lock().unwrap().is_empty());
+    assert_eq!(s.len(), 0);
+    // Each on its own: only the valid memory is embedded and saved; the others get their own errors.
+    let out = s.save_each(batch()).unwrap();
+    assert!(out[0].is_ok());
+    assert!(out[1].as_ref().unwrap_err().to_string().contains("1 MiB"));
+    assert!(out[2]
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("importance"));
+    assert_eq!(*seen.0.lock().unwrap(), vec!["a valid memory".to_string()]);
+    assert_eq!(s.len(), 1);
+}
