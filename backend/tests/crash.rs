@@ -19,16 +19,33 @@ impl Rng {
     }
 }
 
+/// A whole number from the environment variable `name`, else `default`.
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// Longer hunts: `CLAWHDF5_CRASH_KILLS` (default 50) and `CLAWHDF5_CRASH_SEED` choose the kills; with
+/// `CLAWHDF5_CRASH_EMBED=1` the server embeds its saves with the local model, so the kills also land in vector
+/// folds and checkpoints that write the graph.
 #[test]
 fn acknowledged_saves_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng(env_number("CLAWHDF5_CRASH_SEED", 0x9E37_79B9_7F4A_7C15).max(1));
     let mut acked: Vec<(u64, String)> = Vec::new();
-    let kills = 50;
+    let kills = env_number("CLAWHDF5_CRASH_KILLS", 50);
+    let embed = std::env::var("CLAWHDF5_CRASH_EMBED").is_ok_and(|v| v == "1");
     let mut counter = 0u64;
     for round in 0..kills {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
-            .args(["serve", "--no-embed", "--checkpoint-bytes", "6000", "--dir"])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clawhdf5"));
+        child.arg("serve");
+        if !embed {
+            child.arg("--no-embed");
+        }
+        let mut child = child
+            .args(["--checkpoint-bytes", "6000", "--dir"])
             .arg(dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -68,7 +85,9 @@ fn acknowledged_saves_survive_sigkill() {
             // Keep stdin open (EOF would shut the server down cleanly) until the kill.
             std::thread::sleep(Duration::from_secs(30));
         });
-        let delay = Duration::from_millis(60 + rng.next() % 240);
+        // Loading the model takes about half a second before the first save is answered.
+        let (least, spread) = if embed { (300, 900) } else { (60, 240) };
+        let delay = Duration::from_millis(least + rng.next() % spread);
         let start = Instant::now();
         let mut acked_now = Vec::new();
         while start.elapsed() < delay {
