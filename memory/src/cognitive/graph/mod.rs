@@ -72,6 +72,8 @@ pub struct Graph {
     state: GraphState,
     /// Normalised name or alias -> entity.
     by_name: HashMap<String, u32>,
+    /// The same names by first character and length, for resolving names that are not in `by_name`.
+    fuzzy: resolve::NameBuckets,
     /// (from, to, kind) -> relation index.
     edge_index: HashMap<(u32, u32, String), usize>,
     /// Adjacency, built on first traversal after a change.
@@ -98,9 +100,10 @@ impl Graph {
             ..Default::default()
         };
         for e in &g.state.entities {
-            g.by_name.insert(normalise(&e.name), e.id);
-            for a in &e.aliases {
-                g.by_name.insert(normalise(a), e.id);
+            for name in std::iter::once(&e.name).chain(&e.aliases) {
+                let key = normalise(name);
+                g.fuzzy.insert(&key, e.id);
+                g.by_name.insert(key, e.id);
             }
         }
         for (i, r) in g.state.relations.iter().enumerate() {
@@ -167,13 +170,9 @@ impl Graph {
         if tol == 0 {
             return None;
         }
-        self.by_name
-            .iter()
-            .filter(|(n, &id)| {
-                n.len().abs_diff(key.len()) <= tol && self.state.entities[id as usize].kind == kind
-            })
-            .filter(|(n, _)| resolve::same_entity(n, &key))
-            .map(|(_, &id)| id)
+        self.fuzzy
+            .candidates(&key, tol)
+            .filter(|&id| self.state.entities[id as usize].kind == kind)
             .min()
     }
 
@@ -188,7 +187,9 @@ impl Graph {
             first_seen: time,
             last_seen: time,
         });
-        self.by_name.insert(normalise(name), id);
+        let key = normalise(name);
+        self.fuzzy.insert(&key, id);
+        self.by_name.insert(key, id);
         self.csr = OnceLock::new();
         id
     }
@@ -199,6 +200,7 @@ impl Graph {
         if self.by_name.contains_key(&key) || id as usize >= self.state.entities.len() {
             return;
         }
+        self.fuzzy.insert(&key, id);
         self.by_name.insert(key, id);
         self.state.entities[id as usize]
             .aliases

@@ -48,6 +48,45 @@ pub fn same_entity(a: &str, b: &str) -> bool {
     tol > 0 && levenshtein_within(a, b, tol) <= tol
 }
 
+/// Every normalised name (and alias) of the graph by its first character and its length in characters, so that
+/// resolving a name compares it only with the names [`same_entity`] could accept: those share its first
+/// character and are at most its [`tolerance`] characters longer or shorter (an edit distance is at least the
+/// difference in length). Without it each new name was compared with every name in the graph.
+#[derive(Debug, Default)]
+pub struct NameBuckets {
+    buckets: std::collections::HashMap<(char, usize), Vec<NameEntry>>,
+}
+
+/// A normalised name and the entity it resolves to.
+type NameEntry = (Box<str>, u32);
+
+impl NameBuckets {
+    /// Record that the normalised name `key` resolves to `id` (replacing what it resolved to before).
+    pub fn insert(&mut self, key: &str, id: u32) {
+        let first = key.chars().next().unwrap_or('\0');
+        let bucket = self
+            .buckets
+            .entry((first, key.chars().count()))
+            .or_default();
+        match bucket.iter_mut().find(|(n, _)| &**n == key) {
+            Some(entry) => entry.1 = id,
+            None => bucket.push((key.into(), id)),
+        }
+    }
+
+    /// The names (with their ids) that could be the same entity as the normalised name `key`, whose length in
+    /// bytes is within `tol` of the key's: those [`same_entity`] accepts.
+    pub fn candidates<'a>(&'a self, key: &'a str, tol: usize) -> impl Iterator<Item = u32> + 'a {
+        let first = key.chars().next().unwrap_or('\0');
+        let chars = key.chars().count();
+        (chars.saturating_sub(tol)..=chars + tol)
+            .filter_map(move |len| self.buckets.get(&(first, len)))
+            .flatten()
+            .filter(move |(n, _)| n.len().abs_diff(key.len()) <= tol && same_entity(n, key))
+            .map(|&(_, id)| id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +110,54 @@ mod tests {
         assert!(!same_entity("sam", "pam"), "short names must match exactly");
         assert!(!same_entity("anna", "hanna"));
         assert!(!same_entity("berlin", "dublin"));
+    }
+
+    #[test]
+    fn buckets_find_what_a_scan_of_every_name_finds() {
+        let names = [
+            "caroline",
+            "carolin",
+            "carolyn",
+            "karoline",
+            "kubernetes",
+            "kubernets",
+            "kubernetes x",
+            "berlin",
+            "dublin",
+            "anna",
+            "hanna",
+            "josé",
+            "jose",
+            "joseph",
+            "josephine",
+            "dresden",
+            "dresdner",
+            "é",
+            "",
+        ];
+        let mut b = NameBuckets::default();
+        for (i, n) in names.iter().enumerate() {
+            b.insert(n, i as u32);
+        }
+        // Re-inserting a name moves it to the new id, as a map would.
+        b.insert("berlin", 100);
+        for key in names
+            .iter()
+            .chain(&["carolinee", "kuberntes", "josephin", "xyz", "dresdan"])
+        {
+            let tol = tolerance(key.chars().count());
+            let scan: Vec<u32> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (*n, if *n == "berlin" { 100 } else { i as u32 }))
+                .filter(|(n, _)| n.len().abs_diff(key.len()) <= tol && same_entity(n, key))
+                .map(|(_, id)| id)
+                .collect();
+            let mut got: Vec<u32> = b.candidates(key, tol).collect();
+            got.sort_unstable();
+            let mut want = scan;
+            want.sort_unstable();
+            assert_eq!(got, want, "{key:?}");
+        }
     }
 }
