@@ -194,7 +194,19 @@ pub struct AgentMemory {
     ephemeral: EphemeralStore,
     state_dirty: bool,
     saves_since_flush: u32,
+    /// Saves since the graph and the sessions were last logged.
+    saves_since_derived: u64,
+    /// Bytes the graph and the sessions took when they were last logged.
+    derived_bytes: u64,
 }
+
+/// Between checkpoints the graph and the sessions, which grow with the store, are logged whole only once the
+/// saves since they were last logged could pay this many bytes each for them. Logging them every
+/// [`CognitiveConfig::persist_every`] saves made a save's cost grow with the store (at 100K LoCoMo turns the
+/// log carried far more graph than records, and saves slowed from about 7,000 to 2,700 a second). What is not
+/// logged is rebuilt from the records at the next open (see `rebuild_derived`), and every checkpoint carries
+/// them up to date.
+const DERIVED_BYTES_PER_SAVE: u64 = 64;
 
 fn corrupt(store: &Store, what: &str, reason: String) -> MemoryError {
     MemoryError::Corrupt {
@@ -250,6 +262,8 @@ impl AgentMemory {
             ephemeral,
             state_dirty: false,
             saves_since_flush: 0,
+            saves_since_derived: 0,
+            derived_bytes: 0,
             cfg,
         };
         m.rebuild_derived();
@@ -357,7 +371,7 @@ impl AgentMemory {
         if let Some(t) = ticket {
             t.wait()?;
         }
-        self.store.checkpoint_if_due()?;
+        self.checkpoint_if_due()?;
         Ok(outcome)
     }
 
@@ -432,8 +446,10 @@ impl AgentMemory {
             }
         }
         self.saves_since_flush += 1;
+        self.saves_since_derived += 1;
         if self.saves_since_flush >= self.cfg.persist_every.max(1) {
-            match self.flush_deferred() {
+            let derived = self.saves_since_derived * DERIVED_BYTES_PER_SAVE >= self.derived_bytes;
+            match self.flush_deferred_parts(derived) {
                 Ok(Some(t)) => ticket = Some(t),
                 Ok(None) | Err(MemoryError::ReadOnly(_)) => {}
                 Err(e) => return Err(e),
@@ -447,9 +463,14 @@ impl AgentMemory {
         self.store.checkpoint_due()
     }
 
-    /// Checkpoint the store when its log has outgrown `auto_checkpoint_bytes`.
+    /// Checkpoint the store when its log has outgrown `auto_checkpoint_bytes`, with every piece of the layer's
+    /// state up to date in it.
     pub fn checkpoint_if_due(&mut self) -> Result<()> {
-        self.store.checkpoint_if_due()
+        if self.store.checkpoint_due() {
+            self.flush()
+        } else {
+            Ok(())
+        }
     }
 
     /// A record by id without its embedding.
@@ -927,20 +948,31 @@ impl AgentMemory {
 
     /// Log every dirty piece of persisted state without waiting for the disk; returns the last ticket.
     fn flush_deferred(&mut self) -> Result<Option<crate::wal::DurableTicket>> {
+        self.flush_deferred_parts(true)
+    }
+
+    /// [`Self::flush_deferred`], leaving out the graph and the sessions unless `derived` (the records rebuild
+    /// them at the next open).
+    fn flush_deferred_parts(&mut self, derived: bool) -> Result<Option<crate::wal::DurableTicket>> {
         let mut last = None;
-        if self.graph.is_dirty() {
-            last = Some(
-                self.store
-                    .put_extension_deferred(EXT_GRAPH, self.graph.to_bytes())?,
-            );
-            self.graph.mark_clean();
-        }
-        if self.sessions.is_dirty() {
-            last = Some(
-                self.store
-                    .put_extension_deferred(EXT_SESSIONS, self.sessions.to_bytes())?,
-            );
-            self.sessions.mark_clean();
+        if derived {
+            let mut bytes = 0u64;
+            if self.graph.is_dirty() {
+                let blob = self.graph.to_bytes();
+                bytes += blob.len() as u64;
+                last = Some(self.store.put_extension_deferred(EXT_GRAPH, blob)?);
+                self.graph.mark_clean();
+            }
+            if self.sessions.is_dirty() {
+                let blob = self.sessions.to_bytes();
+                bytes += blob.len() as u64;
+                last = Some(self.store.put_extension_deferred(EXT_SESSIONS, blob)?);
+                self.sessions.mark_clean();
+            }
+            if bytes > 0 {
+                self.derived_bytes = bytes;
+            }
+            self.saves_since_derived = 0;
         }
         if self.state_dirty {
             let st = PersistedState {
