@@ -117,7 +117,9 @@ pub struct CognitiveConfig {
     pub search_pool: usize,
     /// Include Archived records in search.
     pub search_archived: bool,
-    /// Persist graph, sessions and strategy state after this many saves (and on flush/close).
+    /// Persist the strategy state after this many saves, and the graph and sessions (which the records rebuild
+    /// at open) then too once the saves since they were last persisted pay 64 bytes each for their size; all of
+    /// it on flush, checkpoint and close.
     pub persist_every: u32,
     /// Capacity of the ephemeral scratchpad.
     pub ephemeral_capacity: usize,

@@ -19,34 +19,35 @@ pub struct Subject {
     pub attribute: String,
 }
 
-/// First-person patterns: (phrase, attribute).
+/// First-person patterns: (phrase, attribute), each phrase after a space (a whole first word), in order of
+/// precedence: the first that occurs anywhere in a text names its attribute.
 const FIRST_PERSON: &[(&str, &str)] = &[
-    ("i live in ", "residence"),
-    ("i now live in ", "residence"),
-    ("i'm living in ", "residence"),
-    ("i am living in ", "residence"),
-    ("i moved to ", "residence"),
-    ("i've moved to ", "residence"),
-    ("i have moved to ", "residence"),
-    ("i relocated to ", "residence"),
-    ("i'm based in ", "residence"),
-    ("i am based in ", "residence"),
-    ("i work at ", "employer"),
-    ("i work for ", "employer"),
-    ("i now work at ", "employer"),
-    ("i now work for ", "employer"),
-    ("i'm working at ", "employer"),
-    ("i am working at ", "employer"),
-    ("i joined ", "employer"),
-    ("i got a job at ", "employer"),
-    ("i drive a ", "car"),
-    ("i drive an ", "car"),
-    ("i'm married to ", "partner"),
-    ("i am married to ", "partner"),
-    ("i'm dating ", "partner"),
+    (" i live in ", "residence"),
+    (" i now live in ", "residence"),
+    (" i'm living in ", "residence"),
+    (" i am living in ", "residence"),
+    (" i moved to ", "residence"),
+    (" i've moved to ", "residence"),
+    (" i have moved to ", "residence"),
+    (" i relocated to ", "residence"),
+    (" i'm based in ", "residence"),
+    (" i am based in ", "residence"),
+    (" i work at ", "employer"),
+    (" i work for ", "employer"),
+    (" i now work at ", "employer"),
+    (" i now work for ", "employer"),
+    (" i'm working at ", "employer"),
+    (" i am working at ", "employer"),
+    (" i joined ", "employer"),
+    (" i got a job at ", "employer"),
+    (" i drive a ", "car"),
+    (" i drive an ", "car"),
+    (" i'm married to ", "partner"),
+    (" i am married to ", "partner"),
+    (" i'm dating ", "partner"),
 ];
 
-/// Third-person verbs: (phrase after the name, attribute).
+/// Third-person verbs: (phrase after the name, attribute), each phrase starting with a space.
 const THIRD_PERSON: &[(&str, &str)] = &[
     (" lives in ", "residence"),
     (" moved to ", "residence"),
@@ -57,6 +58,9 @@ const THIRD_PERSON: &[(&str, &str)] = &[
     (" drives a ", "car"),
     (" is married to ", "partner"),
 ];
+
+/// The letters the phrases above start with (after their space).
+const PHRASE_LETTERS: &[u8] = b"dijlmrwy";
 
 /// The part of a text that states facts: the user's side of a combined exchange, without a speaker prefix.
 /// Returns (holder, body).
@@ -88,16 +92,50 @@ fn holder_and_body(text: &str) -> (String, String) {
 pub fn subject_of(text: &str) -> Option<Subject> {
     let (holder, body) = holder_and_body(text);
     let padded = format!(" {body}");
-    for (p, attr) in FIRST_PERSON {
-        if padded.contains(&format!(" {p}")) {
-            return Some(Subject {
-                holder,
-                attribute: (*attr).to_string(),
-            });
+    // Every phrase below starts with a space, so one pass over the spaces finds them all: the first-person
+    // phrase listed first, where " my " first occurs, whether the age phrases occur, and each third-person
+    // phrase's first occurrence.
+    let mut first: Option<usize> = None;
+    let mut my: Option<usize> = None;
+    let (mut years_old, mut i_am) = (false, false);
+    let mut third = [None; THIRD_PERSON.len()];
+    let bytes = padded.as_bytes();
+    for at in 0..bytes.len().saturating_sub(1) {
+        let next = bytes[at + 1];
+        // Only a space followed by a letter some phrase starts with.
+        if bytes[at] != b' ' || !PHRASE_LETTERS.contains(&next) {
+            continue;
+        }
+        let rest = &padded[at..];
+        // The word "i" (then a space or an apostrophe), not "in" or "is".
+        if next == b'i' && matches!(rest.as_bytes().get(2), Some(b' ' | b'\'')) {
+            let bound = first.unwrap_or(FIRST_PERSON.len());
+            if let Some(k) = FIRST_PERSON[..bound]
+                .iter()
+                .position(|(p, _)| rest.starts_with(p))
+            {
+                first = Some(k);
+            }
+            i_am |= rest.starts_with(" i'm ") || rest.starts_with(" i am ");
+        }
+        if my.is_none() && next == b'm' && rest.starts_with(" my ") {
+            my = Some(at);
+        }
+        years_old |= next == b'y' && rest.starts_with(" years old");
+        for (k, (p, _)) in THIRD_PERSON.iter().enumerate() {
+            if third[k].is_none() && p.as_bytes()[1] == next && rest.starts_with(p) {
+                third[k] = Some(at);
+            }
         }
     }
+    if let Some(k) = first {
+        return Some(Subject {
+            holder,
+            attribute: FIRST_PERSON[k].1.to_string(),
+        });
+    }
     // "my favorite color is ...", "my sister's name is ..."
-    if let Some(pos) = padded.find(" my ") {
+    if let Some(pos) = my {
         let rest = &padded[pos + 4..];
         if let Some(is_at) = rest.find(" is ").or_else(|| rest.find(" are ")) {
             let attr = rest[..is_at].trim();
@@ -115,15 +153,15 @@ pub fn subject_of(text: &str) -> Option<Subject> {
         }
     }
     // "I'm 34 years old", "I am 34"
-    if (padded.contains(" i'm ") || padded.contains(" i am ")) && padded.contains(" years old") {
+    if years_old && i_am {
         return Some(Subject {
             holder,
             attribute: "age".into(),
         });
     }
     // "Alice lives in Rome": a capitalised name right before the verb, read from the original text.
-    for (p, attr) in THIRD_PERSON {
-        if let Some(pos) = padded.find(p) {
+    for ((_, attr), found) in THIRD_PERSON.iter().zip(third) {
+        if let Some(pos) = found {
             let before = &padded[..pos];
             let name = before.split_whitespace().last().unwrap_or("");
             if name.is_empty()
@@ -250,6 +288,56 @@ mod tests {
             "age"
         );
         assert!(subject_of("I love hiking").is_none());
+        // The phrase listed first wins wherever it is in the text; a phrase must start a word.
+        assert_eq!(
+            subject_of("I work at Acme and I live in Rome")
+                .unwrap()
+                .attribute,
+            "residence"
+        );
+        assert_eq!(
+            subject_of("so I joined Acme, I drive a Fiat")
+                .unwrap()
+                .attribute,
+            "employer"
+        );
+        assert!(subject_of("Hi live in peace").is_none());
+        assert_eq!(subject_of("I am 34 years old").unwrap().attribute, "age");
+        assert_eq!(
+            subject_of("years old... I'm 7 years old")
+                .unwrap()
+                .attribute,
+            "age"
+        );
+        assert!(
+            subject_of("I'm happy, you are 30 years older").is_some_and(|s| s.attribute == "age")
+        );
+        assert!(subject_of("he is 30 years old").is_none());
+        assert_eq!(
+            subject_of("my dog is fine and my cat is old")
+                .unwrap()
+                .attribute,
+            "dog"
+        );
+        assert!(FIRST_PERSON
+            .iter()
+            .all(|(p, _)| p.starts_with(" i ") || p.starts_with(" i'")));
+        assert!(THIRD_PERSON.iter().all(|(p, _)| p.starts_with(' ')));
+        let starts = FIRST_PERSON
+            .iter()
+            .chain(THIRD_PERSON)
+            .map(|(p, _)| p.as_bytes()[1]);
+        assert!(starts
+            .chain([b'm', b'y'])
+            .all(|c| PHRASE_LETTERS.contains(&c)));
+        // Only a phrase's first occurrence counts, as before: "he" before it rules this one out.
+        assert!(subject_of("then he moved to Oslo and Bob moved to Rome").is_none());
+        let s = subject_of("They say he works at Acme; Bob lives in Rome").unwrap();
+        assert_eq!(
+            (s.holder.as_str(), s.attribute.as_str()),
+            ("bob", "residence")
+        );
+        assert_eq!(subject_of("i live in Oslo").unwrap().attribute, "residence");
         assert!(subject_of("everyone lives in fear").is_none());
     }
 
