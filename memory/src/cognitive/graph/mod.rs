@@ -9,7 +9,6 @@ pub mod extract;
 pub mod resolve;
 pub mod traverse;
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -71,15 +70,53 @@ pub struct GraphState {
 pub struct Graph {
     state: GraphState,
     /// Normalised name or alias -> entity.
-    by_name: HashMap<String, u32>,
+    by_name: crate::FastMap<String, u32>,
     /// The same names by first character and length, for resolving names that are not in `by_name`.
     fuzzy: resolve::NameBuckets,
     /// (from, to, kind) -> relation index.
-    edge_index: HashMap<(u32, u32, String), usize>,
+    edge_index: EdgeIndex,
     /// Adjacency, built on first traversal after a change.
     csr: OnceLock<Csr>,
     /// Changes since the last time the state was persisted.
     dirty: bool,
+}
+
+/// Relations by (from, to, kind), each kind named by a number, so that finding a relation neither allocates
+/// its kind's name nor hashes it.
+#[derive(Debug, Default)]
+struct EdgeIndex {
+    kinds: crate::FastMap<String, u32>,
+    at: crate::FastMap<(u32, u32, u32), usize>,
+}
+
+impl EdgeIndex {
+    /// The index of `relations`.
+    fn of(relations: &[EdgeRecord]) -> Self {
+        let mut ix = EdgeIndex::default();
+        for (i, r) in relations.iter().enumerate() {
+            ix.insert(r.from, r.to, &r.kind, i);
+        }
+        ix
+    }
+
+    /// Where the relation (from, to, kind) is in the relations, if there.
+    fn get(&self, from: u32, to: u32, kind: &str) -> Option<usize> {
+        let k = *self.kinds.get(kind)?;
+        self.at.get(&(from, to, k)).copied()
+    }
+
+    /// Record that the relation (from, to, kind) is at `i`.
+    fn insert(&mut self, from: u32, to: u32, kind: &str, i: usize) {
+        let k = match self.kinds.get(kind) {
+            Some(&k) => k,
+            None => {
+                let k = self.kinds.len() as u32;
+                self.kinds.insert(kind.to_string(), k);
+                k
+            }
+        };
+        self.at.insert((from, to, k), i);
+    }
 }
 
 /// Normalised lookup key of a name: lower case, accents removed ("José" and "Jose" are one key).
@@ -106,9 +143,7 @@ impl Graph {
                 g.by_name.insert(key, e.id);
             }
         }
-        for (i, r) in g.state.relations.iter().enumerate() {
-            g.edge_index.insert((r.from, r.to, r.kind.clone()), i);
-        }
+        g.edge_index = EdgeIndex::of(&g.state.relations);
         g
     }
 
@@ -212,9 +247,8 @@ impl Graph {
         if from == to {
             return;
         }
-        let key = (from, to, kind.to_string());
-        match self.edge_index.get(&key) {
-            Some(&i) => {
+        match self.edge_index.get(from, to, kind) {
+            Some(i) => {
                 let e = &mut self.state.relations[i];
                 e.weight += 1.0;
                 e.first_seen = e.first_seen.min(time);
@@ -222,7 +256,8 @@ impl Graph {
                 e.record = record;
             }
             None => {
-                self.edge_index.insert(key, self.state.relations.len());
+                self.edge_index
+                    .insert(from, to, kind, self.state.relations.len());
                 self.state.relations.push(EdgeRecord {
                     from,
                     to,
@@ -390,13 +425,7 @@ impl Graph {
         }
         if changed {
             self.state.relations = keep;
-            self.edge_index = self
-                .state
-                .relations
-                .iter()
-                .enumerate()
-                .map(|(i, r)| ((r.from, r.to, r.kind.clone()), i))
-                .collect();
+            self.edge_index = EdgeIndex::of(&self.state.relations);
             self.csr = OnceLock::new();
             self.dirty = true;
         }

@@ -54,7 +54,7 @@ pub fn same_entity(a: &str, b: &str) -> bool {
 /// difference in length). Without it each new name was compared with every name in the graph.
 #[derive(Debug, Default)]
 pub struct NameBuckets {
-    buckets: std::collections::HashMap<(char, usize), Vec<NameEntry>>,
+    buckets: crate::FastMap<(char, usize), Vec<NameEntry>>,
 }
 
 /// A normalised name and the entity it resolves to.
