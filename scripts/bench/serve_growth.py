@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Save throughput through `clawhdf5 serve` as a store grows: LoCoMo turns (cycled, each copy marked so that none
 is a duplicate) are saved in JSON-RPC batches of 64 into a fresh store, and every STEP saves the script prints the
-saves per second of that step with the sizes of the log and of the HDF5 file. Given several binaries (--bin, once
-each), the runs take turns, ROUNDS times, and a table of median saves/s per step and binary closes the report.
+saves per second of that step with the sizes of the log and of the HDF5 file; then, with --reopen R, the server is
+started R times on the full store and timed from its start to the answer of its first search (opening the store
+and the cognitive layer's rebuild included). Given several binaries (--bin, once each), the runs take turns, ROUNDS
+times, and a table of median saves/s per step and binary (and median first-answer times) closes the report.
 
 Usage: python3 scripts/bench/serve_growth.py --bin target/release/clawhdf5 [--bin OTHER] [--n 102400]
-       [--step 12288] [--rounds 1] [--embed] [--locomo ../shared/datasets/locomo] [--work DIR]
+       [--step 12288] [--rounds 1] [--reopen 0] [--embed] [--locomo ../shared/datasets/locomo] [--work DIR]
 Without --embed the servers run with --no-embed (keyword-only saves: the store's and the cognitive layer's own
 costs, not the model's).
 """
@@ -41,7 +43,23 @@ def size(path):
     return os.path.getsize(path) if os.path.exists(path) else 0
 
 
-def run(binary, texts, n, step, embed, work):
+def first_answer_ms(cmd):
+    """Milliseconds from starting `cmd` (a server) to the answer of its first search."""
+    start = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    req = {"jsonrpc": "2.0", "id": 1, "method": "search", "params": {"query": "adoption agency"}}
+    p.stdin.write((json.dumps(req) + "\n").encode())
+    p.stdin.flush()
+    answer = json.loads(p.stdout.readline())
+    took = (time.perf_counter() - start) * 1000
+    p.stdin.close()
+    p.wait()
+    if "error" in answer:
+        sys.exit(f"serve_growth: the search after reopening failed: {answer['error']}")
+    return took
+
+
+def run(binary, texts, n, step, embed, work, reopen):
     store_dir = os.path.join(work, "stores")
     shutil.rmtree(store_dir, ignore_errors=True)
     os.makedirs(store_dir)
@@ -86,7 +104,10 @@ def run(binary, texts, n, step, embed, work):
             )
     p.stdin.close()
     p.wait()
-    return rates
+    opens = [first_answer_ms(cmd) for _ in range(reopen)]
+    if opens:
+        print(f"  {binary}: first answer after reopening: " + ", ".join(f"{t:.0f}" for t in opens) + " ms")
+    return rates, opens
 
 
 def main():
@@ -95,6 +116,7 @@ def main():
     ap.add_argument("--n", type=int, default=102400)
     ap.add_argument("--step", type=int, default=12288)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--reopen", type=int, default=0)
     ap.add_argument("--embed", action="store_true")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--locomo", default=os.path.join(here, "..", "..", "..", "shared", "datasets", "locomo"))
@@ -109,17 +131,20 @@ def main():
         for r in range(a.rounds):
             for b in a.bin:
                 print(f"round {r + 1}, {b}", flush=True)
-                results[b].append(run(b, texts, a.n, a.step, a.embed, work))
+                results[b].append(run(b, texts, a.n, a.step, a.embed, work, a.reopen))
     finally:
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    steps = len(next(iter(results.values()))[0])
+    steps = len(next(iter(results.values()))[0][0])
     print("\n| saves | " + " | ".join(f"`{b}` saves/s (median of {a.rounds})" for b in a.bin) + " |")
     print("|---:|" + "---:|" * len(a.bin))
     for s in range(steps):
         upto = min(a.n, (s + 1) * a.step)
-        cells = [f"{statistics.median(run[s] for run in results[b]):,.0f}" for b in a.bin]
+        cells = [f"{statistics.median(rates[s] for rates, _ in results[b]):,.0f}" for b in a.bin]
         print(f"| {upto:,} | " + " | ".join(cells) + " |")
+    if a.reopen:
+        cells = [f"{statistics.median(t for _, opens in results[b] for t in opens):,.0f} ms" for b in a.bin]
+        print("| first answer after reopening (median) | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
