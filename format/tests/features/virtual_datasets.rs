@@ -5,7 +5,7 @@
 //! virtual dataset reads equal to h5py's view, whole and in parts; sources smaller than their mappings read
 //! with the fill value past them (checked against the values themselves: libhdf5 returns uninitialised memory).
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Data, H5File, VdsView};
 

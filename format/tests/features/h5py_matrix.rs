@@ -1,7 +1,7 @@
 //! The h5py-generated matrix: every feature × libver earliest / v108 / v110 / latest, written by
 //! h5py (HDF5 2.0) at test time; every dataset, attribute and link we read equals h5py's view.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! part of a full read, on contiguous, compact, chunked and chunked+deflate layouts, on our files
 //! and on h5py's (big-endian data, fill values, unallocated chunks).
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, FormatError, H5File};
 

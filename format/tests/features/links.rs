@@ -1,7 +1,7 @@
 //! Soft and external links and object references written by FileWriter: our reader and h5py
 //! (HDF5 2.0) see them, links in compact and dense link storage.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileWriter, H5File};
 

@@ -3,7 +3,7 @@
 //! path still names it after the commit, and it holds every change, whichever path made it, even one
 //! unlinked afterwards at the path that made it.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, FileAppender, H5File};
 use serde_json::json;

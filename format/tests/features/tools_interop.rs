@@ -1,7 +1,7 @@
 //! Files we write are read by PyTables (bundling HDF5 1.14) with equal values, and by Debian's
 //! `h5dump` (HDF5 1.10) where it is installed.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter};
 use std::process::Command;

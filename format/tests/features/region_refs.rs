@@ -2,7 +2,7 @@
 //! whole dataset, points, an empty selection and null references. Each reads as its object and selection, and
 //! the elements the selection names are the ones h5py reads through the reference.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::region::Selection;
 use clawhdf5_format::{Data, H5File};

@@ -3,7 +3,7 @@
 //! file deleted (a clear error). Values equal h5py's, read with the external files' folder as the current
 //! directory (where libhdf5 looks for relative names); we find them beside the HDF5 file from anywhere.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, H5File};
 

@@ -6,7 +6,7 @@
 //! `Data::I128` / `Data::U128` with the values libhdf5's conversion gives, write `I128` / `U128` as 16-byte
 //! integers libhdf5 reads back, and append to other programs' wide-integer datasets in their own layout.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, DatasetOptions, FileAppender, FileWriter, FormatError, H5File};
 use clawhdf5_format::{Data, Datatype};

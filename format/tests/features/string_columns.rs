@@ -1,7 +1,7 @@
 //! Packed string columns: `FileWriter::write_strings` writes the same file as `Data::VarStr`, and
 //! `Dataset::read_strings` reads what `read` reads (ours, h5py's, fixed-length, chunked, slices).
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, FormatError, H5File, StringColumn};
 

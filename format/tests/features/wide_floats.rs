@@ -6,7 +6,7 @@
 //! conversion (big-endian, binary128) rounds its own way: a tie it rounds up (its hardware conversion of
 //! native `long double`, like us, to even), and a value just below 2^1024 it gives as the largest f64.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Data, H5File};
 

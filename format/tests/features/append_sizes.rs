@@ -5,7 +5,7 @@
 //! too wide for the file's lengths is a typed error that leaves the file byte-identical; files with 2-byte
 //! fields are refused, untouched.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::region::Selection;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FormatError, H5File};

@@ -3,7 +3,7 @@
 //! chunks, N-bit then deflate, a full-precision float stored as is, and a compound mixing reduced integers, a
 //! string, an array and a nested compound. Every dataset we read equals h5py's values.
 
-mod common;
+use crate::common;
 
 const MAKE: &str = r#"
 import os, sys

@@ -1,7 +1,7 @@
 //! FileAppender: appends, overwrites, new objects and attributes land in place; h5py reads the
 //! result; a commit cut short leaves the previous state intact for us and for h5py.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, FormatError, H5File};

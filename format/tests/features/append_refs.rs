@@ -4,7 +4,7 @@
 //! (copy-on-write). After the commit every reference and link, read by h5py and by us, names the changed
 //! object, not its old version.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, FileAppender, H5File};
 use serde_json::Value;

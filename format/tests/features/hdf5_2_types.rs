@@ -4,7 +4,7 @@
 //! every one of their bit patterns. We read each equal to h5py's values (h5py gets the small floats through
 //! libhdf5's own conversion to native floats, and shows complex numbers as [re, im] where we give {r, i}).
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Data, Datatype, H5File};
 

@@ -4,7 +4,7 @@
 //! h5py has no keyword for it) under three libvers, with one index for every type and with an index per type;
 //! every object reads equal to h5py's view, and our appender adds to such a file without breaking it for h5py.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, H5File};
 

@@ -5,13 +5,13 @@
 //! hdf5plugin writing the same values with the same chunks and mode stores the same client data and the same
 //! chunks byte for byte. Requests zfp cannot take are refused before anything is written.
 
-mod common;
+use crate::common;
 
+use crate::common::XorShift;
 use clawhdf5_format::array::Data;
 use clawhdf5_format::{
     Array, Codec, DatasetOptions, FileAppender, FileWriter, FormatError, H5File, ZfpMode,
 };
-use common::XorShift;
 use std::path::Path;
 
 /// The modes written, by the names the python side knows them by (its `hdf5plugin.Zfp` arguments).

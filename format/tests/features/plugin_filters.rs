@@ -1,7 +1,7 @@
 //! Plugin filters that h5py users add with `hdf5plugin` (zstd, LZ4, bitshuffle, Blosc, bzip2), written by h5py at test
 //! time, and PyTables' bzip2: every dataset we read equals h5py's view of it.
 
-mod common;
+use crate::common;
 
 const MAKE: &str = r#"
 import sys, h5py, hdf5plugin, numpy as np

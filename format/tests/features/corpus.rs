@@ -1,7 +1,7 @@
 //! ../shared/hdf5-corpus: every file reads with values equal to h5py's, or fails with a clear
 //! Unsupported error naming the feature — never a panic.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{EntryKind, H5File};
 use std::path::PathBuf;

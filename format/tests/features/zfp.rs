@@ -6,7 +6,7 @@
 //! dataset's values as h5py (resp. python-blosc2) decodes them, as raw bytes beside the file; ours must equal
 //! them byte for byte.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::array::Data;
 use clawhdf5_format::H5File;

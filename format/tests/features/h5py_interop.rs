@@ -1,7 +1,7 @@
 //! Files written by FileWriter are opened by h5py (HDF5 2.0) with equal values, and read back
 //! by our own reader.
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::inspect::array_to_json;
 use clawhdf5_format::{f16, Array, Data, DatasetOptions, FileWriter, H5File};

@@ -3,7 +3,7 @@
 //! attributes, fill values, compound, enum, variable-length and string types, and every compression netCDF-C
 //! offers (zlib with shuffle, zstd, bzip2, Blosc, szip) and quantization. Every object reads equal to h5py's view.
 
-mod common;
+use crate::common;
 
 const MAKE: &str = r#"
 import sys, os, netCDF4, numpy as np

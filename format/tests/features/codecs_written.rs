@@ -4,7 +4,7 @@
 //! back, h5py (with hdf5plugin's filters) reads them equal, and PyTables (HDF5 1.14) reads the Blosc, Blosc2
 //! and bzip2 ones. (LZO, which h5py cannot read here, is tested in `tests/lzo.rs`.)
 
-mod common;
+use crate::common;
 
 use clawhdf5_format::{
     Array, Blosc2Codec, Blosc2Shuffle, BloscCodec, Codec, Data, DatasetOptions, FileAppender,

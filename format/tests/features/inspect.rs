@@ -4,7 +4,7 @@ use clawhdf5_format::inspect::{dump_json, ls, ls_recursive};
 use clawhdf5_format::{Array, Data, DatasetOptions, EntryKind, FileWriter, H5File};
 use serde_json::json;
 
-mod common;
+use crate::common;
 
 fn file() -> H5File {
     let mut w = FileWriter::new();

@@ -2,7 +2,7 @@
 //! element size it allows, both coders, both byte orders and many block sizes: every dataset we read equals
 //! h5py's view of it.
 
-mod common;
+use crate::common;
 
 const MAKE: &str = r#"
 import sys, h5py, numpy as np

@@ -1,7 +1,7 @@
 //! The Blosc2 plugin filter (id 32026), written at test time by h5py with `hdf5plugin.Blosc2` and by
 //! PyTables (`complib="blosc2:…"`): every dataset we read equals h5py's view of it.
 
-mod common;
+use crate::common;
 
 /// h5py + hdf5plugin: each codec and filter, 1-D chunks (plain frames) and 2-D/3-D chunks (b2nd arrays) with
 /// partial edge chunks, blocks that do not divide their chunks, several element types, constant data (zero

@@ -4,11 +4,11 @@
 //! CharLS's own decoding, byte for byte; and datasets we write with `Codec::FciDecomp` (new, and appended to
 //! one of h5py's), read by h5py, with the chunks and filter masks hdf5plugin writes for the same values.
 
-mod common;
+use crate::common;
 
+use crate::common::XorShift;
 use clawhdf5_format::array::Data;
 use clawhdf5_format::{Array, Codec, DatasetOptions, FileAppender, FileWriter, H5File};
-use common::XorShift;
 use std::path::Path;
 
 const FCI: &str = r#"

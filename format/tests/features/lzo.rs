@@ -1,7 +1,7 @@
 //! The LZO1X decoder behind PyTables' `lzo` filter, against streams an independent LZO1X compressor
 //! (`lzokay` on PyPI) writes at test time: random, text, long runs, zeros, matches up to 48 KiB back.
 
-mod common;
+use crate::common;
 
 const MAKE: &str = r#"
 import lzokay, os, random, sys
