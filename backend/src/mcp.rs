@@ -44,13 +44,16 @@ pub struct MemorySearchInput {
     pub agent: Option<String>,
 }
 
-/// `memory_search`'s filter from its input, or what is wrong with it.
+/// `memory_search`'s filter from its input, or what is wrong with it (the result count included).
 fn search_filter(i: &mut MemorySearchInput) -> Result<Filter, String> {
     let time = |name: &str, v: &Option<String>| -> Result<Option<i64>, String> {
         v.as_deref()
             .map(|s| parse_time(s).ok_or_else(|| format!("{name} {s:?} is not a date or time")))
             .transpose()
     };
+    if let Some(n) = i.max_results.filter(|n| !(1..=100).contains(n)) {
+        return Err(format!("maxResults must be between 1 and 100 (got {n})"));
+    }
     let (from, to) = (time("timeFrom", &i.time_from)?, time("timeTo", &i.time_to)?);
     if let (Some(f), Some(t)) = (from, to) {
         if f > t {
@@ -157,10 +160,7 @@ impl McpServer {
             "memory_search" => match parse::<MemorySearchInput>(name, args) {
                 Ok(mut i) => match search_filter(&mut i) {
                     Ok(filter) => {
-                        let mut q = SearchQuery::new(
-                            i.query,
-                            i.max_results.unwrap_or(6).clamp(1, 100) as usize,
-                        );
+                        let mut q = SearchQuery::new(i.query, i.max_results.unwrap_or(6) as usize);
                         q.min_score = i.min_score;
                         q.filter = filter;
                         self.backend
@@ -316,6 +316,31 @@ impl RpcHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_count_outside_the_schema_is_an_error_naming_it() {
+        let input = |n: u32| MemorySearchInput {
+            query: "q".into(),
+            max_results: Some(n),
+            min_score: None,
+            session: None,
+            source: None,
+            tags: Vec::new(),
+            time_from: None,
+            time_to: None,
+            agent: None,
+        };
+        for n in [0, 101, u32::MAX] {
+            let e = search_filter(&mut input(n)).unwrap_err();
+            assert!(
+                e.contains("maxResults") && e.contains(&n.to_string()),
+                "{e}"
+            );
+        }
+        for n in [1, 6, 100] {
+            assert!(search_filter(&mut input(n)).is_ok());
+        }
+    }
 
     #[test]
     fn tool_schemas_are_objects_with_required_fields() {

@@ -244,7 +244,14 @@ pub async fn dispatch(
         }
         "search" => {
             let p: SearchParams = params(p)?;
-            let mut q = SearchQuery::new(p.query, p.k.unwrap_or(6).clamp(1, 1000));
+            if p.k == Some(0) {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    "k must be at least 1 (got 0)",
+                ));
+            }
+            // A search returns at most 1,000 results (README).
+            let mut q = SearchQuery::new(p.query, p.k.unwrap_or(6).min(1000));
             if let Some(m) = &p.mode {
                 q.mode = SearchMode::parse(m)
                     .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("unknown mode {m:?}")))?;

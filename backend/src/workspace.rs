@@ -261,14 +261,30 @@ pub struct FileSlice {
 /// Most lines returned by one read.
 pub const MAX_READ_LINES: u32 = 2000;
 
+/// Most bytes of text returned by one read: a window of a huge file, or of a file with a huge line, is cut
+/// here (with `truncated` and `next_from` set) rather than read whole into memory.
+pub const MAX_READ_BYTES: usize = 1 << 20;
+
 /// Read `lines` lines from line `from` (1-based) of a workspace file; refuses paths that leave the workspace,
-/// through `..` or through a symbolic link.
+/// through `..` or through a symbolic link, and a `from` or `lines` of 0. Only the lines asked for are held in
+/// memory (at most [`MAX_READ_LINES`] lines and [`MAX_READ_BYTES`] bytes); bytes that are not UTF-8 come back
+/// as U+FFFD.
 pub fn read_lines(
     workspace: &Path,
     rel: &str,
     from: Option<u32>,
     lines: Option<u32>,
 ) -> Result<FileSlice, BackendError> {
+    if from == Some(0) {
+        return Err(BackendError::Invalid(
+            "from is a 1-based line number: 0 is not a line".into(),
+        ));
+    }
+    if lines == Some(0) {
+        return Err(BackendError::Invalid(
+            "lines must be at least 1 (got 0)".into(),
+        ));
+    }
     let rel = relative_inside(rel)?;
     let root = workspace
         .canonicalize()
@@ -288,23 +304,95 @@ pub fn read_lines(
     if !real.is_file() {
         return Err(BackendError::NotFound(format!("{rel} is not a file")));
     }
-    let text = std::fs::read_to_string(&real).map_err(|source| BackendError::Io {
+    let io = |source| BackendError::Io {
         path: rel.clone(),
         source,
-    })?;
-    let all: Vec<&str> = text.lines().collect();
-    let from = from.unwrap_or(1).max(1);
-    let want = lines.unwrap_or(MAX_READ_LINES).clamp(1, MAX_READ_LINES);
-    let start = (from as usize - 1).min(all.len());
-    let end = (start + want as usize).min(all.len());
-    let truncated = end < all.len();
+    };
+    let from = from.unwrap_or(1);
+    let want = lines.unwrap_or(MAX_READ_LINES).min(MAX_READ_LINES);
+    let window = read_window(
+        std::io::BufReader::new(std::fs::File::open(&real).map_err(io)?),
+        from,
+        want,
+    )
+    .map_err(io)?;
     Ok(FileSlice {
         path: rel,
-        text: all[start..end].join("\n"),
+        text: window.text,
         from,
-        lines: (end - start) as u32,
-        truncated,
-        next_from: truncated.then_some(end as u32 + 1),
+        lines: window.lines,
+        truncated: window.more,
+        next_from: window
+            .more
+            .then_some(from.saturating_add(window.lines.max(1))),
+    })
+}
+
+/// Lines read by [`read_window`].
+struct Window {
+    text: String,
+    lines: u32,
+    /// The file goes on past them, or the one line returned was cut.
+    more: bool,
+}
+
+/// Up to `want` lines from line `from` (1-based) of `r`, split as `str::lines` splits (a trailing `\r` is
+/// dropped) and joined by `\n`, stopping before a line that would take the text past [`MAX_READ_BYTES`]; a
+/// first line longer than that comes back cut to it (the rest of that line is skipped). Lines skipped or
+/// not returned are never held in memory.
+fn read_window(mut r: impl std::io::BufRead, from: u32, want: u32) -> std::io::Result<Window> {
+    use std::io::{BufRead, Read};
+    for _ in 1..from {
+        if r.skip_until(b'\n')? == 0 {
+            break;
+        }
+    }
+    let mut out: Vec<u8> = Vec::new();
+    let mut line = Vec::new();
+    let mut lines = 0u32;
+    // A first line cut at the limit: the window is incomplete even when the file ends with it.
+    let mut cut = false;
+    while lines < want {
+        line.clear();
+        let room = MAX_READ_BYTES.saturating_sub(out.len() + usize::from(lines > 0));
+        // One byte past the room tells a line that does not fit from one that fills it exactly.
+        let n = r
+            .by_ref()
+            .take(room as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        if line.len() > room {
+            if lines > 0 {
+                // Left for the next read, which starts at this line.
+                return Ok(Window {
+                    text: String::from_utf8_lossy(&out).into_owned(),
+                    lines,
+                    more: true,
+                });
+            }
+            line.truncate(room);
+            r.skip_until(b'\n')?;
+            cut = true;
+        }
+        if lines > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(&line);
+        lines += 1;
+    }
+    let more = cut || !r.fill_buf()?.is_empty();
+    Ok(Window {
+        text: String::from_utf8_lossy(&out).into_owned(),
+        lines,
+        more,
     })
 }
 
@@ -327,6 +415,80 @@ mod tests {
     fn daily_note_dates() {
         assert!(date_of("memory/2026-05-01.md").is_some());
         assert!(date_of("MEMORY.md").is_none());
+    }
+
+    /// The window `str::lines` gives: (text, lines, more).
+    fn lines_window(text: &str, from: u32, want: u32) -> (String, u32, bool) {
+        let all: Vec<&str> = text.lines().collect();
+        let start = (from as usize - 1).min(all.len());
+        let end = (start + want as usize).min(all.len());
+        (
+            all[start..end].join("\n"),
+            (end - start) as u32,
+            end < all.len(),
+        )
+    }
+
+    #[test]
+    fn windows_split_lines_as_str_lines_does() {
+        let texts = [
+            "",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\r\nb\r\n",
+            "\n\n\n",
+            "a\n\nb\n\n",
+            "x\ry\nz",
+            "é\n中\n🙂",
+        ];
+        for text in texts {
+            for from in 1..=6 {
+                for want in 1..=5 {
+                    let w = read_window(text.as_bytes(), from, want).unwrap();
+                    assert_eq!(
+                        (w.text, w.lines, w.more),
+                        lines_window(text, from, want),
+                        "{text:?} from {from} want {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_stops_at_the_byte_limit_and_the_next_read_goes_on() {
+        // Lines of 100 KiB: ten fit under the limit with their separators, the eleventh does not.
+        let line = "y".repeat(100 << 10);
+        let text = vec![line.as_str(); 15].join("\n");
+        let w = read_window(text.as_bytes(), 1, 2000).unwrap();
+        assert_eq!((w.lines, w.more), (10, true));
+        assert!(w.text.len() <= MAX_READ_BYTES);
+        let w = read_window(text.as_bytes(), 11, 2000).unwrap();
+        assert_eq!((w.lines, w.more), (5, false));
+        // One line longer than the limit comes back cut, and says so even as the file's last.
+        let long = "z".repeat(3 << 20);
+        for text in [long.clone(), format!("{long}\nnext")] {
+            let w = read_window(text.as_bytes(), 1, 5).unwrap();
+            assert_eq!((w.text.len(), w.lines, w.more), (MAX_READ_BYTES, 1, true));
+        }
+        let w = read_window(format!("{long}\nnext").as_bytes(), 2, 5).unwrap();
+        assert_eq!((w.text.as_str(), w.lines, w.more), ("next", 1, false));
+    }
+
+    #[test]
+    fn zero_from_or_lines_and_bad_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("n.md"), b"ok\n\xff\xfe bad\nlast").unwrap();
+        for (from, lines) in [(Some(0), None), (None, Some(0))] {
+            let e = read_lines(dir.path(), "n.md", from, lines).unwrap_err();
+            assert!(matches!(e, BackendError::Invalid(_)), "{e}");
+        }
+        let s = read_lines(dir.path(), "n.md", Some(2), Some(1)).unwrap();
+        assert_eq!(s.text, "\u{fffd}\u{fffd} bad");
+        assert_eq!((s.truncated, s.next_from), (true, Some(3)));
+        let s = read_lines(dir.path(), "n.md", Some(9), None).unwrap();
+        assert_eq!((s.text.as_str(), s.lines, s.truncated), ("", 0, false));
     }
 
     #[test]

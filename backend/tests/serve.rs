@@ -136,6 +136,16 @@ fn save_search_get_forget_status_sync_shutdown() {
 
     let bad = s.call("get", json!({"path": "../../etc/passwd"}));
     assert_eq!(bad["error"]["code"], -32602);
+    for zero in [json!({"from": 0}), json!({"lines": 0})] {
+        let mut p = json!({"path": "memory/2026-05-01.md"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(zero.as_object().unwrap().clone());
+        let bad = s.call("get", p);
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    }
+    let bad = s.call("search", json!({"query": "colour", "k": 0}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
     let bad = s.call("save", json!({"text": ""}));
     assert_eq!(bad["error"]["code"], -32602);
     let bad = s.call("save", json!({"text": "x", "bogus": 1}));
