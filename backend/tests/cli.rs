@@ -186,6 +186,45 @@ fn search_filters_by_source_tags_and_time() {
 }
 
 #[test]
+fn an_import_stopped_by_a_bad_line_keeps_every_line_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let s = s.to_str().unwrap();
+    let lines = dir.path().join("in.jsonl");
+    // Line 300 (past the first batch of 256) has a fractional event time; line 301 is fine.
+    let good = |i: usize| format!("{{\"text\": \"note number {i} of the import\"}}\n");
+    let mut text: String = (1..300).map(good).collect();
+    text.push_str("{\"text\": \"the bad one\", \"event_time\": 1.5}\n");
+    text.push_str(&good(301));
+    std::fs::write(&lines, &text).unwrap();
+    let l = lines.to_str().unwrap();
+    let o = clawhdf5(&["import", "--store", s, "--no-embed", "--quiet", l]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("line 300")
+            && e.contains("before it are imported")
+            && e.contains("event_time 1.5"),
+        "{e}"
+    );
+    let o = clawhdf5(&["stats", "--store", s, "--json"]);
+    let stats: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(stats["records"], 299, "{stats}");
+    // Mended, the file imports again: what went in before is deduplicated.
+    std::fs::write(
+        &lines,
+        text.replace("\"event_time\": 1.5", "\"event_time\": 1500"),
+    )
+    .unwrap();
+    let o = clawhdf5(&["import", "--store", s, "--no-embed", "--quiet", l]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "imported 2 memories (299 duplicates, 0 forgotten skipped)"
+    );
+}
+
+#[test]
 fn import_reports_its_summary_as_text_or_json() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");

@@ -188,6 +188,42 @@ pub struct ImportArgs {
     file: PathBuf,
 }
 
+/// The memory one line of an import file holds; `None` for a forgotten one (skipped), or what is wrong with it.
+fn import_line(line: &str) -> anyhow::Result<Option<NewMemory>> {
+    let l: ImportLine = serde_json::from_str(line).context("not a memory object")?;
+    if l.forgotten {
+        return Ok(None);
+    }
+    let event_time = match &l.event_time {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Number(n)) => Some(n.as_i64().with_context(|| {
+            format!("event_time {n} is not a whole number of milliseconds since 1970")
+        })?),
+        Some(serde_json::Value::String(s)) => {
+            Some(parse_time(s).with_context(|| format!("bad event_time {s:?}"))?)
+        }
+        Some(_) => bail!("event_time must be a string or a number"),
+    };
+    if l.text.trim().is_empty() {
+        bail!("a memory's text must not be empty");
+    }
+    Ok(Some(NewMemory {
+        text: l.text,
+        source: l.source,
+        agent: l.agent,
+        session: l.session,
+        tags: l.tags,
+        origin: l.path.map(|path| Origin {
+            path,
+            start_line: l.start_line.unwrap_or(1),
+            end_line: l.end_line.or(l.start_line).unwrap_or(1),
+        }),
+        event_time,
+        importance: l.importance,
+        embedding: l.embedding,
+    }))
+}
+
 pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     let reader: Box<dyn BufRead> = if a.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
@@ -228,10 +264,9 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        for out in store
-            .save_batch(std::mem::take(batch))
-            .with_context(|| format!("lines {first}-{last} (none of them saved)"))?
-        {
+        for out in store.save_batch(std::mem::take(batch)).with_context(|| {
+            format!("lines {first}-{last} (none of them saved; the lines before them are imported)")
+        })? {
             if out.deduplicated {
                 dup += 1;
             } else {
@@ -241,55 +276,58 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
         Ok(())
     };
     let mut last_line = 0usize;
+    let mut bad: Option<anyhow::Error> = None;
     for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("reading line {}", i + 1))?;
-        bar.inc(line.len() as u64 + 1);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let l: ImportLine = serde_json::from_str(&line)
-            .with_context(|| format!("line {}: not a memory object", i + 1))?;
-        if l.forgotten {
-            skipped += 1;
-            continue;
-        }
-        let event_time = match &l.event_time {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::Number(n)) => n.as_i64(),
-            Some(serde_json::Value::String(s)) => Some(
-                parse_time(s).with_context(|| format!("line {}: bad event_time {s:?}", i + 1))?,
-            ),
-            Some(_) => bail!("line {}: event_time must be a string or a number", i + 1),
+        let n = i + 1;
+        let parsed = match line {
+            Err(e) => Err(anyhow::Error::from(e)),
+            Ok(line) => {
+                bar.inc(line.len() as u64 + 1);
+                if line.trim().is_empty() {
+                    continue;
+                }
+                import_line(&line)
+            }
         };
-        if l.text.trim().is_empty() {
-            bail!("line {}: a memory's text must not be empty", i + 1);
-        }
+        let memory = match parsed {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                skipped += 1;
+                continue;
+            }
+            Err(e) => {
+                // Everything before the bad line goes in (and the store is closed durably below), so that
+                // what the error says holds.
+                bad = Some(match flush(&mut batch, first_line, last_line) {
+                    Err(f) => f,
+                    Ok(()) => e.context(format!(
+                        "line {n} (the lines before it are imported; importing the file again once it is \
+                         mended skips them as duplicates)"
+                    )),
+                });
+                break;
+            }
+        };
         if batch.is_empty() {
-            first_line = i + 1;
+            first_line = n;
         }
-        last_line = i + 1;
-        batch.push(NewMemory {
-            text: l.text,
-            source: l.source,
-            agent: l.agent,
-            session: l.session,
-            tags: l.tags,
-            origin: l.path.map(|path| Origin {
-                path,
-                start_line: l.start_line.unwrap_or(1),
-                end_line: l.end_line.or(l.start_line).unwrap_or(1),
-            }),
-            event_time,
-            importance: l.importance,
-            embedding: l.embedding,
-        });
+        last_line = n;
+        batch.push(memory);
         if batch.len() == BATCH {
-            flush(&mut batch, first_line, last_line)?;
+            if let Err(e) = flush(&mut batch, first_line, last_line) {
+                bad = Some(e);
+                break;
+            }
         }
     }
-    flush(&mut batch, first_line, last_line)?;
+    if bad.is_none() {
+        bad = flush(&mut batch, first_line, last_line).err();
+    }
     bar.finish_and_clear();
     super::close_durable(store);
+    if let Some(e) = bad {
+        return Err(e);
+    }
     if a.json {
         outln!(
             "{}",
