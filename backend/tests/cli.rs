@@ -191,7 +191,34 @@ fn an_import_stopped_by_a_bad_line_keeps_every_line_before_it() {
     let s = dir.path().join("m.h5");
     let s = s.to_str().unwrap();
     let lines = dir.path().join("in.jsonl");
-    // Line 300 (past the first batch of 256) has a fractional event time; line 301 is fine.
+    // Line 300 (past the first batch of 256) has a fractional event time; line 301 is fine. A line whose
+    // memory the store would refuse is named too, not its batch.
+    for (bad, says) in [
+        ("{\"text\": \"x\", \"importance\": 5}", "importance 5"),
+        ("{\"text\": \"x\", \"tags\": [\"\"]}", "tag"),
+    ] {
+        let text: String = (1..300)
+            .map(|i| format!("{{\"text\": \"other {i}\"}}\n"))
+            .collect();
+        std::fs::write(&lines, format!("{text}{bad}\n")).unwrap();
+        let o = clawhdf5(&[
+            "import",
+            "--store",
+            s,
+            "--no-embed",
+            "--quiet",
+            lines.to_str().unwrap(),
+        ]);
+        let e = stderr(&o);
+        assert!(
+            !o.status.success() && e.contains("line 300") && e.contains(says),
+            "{e}"
+        );
+    }
+    std::fs::remove_file(&lines).unwrap();
+    for f in [s.to_string(), format!("{s}.wal"), format!("{s}.lock")] {
+        let _ = std::fs::remove_file(f);
+    }
     let good = |i: usize| format!("{{\"text\": \"note number {i} of the import\"}}\n");
     let mut text: String = (1..300).map(good).collect();
     text.push_str("{\"text\": \"the bad one\", \"event_time\": 1.5}\n");

@@ -207,7 +207,7 @@ fn import_line(line: &str) -> anyhow::Result<Option<NewMemory>> {
     if l.text.trim().is_empty() {
         bail!("a memory's text must not be empty");
     }
-    Ok(Some(NewMemory {
+    let m = NewMemory {
         text: l.text,
         source: l.source,
         agent: l.agent,
@@ -221,7 +221,13 @@ fn import_line(line: &str) -> anyhow::Result<Option<NewMemory>> {
         event_time,
         importance: l.importance,
         embedding: l.embedding,
-    }))
+    };
+    // Checked here as well as by the store, so that the error names this line rather than its batch.
+    clawhdf5_memory::validate::new_memory(&m)?;
+    if m.embedding.iter().flatten().any(|x| !x.is_finite()) {
+        bail!("the embedding holds NaN or infinity");
+    }
+    Ok(Some(m))
 }
 
 pub fn import(a: ImportArgs) -> anyhow::Result<()> {
