@@ -196,9 +196,13 @@ fn an_import_stopped_by_a_bad_line_keeps_every_line_before_it() {
     for (bad, says) in [
         ("{\"text\": \"x\", \"importance\": 5}", "importance 5"),
         ("{\"text\": \"x\", \"tags\": [\"\"]}", "tag"),
+        (
+            "{\"text\": \"x\", \"embedding\": [0.5]}",
+            "1 dimensions, the others 2",
+        ),
     ] {
         let text: String = (1..300)
-            .map(|i| format!("{{\"text\": \"other {i}\"}}\n"))
+            .map(|i| format!("{{\"text\": \"other {i}\", \"embedding\": [0.6, 0.8]}}\n"))
             .collect();
         std::fs::write(&lines, format!("{text}{bad}\n")).unwrap();
         let o = clawhdf5(&[

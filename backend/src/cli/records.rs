@@ -266,6 +266,8 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
     const BATCH: usize = 256;
     let mut batch: Vec<NewMemory> = Vec::with_capacity(BATCH);
     let mut first_line = 0usize;
+    // The embeddings' dimension: the store's, else the first line's that brings one.
+    let mut dim = store.config().embedding_dim.map(|d| d as usize);
     let mut flush = |batch: &mut Vec<NewMemory>, first: usize, last: usize| -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -292,7 +294,17 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
                 if line.trim().is_empty() {
                     continue;
                 }
-                import_line(&line)
+                import_line(&line).and_then(|m| {
+                    let Some(v) = m.as_ref().and_then(|m| m.embedding.as_ref()) else {
+                        return Ok(m);
+                    };
+                    match *dim.get_or_insert(v.len()) {
+                        d if d != v.len() => {
+                            bail!("the embedding has {} dimensions, the others {d}", v.len())
+                        }
+                        _ => Ok(m),
+                    }
+                })
             }
         };
         let memory = match parsed {
