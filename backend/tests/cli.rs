@@ -198,7 +198,7 @@ fn an_import_stopped_by_a_bad_line_keeps_every_line_before_it() {
         ("{\"text\": \"x\", \"tags\": [\"\"]}", "tag"),
         (
             "{\"text\": \"x\", \"embedding\": [0.5]}",
-            "1 dimensions, the others 2",
+            "1 dimensions where 2 are expected",
         ),
     ] {
         let text: String = (1..300)

@@ -300,7 +300,11 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
                     };
                     match *dim.get_or_insert(v.len()) {
                         d if d != v.len() => {
-                            bail!("the embedding has {} dimensions, the others {d}", v.len())
+                            bail!(
+                                "the embedding has {} dimensions where {d} are expected (the store's, or \
+                                 the file's first embedding's)",
+                                v.len()
+                            )
                         }
                         _ => Ok(m),
                     }
