@@ -189,7 +189,8 @@ pub struct ImportArgs {
 }
 
 /// The memory one line of an import file holds; `None` for a forgotten one (skipped), or what is wrong with it.
-fn import_line(line: &str) -> anyhow::Result<Option<NewMemory>> {
+/// `dim` is the embeddings' dimension (the store's, else the file's first embedding's; set by it).
+fn import_line(line: &str, dim: &mut Option<usize>) -> anyhow::Result<Option<NewMemory>> {
     let l: ImportLine = serde_json::from_str(line).context("not a memory object")?;
     if l.forgotten {
         return Ok(None);
@@ -224,8 +225,18 @@ fn import_line(line: &str) -> anyhow::Result<Option<NewMemory>> {
     };
     // Checked here as well as by the store, so that the error names this line rather than its batch.
     clawhdf5_memory::validate::new_memory(&m)?;
-    if m.embedding.iter().flatten().any(|x| !x.is_finite()) {
-        bail!("the embedding holds NaN or infinity");
+    if let Some(v) = &m.embedding {
+        if v.iter().any(|x| !x.is_finite()) {
+            bail!("the embedding holds NaN or infinity");
+        }
+        let d = *dim.get_or_insert(v.len());
+        if d != v.len() {
+            bail!(
+                "the embedding has {} dimensions where {d} are expected (the store's, or the file's first \
+                 embedding's)",
+                v.len()
+            );
+        }
     }
     Ok(Some(m))
 }
@@ -294,21 +305,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<()> {
                 if line.trim().is_empty() {
                     continue;
                 }
-                import_line(&line).and_then(|m| {
-                    let Some(v) = m.as_ref().and_then(|m| m.embedding.as_ref()) else {
-                        return Ok(m);
-                    };
-                    match *dim.get_or_insert(v.len()) {
-                        d if d != v.len() => {
-                            bail!(
-                                "the embedding has {} dimensions where {d} are expected (the store's, or \
-                                 the file's first embedding's)",
-                                v.len()
-                            )
-                        }
-                        _ => Ok(m),
-                    }
-                })
+                import_line(&line, &mut dim)
             }
         };
         let memory = match parsed {
