@@ -36,6 +36,9 @@ pub struct AgentStores {
     options: StoreOptions,
     /// Each open store with what preparing a save for it needs (taken without its lock).
     open: Mutex<HashMap<String, (SharedMemory, SaveKit)>>,
+    /// Per agent, held by the workspace sync running for it (one at a time: a second waits, then finds the
+    /// files the first indexed unchanged).
+    syncs: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl AgentStores {
@@ -49,6 +52,7 @@ impl AgentStores {
             dir: dir.to_path_buf(),
             options,
             open: Mutex::new(HashMap::new()),
+            syncs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -60,6 +64,12 @@ impl AgentStores {
     /// The store directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The lock a workspace sync of `agent`'s store holds while it runs.
+    pub fn sync_lock(&self, agent: &str) -> Arc<Mutex<()>> {
+        let mut syncs = self.syncs.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(syncs.entry(agent.to_string()).or_default())
     }
 
     /// The agent's store, opening (or creating) it on first use.

@@ -392,7 +392,8 @@ impl MemoryBackend for HdfBackend {
     }
 
     async fn sync(&self, agent: &str, request: SyncRequest) -> Result<SyncReport, BackendError> {
-        let store = self.stores.get(agent)?;
+        let (store, kit) = self.stores.get_with_kit(agent)?;
+        let running = self.stores.sync_lock(agent);
         let ws = request
             .workspace
             .clone()
@@ -406,9 +407,10 @@ impl MemoryBackend for HdfBackend {
                 ws.display()
             )));
         }
+        // The store's lock is taken batch by batch inside: searches answer between batches.
         blocking(move || {
-            let mut s = store.blocking_write();
-            workspace::sync(&mut s, &ws, &request.extra_paths, request.force)
+            let _one_at_a_time = running.lock().unwrap_or_else(|p| p.into_inner());
+            workspace::sync(&store, &kit, &ws, &request.extra_paths, request.force)
         })
         .await
     }
@@ -465,8 +467,8 @@ mod tests {
         assert_eq!(reopened.len(), 72);
     }
 
-    /// A model that takes a second per text.
-    struct SlowModel;
+    /// A model that takes this long per call.
+    struct SlowModel(std::time::Duration);
 
     impl clawhdf5_memory::embed::Embedder for SlowModel {
         fn model_id(&self) -> &str {
@@ -479,7 +481,7 @@ mod tests {
             &self,
             texts: &[&str],
         ) -> Result<Vec<Vec<f32>>, clawhdf5_memory::embed::EmbedError> {
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            std::thread::sleep(self.0);
             Ok(texts.iter().enumerate().map(|(i, _)| vector(i)).collect())
         }
     }
@@ -488,7 +490,7 @@ mod tests {
     async fn a_search_does_not_wait_for_the_model_of_a_save() {
         let dir = tempfile::tempdir().unwrap();
         let opts = StoreOptions {
-            embedder: Some(Arc::new(SlowModel)),
+            embedder: Some(Arc::new(SlowModel(std::time::Duration::from_secs(1)))),
             ..StoreOptions::default()
         };
         let backend = Arc::new(HdfBackend::new(dir.path(), None, opts).unwrap());
@@ -514,6 +516,92 @@ mod tests {
         );
         let saved = saving.await.unwrap().unwrap();
         assert!(!saved.deduplicated);
+    }
+
+    /// A backend over a fresh workspace with a `memory/` folder, its stores embedding with `model`.
+    fn workspace_backend(
+        model: SlowModel,
+    ) -> (tempfile::TempDir, tempfile::TempDir, Arc<HdfBackend>) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("memory")).unwrap();
+        let opts = StoreOptions {
+            embedder: Some(Arc::new(model)),
+            ..StoreOptions::default()
+        };
+        let backend =
+            Arc::new(HdfBackend::new(dir.path(), Some(ws.path().to_path_buf()), opts).unwrap());
+        (dir, ws, backend)
+    }
+
+    fn keyword(q: &str) -> SearchQuery {
+        let mut q = SearchQuery::new(q, 10);
+        q.mode = clawhdf5_memory::SearchMode::Keyword;
+        q
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_search_answers_while_a_sync_embeds_the_workspace() {
+        let (_dir, ws, backend) =
+            workspace_backend(SlowModel(std::time::Duration::from_millis(400)));
+        for day in 1..=6 {
+            std::fs::write(
+                ws.path().join(format!("memory/2026-05-0{day}.md")),
+                format!("Day {day}: watered the tomatoes in the garden shed.\n"),
+            )
+            .unwrap();
+        }
+        let mut m = NewMemory::text("the spare key is under the blue pot");
+        m.embedding = Some(vector(1));
+        backend.save("main", m).await.unwrap();
+        let syncing = {
+            let b = Arc::clone(&backend);
+            tokio::spawn(async move { b.sync("main", SyncRequest::default()).await })
+        };
+        // The sync is in its model now (six chunks, two a call: 1.2 s of it in all).
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        let hits = backend.search("main", keyword("spare key")).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(300),
+            "the search waited {:?} for the sync",
+            started.elapsed()
+        );
+        assert!(!syncing.is_finished(), "the sync ended before the search");
+        let report = syncing.await.unwrap().unwrap();
+        assert_eq!((report.files_indexed, report.chunks_added), (6, 6));
+        let hits = backend.search("main", keyword("tomatoes")).await.unwrap();
+        assert_eq!(hits.len(), 6);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_edit_keeps_the_chunks_it_left_unchanged() {
+        let (_dir, ws, backend) = workspace_backend(SlowModel(std::time::Duration::ZERO));
+        let note = ws.path().join("memory/2026-05-01.md");
+        let mut text: String = (1..=40)
+            .map(|i| format!("Line {i}: the heron nests by the old mill pond, entry {i}.\n"))
+            .collect();
+        std::fs::write(&note, &text).unwrap();
+        let first = backend.sync("main", SyncRequest::default()).await.unwrap();
+        assert!(first.chunks_added >= 2, "{first:?}");
+        // Lines added at the end change the last chunk only: the first is saved again, not taken for a
+        // duplicate of the copy the edit forgets.
+        text.push_str("Line 41: an otter swam past at dusk.\n");
+        std::fs::write(&note, &text).unwrap();
+        let second = backend.sync("main", SyncRequest::default()).await.unwrap();
+        assert_eq!(second.files_indexed, 1);
+        assert_eq!(second.chunks_removed, first.chunks_added);
+        assert_eq!(second.chunks_added, first.chunks_added);
+        let hits = backend.search("main", keyword("heron")).await.unwrap();
+        assert_eq!(hits.len(), first.chunks_added, "{hits:?}");
+        assert!(hits
+            .iter()
+            .any(|h| h.record.origin.as_ref().is_some_and(|o| o.start_line == 1)));
+        let otter = backend.search("main", keyword("otter")).await.unwrap();
+        assert_eq!(otter.len(), 1);
+        let status = backend.status("main").await.unwrap();
+        assert_eq!((status.files, status.chunks), (1, first.chunks_added));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use clawhdf5_memory::cognitive::AgentMemory;
-use clawhdf5_memory::{NewMemory, Origin, Store};
+use clawhdf5_memory::{NewMemory, Origin, SaveKit, Store};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::agents::SharedMemory;
 use crate::chunk::chunk_lines;
 use crate::error::BackendError;
 
@@ -132,26 +132,57 @@ fn date_of(rel: &str) -> Option<i64> {
     clawhdf5_memory::parse_time(stem.get(..10)?)
 }
 
+/// Chunks prepared and saved together when the model embeds them: two per call keep both cores of a 2-core
+/// machine on whole texts (one long text at a time splits each layer between them and gets about a third
+/// less done), and a search arriving meanwhile waits at most about one text's time for the model. The
+/// store's write lock is taken once per batch, so its searches and saves go on between batches.
+const SYNC_BATCH_EMBEDDED: usize = 2;
+
+/// Chunks saved together when nothing is embedded (one log write each).
+const SYNC_BATCH: usize = 64;
+
+/// Old chunk ids forgotten under one hold of the write lock (a workspace that moved, removed files).
+const FORGET_BATCH: usize = 64;
+
+/// A changed file being indexed: its state before, and the ids of the chunks saved for it so far.
+struct Indexing {
+    rel: String,
+    sha256: String,
+    old_ids: Vec<u64>,
+    ids: Vec<u64>,
+}
+
+/// Chunks waiting to be prepared and saved, each with the index of its file in the sync's [`Indexing`] list;
+/// files from `forget_from` on still have their old chunks (forgotten before any of their new chunks is
+/// saved, so that a chunk the edit left unchanged is saved again, not taken for a duplicate of the old copy
+/// about to be forgotten).
+#[derive(Default)]
+struct Batch {
+    chunks: Vec<(usize, NewMemory)>,
+    forget_from: usize,
+}
+
 /// Index the workspace's memory files into `store` (only changed files), forgetting chunks of files that changed
-/// or disappeared.
+/// or disappeared. Files are read, chunked and embedded (through `kit`, the store's [`SaveKit`]) without the
+/// store's lock; the write lock is held only while a batch of chunks is saved, so the agent's searches answer
+/// from what is indexed so far instead of waiting for the whole sync. Run one sync of a store at a time.
 pub fn sync(
-    store: &mut AgentMemory,
+    store: &SharedMemory,
+    kit: &SaveKit,
     workspace: &Path,
     extra: &[String],
     force: bool,
 ) -> Result<SyncReport, BackendError> {
     let mut state: SyncState = store
+        .blocking_read()
         .extension(EXTENSION)
         .and_then(|b| serde_json::from_slice(b).ok())
         .unwrap_or_default();
     let ws = workspace.display().to_string();
     if state.workspace != ws {
         // A different workspace: its files are different files.
-        for f in state.files.values() {
-            for &id in &f.ids {
-                store.forget(id)?;
-            }
-        }
+        let ids: Vec<u64> = state.files.values().flat_map(|f| f.ids.clone()).collect();
+        forget_ids(store, &ids)?;
         state = SyncState {
             workspace: ws,
             files: BTreeMap::new(),
@@ -160,6 +191,13 @@ pub fn sync(
     let files = memory_files(workspace, extra)?;
     let mut report = SyncReport::default();
     let mut seen = BTreeMap::new();
+    let mut indexing: Vec<Indexing> = Vec::new();
+    let mut batch = Batch::default();
+    let batch_len = if kit.embeds() {
+        SYNC_BATCH_EMBEDDED
+    } else {
+        SYNC_BATCH
+    };
     for rel in &files {
         let full = workspace.join(rel);
         let bytes = std::fs::read(&full).map_err(|source| BackendError::Io {
@@ -167,60 +205,132 @@ pub fn sync(
             source,
         })?;
         let sha = hex(&Sha256::digest(&bytes));
-        if !force {
-            if let Some(old) = state.files.get(rel) {
-                if old.sha256 == sha {
-                    report.files_unchanged += 1;
-                    seen.insert(rel.clone(), old.clone());
-                    continue;
-                }
+        let old = state.files.get(rel);
+        if !force && old.is_some_and(|o| o.sha256 == sha) {
+            report.files_unchanged += 1;
+            seen.insert(rel.clone(), old.cloned().unwrap_or_default());
+            continue;
+        }
+        let file = indexing.len();
+        indexing.push(Indexing {
+            rel: rel.clone(),
+            sha256: sha,
+            old_ids: old.map(|o| o.ids.clone()).unwrap_or_default(),
+            ids: Vec::new(),
+        });
+        let text = String::from_utf8_lossy(&bytes);
+        let event_time = date_of(rel);
+        for ch in chunk_lines(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
+            batch.chunks.push((
+                file,
+                NewMemory {
+                    text: ch.text,
+                    source: Some("document".into()),
+                    session: Some(rel.clone()),
+                    origin: Some(Origin {
+                        path: rel.clone(),
+                        start_line: ch.start_line,
+                        end_line: ch.end_line,
+                    }),
+                    event_time,
+                    ..NewMemory::default()
+                },
+            ));
+            if batch.chunks.len() >= batch_len {
+                save_batch(store, kit, &mut batch, &mut indexing, &mut report)?;
             }
         }
-        if let Some(old) = state.files.get(rel) {
-            for &id in &old.ids {
-                if store.forget(id)? {
+        report.files_indexed += 1;
+    }
+    // The last chunks, and the old chunks of changed files that have no chunks now.
+    save_batch(store, kit, &mut batch, &mut indexing, &mut report)?;
+    for f in indexing {
+        seen.insert(
+            f.rel,
+            FileState {
+                sha256: f.sha256,
+                ids: f.ids,
+            },
+        );
+    }
+    let removed: Vec<u64> = state
+        .files
+        .iter()
+        .filter(|(rel, _)| !seen.contains_key(*rel))
+        .flat_map(|(_, old)| {
+            report.files_removed += 1;
+            old.ids.clone()
+        })
+        .collect();
+    report.chunks_removed += forget_ids(store, &removed)?;
+    state.files = seen;
+    let payload = serde_json::to_vec(&state).map_err(|e| BackendError::Internal(e.to_string()))?;
+    store.blocking_write().put_extension(EXTENSION, payload)?;
+    Ok(report)
+}
+
+/// Prepare `batch`'s chunks (the model runs here, without the store's lock), then, under the write lock,
+/// forget the old chunks of the files it starts and save the chunks; then wait for them to be durable and
+/// checkpoint when due, the lock released.
+fn save_batch(
+    store: &SharedMemory,
+    kit: &SaveKit,
+    batch: &mut Batch,
+    indexing: &mut [Indexing],
+    report: &mut SyncReport,
+) -> Result<(), BackendError> {
+    let (files, memories): (Vec<usize>, Vec<NewMemory>) =
+        std::mem::take(&mut batch.chunks).into_iter().unzip();
+    let prepared = kit.prepare_many(memories)?;
+    let ticket = {
+        let mut s = store.blocking_write();
+        for f in indexing.get(batch.forget_from..).unwrap_or_default() {
+            for &id in &f.old_ids {
+                if s.forget(id)? {
                     report.chunks_removed += 1;
                 }
             }
         }
-        let text = String::from_utf8_lossy(&bytes);
-        let event_time = date_of(rel);
-        let mut ids = Vec::new();
-        for ch in chunk_lines(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
-            let out = store.save(NewMemory {
-                text: ch.text,
-                source: Some("document".into()),
-                session: Some(rel.clone()),
-                origin: Some(Origin {
-                    path: rel.clone(),
-                    start_line: ch.start_line,
-                    end_line: ch.end_line,
-                }),
-                event_time,
-                ..NewMemory::default()
-            })?;
+        batch.forget_from = indexing.len();
+        let mut last = None;
+        for (file, p) in files.into_iter().zip(prepared) {
+            let (out, ticket) = s.save_prepared(p)?;
             if !out.deduplicated {
                 report.chunks_added += 1;
             }
-            ids.push(out.id);
-        }
-        report.files_indexed += 1;
-        seen.insert(rel.clone(), FileState { sha256: sha, ids });
-    }
-    for (rel, old) in &state.files {
-        if !seen.contains_key(rel) {
-            report.files_removed += 1;
-            for &id in &old.ids {
-                if store.forget(id)? {
-                    report.chunks_removed += 1;
-                }
+            if let Some(f) = indexing.get_mut(file) {
+                f.ids.push(out.id);
             }
+            // The log is written in order: the last save's durability covers the batch.
+            last = ticket.or(last);
+        }
+        last
+    };
+    if let Some(t) = ticket {
+        t.wait()?;
+    }
+    checkpoint_if_due(store)
+}
+
+/// Forget `ids`, [`FORGET_BATCH`] under each hold of the write lock; returns how many were still there.
+fn forget_ids(store: &SharedMemory, ids: &[u64]) -> Result<usize, BackendError> {
+    let mut forgotten = 0;
+    for part in ids.chunks(FORGET_BATCH) {
+        let mut s = store.blocking_write();
+        for &id in part {
+            forgotten += usize::from(s.forget(id)?);
         }
     }
-    state.files = seen;
-    let payload = serde_json::to_vec(&state).map_err(|e| BackendError::Internal(e.to_string()))?;
-    store.put_extension(EXTENSION, payload)?;
-    Ok(report)
+    checkpoint_if_due(store)?;
+    Ok(forgotten)
+}
+
+/// Checkpoint when the log has outgrown its threshold (the write lock is taken only then).
+fn checkpoint_if_due(store: &SharedMemory) -> Result<(), BackendError> {
+    if store.blocking_read().checkpoint_due() {
+        store.blocking_write().checkpoint_if_due()?;
+    }
+    Ok(())
 }
 
 /// What the last sync recorded: workspace (if any sync ran), files and chunks.

@@ -54,27 +54,56 @@ impl SaveKit {
     /// Tokenize `m`'s text and, when the store embeds texts and `m` brings no embedding, embed it. Needs no
     /// access to the store; a model failure is an error here, anything else wrong with `m` is reported by the
     /// save.
-    pub fn prepare(&self, mut m: NewMemory) -> Result<PreparedSave> {
-        let text = m.text.trim();
+    pub fn prepare(&self, m: NewMemory) -> Result<PreparedSave> {
+        let mut out = self.prepare_many(vec![m])?;
+        out.pop()
+            .ok_or_else(|| MemoryError::Embedding("no memory was prepared".into()))
+    }
+
+    /// [`Self::prepare`] for several memories, in order, with the texts that need embedding run through the
+    /// model in one call: the model keeps every core busy on several long texts, where one long text at a
+    /// time splits each layer between the cores and gets less done (about 60 against 43 ms a 256-token
+    /// text on a 2-core VM).
+    pub fn prepare_many(&self, mut ms: Vec<NewMemory>) -> Result<Vec<PreparedSave>> {
         // A memory the store will refuse is not worth the work (the save reports why).
-        let usable = crate::validate::new_memory(&m).is_ok();
-        let mut embedded_by = None;
-        if usable && m.embedding.is_none() {
-            if let Some(e) = &self.embedder {
-                let v = e
-                    .embed_one(text)
+        let usable: Vec<bool> = ms
+            .iter()
+            .map(|m| crate::validate::new_memory(m).is_ok())
+            .collect();
+        let mut embedded_by = vec![None; ms.len()];
+        if let Some(e) = &self.embedder {
+            let need: Vec<usize> = (0..ms.len())
+                .filter(|&i| usable[i] && ms[i].embedding.is_none())
+                .collect();
+            if !need.is_empty() {
+                let texts: Vec<&str> = need.iter().map(|&i| ms[i].text.trim()).collect();
+                let vs = e
+                    .embed_batch(&texts)
                     .map_err(|err| MemoryError::Embedding(err.to_string()))?;
-                embedded_by = Some(e.model_id().to_string());
-                m.embedding = Some(v);
+                if vs.len() != need.len() {
+                    return Err(MemoryError::Embedding(format!(
+                        "the model returned {} vectors for {} texts",
+                        vs.len(),
+                        need.len()
+                    )));
+                }
+                for (i, v) in need.into_iter().zip(vs) {
+                    ms[i].embedding = Some(v);
+                    embedded_by[i] = Some(e.model_id().to_string());
+                }
             }
         }
-        let terms = usable.then(|| self.tokenizer.terms(m.text.trim()));
-        Ok(PreparedSave {
-            memory: m,
-            terms,
-            tokenizer: self.tokenizer.config().clone(),
-            embedded_by,
-        })
+        Ok(ms
+            .into_iter()
+            .zip(usable)
+            .zip(embedded_by)
+            .map(|((m, usable), embedded_by)| PreparedSave {
+                terms: usable.then(|| self.tokenizer.terms(m.text.trim())),
+                memory: m,
+                tokenizer: self.tokenizer.config().clone(),
+                embedded_by,
+            })
+            .collect())
     }
 }
 
@@ -89,6 +118,61 @@ impl PreparedSave {
 mod tests {
     use super::*;
     use crate::{SearchMode, SearchQuery, Store};
+
+    /// A model that counts its calls and embeds a text as (its length, 1).
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            "counting-v1"
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        fn embed_batch(
+            &self,
+            texts: &[&str],
+        ) -> std::result::Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    #[test]
+    fn several_memories_are_embedded_in_one_call_in_order() {
+        let model = Arc::new(Counting(std::sync::atomic::AtomicUsize::new(0)));
+        let kit = SaveKit::new(TokenizerConfig::default(), Some(model.clone()));
+        let mut given = NewMemory::text("brings its own vector");
+        given.embedding = Some(vec![0.5, 0.5]);
+        let out = kit
+            .prepare_many(vec![
+                NewMemory::text("a"),
+                NewMemory::text("   "),
+                given,
+                NewMemory::text(" three "),
+            ])
+            .unwrap();
+        assert_eq!(model.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let vectors: Vec<Option<Vec<f32>>> =
+            out.iter().map(|p| p.memory().embedding.clone()).collect();
+        assert_eq!(
+            vectors,
+            [
+                Some(vec![1.0, 1.0]),
+                None,
+                Some(vec![0.5, 0.5]),
+                Some(vec![5.0, 1.0])
+            ]
+        );
+        let by: Vec<Option<&str>> = out.iter().map(|p| p.embedded_by.as_deref()).collect();
+        assert_eq!(by, [Some("counting-v1"), None, None, Some("counting-v1")]);
+        // The empty text is left for the save to refuse, with no terms made for it.
+        assert!(out[1].terms.is_none() && out[3].terms.is_some());
+        // Nothing to embed: no call.
+        kit.prepare_many(vec![NewMemory::default()]).unwrap();
+        assert!(kit.prepare_many(Vec::new()).unwrap().is_empty());
+        assert_eq!(model.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn terms_made_under_other_tokenizer_settings_are_made_again() {
