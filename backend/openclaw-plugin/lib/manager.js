@@ -1,7 +1,7 @@
 // OpenClaw's MemorySearchManager for one agent, backed by the shared `clawhdf5 serve` process.
 import fs from "node:fs/promises";
 import { parseSyntheticPath, sliceLines, syntheticPath, toSearchResult } from "./results.js";
-import { PathRefusedError, readWorkspaceFile, resolveWorkspacePath } from "./workspace.js";
+import { PathRefusedError, readWorkspaceLines, resolveWorkspacePath } from "./workspace.js";
 
 async function isDirectory(dir) {
   try {
@@ -121,9 +121,9 @@ export class ClawMemoryManager {
     if (!/\.(md|markdown)$/i.test(absPath)) {
       throw new PathRefusedError(`path ${JSON.stringify(relPath)} is not a Markdown memory file`, "NOT_A_MEMORY_FILE");
     }
-    const text = await readWorkspaceFile(absPath);
-    if (text === null) return { status: "not_found", text: "", path: rel };
-    return { status: "ok", path: rel, ...sliceLines(text, from, lines, DEFAULT_READ_LINES) };
+    const window = await readWorkspaceLines(absPath, from, lines ?? DEFAULT_READ_LINES);
+    if (window === null) return { status: "not_found", text: "", path: rel };
+    return { status: "ok", path: rel, ...window };
   }
 
   /** Synchronous snapshot in OpenClaw's MemoryProviderStatus shape (from the last status/sync call). */
