@@ -10,7 +10,11 @@ use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
 use crate::bf16_gemm::{self, matmul_acc_bf16, PackedBf16};
-use crate::kernels::{add_rows, attention, fill_rows, gelu_inplace, layer_norm_rows, matmul_acc};
+use rayon::prelude::*;
+
+use crate::kernels::{
+    add_rows, attention, attention_by_heads, fill_rows, gelu_inplace, layer_norm_rows, matmul_acc,
+};
 use crate::small_gemm::{matmul_acc_packed, PackedF16};
 use crate::EmbedError;
 
@@ -138,13 +142,29 @@ impl Packed {
 /// larger ones the f32 GEMM, which amortises its packing over many rows.
 pub(crate) const SMALL_ROWS: usize = 64;
 
-/// `out += a · w` through whichever path suits `rows`.
+/// `out += a · w` through whichever path suits `rows`. Many rows on several threads are split between them
+/// by rows, each thread multiplying its share against the whole of `w`: every thread then runs whole
+/// multiplies of its own, with no hand-over inside one.
 fn linear(a: &[f32], w: &[f32], packed: &Packed, out: &mut [f32], rows: usize, parallel: usize) {
+    let (k, n) = (packed.k(), packed.n());
     if rows <= SMALL_ROWS {
         packed.matmul_acc(a, out, rows, parallel);
+    } else if parallel > 1 {
+        let per = rows.div_ceil(parallel);
+        a[..rows * k]
+            .par_chunks(per * k)
+            .zip(out[..rows * n].par_chunks_mut(per * n))
+            .for_each(|(a, out)| matmul_acc(a, w, out, a.len() / k, k, n, 1));
     } else {
-        matmul_acc(a, w, out, rows, packed.k(), packed.n(), parallel);
+        matmul_acc(a, w, out, rows, k, n, 1);
     }
+}
+
+/// Rows of `x` (each `width` wide) in shares of one per thread, for the element-wise steps of a pass whose
+/// matrix multiplies are split by rows.
+fn row_shares(x: &mut [f32], width: usize, parallel: usize) -> rayon::slice::ChunksMut<'_, f32> {
+    let rows = x.len() / width.max(1);
+    x.par_chunks_mut(rows.div_ceil(parallel.max(1)).max(1) * width.max(1))
 }
 
 /// BERT weights in memory plus the forward pass.
@@ -304,7 +324,7 @@ impl BertModel {
     /// sequence, the mean of its final hidden states over all of its tokens, L2-normalised
     /// (sentence-transformers' mean pooling + `Normalize`). An empty sequence gives a zero vector.
     ///
-    /// `parallel` > 1 splits each matrix multiply over that many threads of the current rayon pool.
+    /// `parallel` > 1 splits the work over that many threads of the current rayon pool.
     pub fn embed_packed(
         &self,
         seqs: &[Vec<u32>],
@@ -351,11 +371,18 @@ impl BertModel {
         let mut scores = Vec::new();
         let seq_lens: Vec<usize> = seqs.iter().map(Vec::len).collect();
         let heads = self.cfg.num_attention_heads;
+        // Many rows on several threads: every step split between them (matrix multiplies and element-wise
+        // steps by rows, attention by heads); otherwise only the small path's multiplies are.
+        let split = parallel > 1 && total > SMALL_ROWS;
         for layer in &self.layers {
             fill_rows(&mut qkv, &layer.b_qkv);
             let sw = &layer.small;
             linear(&hidden, &layer.w_qkv, &sw.qkv, &mut qkv, total, parallel);
-            attention(&qkv, &mut ctx, &seq_lens, h, heads, &mut scores);
+            if split {
+                attention_by_heads(&qkv, &mut ctx, &seq_lens, h, heads);
+            } else {
+                attention(&qkv, &mut ctx, &seq_lens, h, heads, &mut scores);
+            }
             // hidden = LN(hidden + ctx·Wo + bo)
             add_rows(&mut hidden, &layer.b_attn_out);
             linear(
@@ -366,14 +393,25 @@ impl BertModel {
                 total,
                 parallel,
             );
-            layer_norm_rows(&mut hidden, &layer.ln1_gamma, &layer.ln1_beta, eps);
+            let ln = |x: &mut [f32], g: &[f32], b: &[f32]| {
+                if split {
+                    row_shares(x, h, parallel).for_each(|rows| layer_norm_rows(rows, g, b, eps));
+                } else {
+                    layer_norm_rows(x, g, b, eps);
+                }
+            };
+            ln(&mut hidden, &layer.ln1_gamma, &layer.ln1_beta);
             // hidden = LN(hidden + gelu(hidden·Wi + bi)·Wo2 + bo2)
             fill_rows(&mut ff, &layer.b_inter);
             linear(&hidden, &layer.w_inter, &sw.inter, &mut ff, total, parallel);
-            gelu_inplace(&mut ff);
+            if split {
+                row_shares(&mut ff, inter, parallel).for_each(gelu_inplace);
+            } else {
+                gelu_inplace(&mut ff);
+            }
             add_rows(&mut hidden, &layer.b_out);
             linear(&ff, &layer.w_out, &sw.out, &mut hidden, total, parallel);
-            layer_norm_rows(&mut hidden, &layer.ln2_gamma, &layer.ln2_beta, eps);
+            ln(&mut hidden, &layer.ln2_gamma, &layer.ln2_beta);
         }
         Ok(pool_and_normalise(seqs, &hidden, h))
     }

@@ -375,6 +375,50 @@ pub fn attention(
     }
 }
 
+/// [`attention`] with the heads of each sequence shared among the current rayon pool's threads: each head is
+/// computed into a buffer of its own, then copied into its columns of `ctx`.
+pub fn attention_by_heads(
+    qkv: &[f32],
+    ctx: &mut [f32],
+    seq_lens: &[usize],
+    hidden: usize,
+    heads: usize,
+) {
+    use rayon::prelude::*;
+    let d = hidden / heads.max(1);
+    let stride = 3 * hidden;
+    let mut start = 0;
+    for &n in seq_lens {
+        let rows = &qkv[start * stride..(start + n) * stride];
+        let out: Vec<Vec<f32>> = (0..heads)
+            .into_par_iter()
+            .map(|head| {
+                // One head alone: its q, k and v columns, as `attention` reads them.
+                let mut one = vec![0.0f32; n * 3 * d];
+                for (r, row) in rows.chunks_exact(stride).enumerate() {
+                    for (part, dst) in one[r * 3 * d..(r + 1) * 3 * d]
+                        .chunks_exact_mut(d)
+                        .enumerate()
+                    {
+                        let at = part * hidden + head * d;
+                        dst.copy_from_slice(&row[at..at + d]);
+                    }
+                }
+                let mut head_ctx = vec![0.0f32; n * d];
+                attention(&one, &mut head_ctx, &[n], d, 1, &mut Vec::new());
+                head_ctx
+            })
+            .collect();
+        for (head, head_ctx) in out.iter().enumerate() {
+            for (r, src) in head_ctx.chunks_exact(d).enumerate() {
+                let at = (start + r) * hidden + head * d;
+                ctx[at..at + d].copy_from_slice(src);
+            }
+        }
+        start += n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +496,23 @@ mod tests {
     }
 
     /// Attention through gemm against a direct evaluation of softmax(QKᵀ/√d)·V.
+    #[test]
+    fn attention_by_heads_matches_attention() {
+        let (hidden, heads) = (24, 3);
+        let lens = [7usize, 1, 70];
+        let total: usize = lens.iter().sum();
+        let qkv: Vec<f32> = (0..total * 3 * hidden)
+            .map(|i| ((i * 31 % 29) as f32 - 14.0) * 0.05)
+            .collect();
+        let mut want = vec![0.0f32; total * hidden];
+        attention(&qkv, &mut want, &lens, hidden, heads, &mut Vec::new());
+        let mut got = vec![1.0f32; total * hidden];
+        attention_by_heads(&qkv, &mut got, &lens, hidden, heads);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-6, "{g} vs {w}");
+        }
+    }
+
     #[test]
     fn attention_matches_naive() {
         let (hidden, heads) = (8, 2);

@@ -2,7 +2,8 @@
 //!
 //! Reads the first N turns of `shared/datasets/locomo/*.json` (files by name, sessions in order),
 //! embeds them in calls of `--batch` texts and prints sentences per second. `--dump-texts` writes the
-//! exact texts used as a JSON array so a peer (sentence-transformers) can embed the same ones.
+//! exact texts used as a JSON array so a peer (sentence-transformers) can embed the same ones. `--join N`
+//! makes each text of N consecutive turns (long texts: 20 turns are about 400 tokens).
 //! See scripts/bench/embed_compare.sh.
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,10 @@ struct Args {
     /// Write the texts used as a JSON array to this file.
     #[arg(long)]
     dump_texts: Option<PathBuf>,
+    /// Make each text of this many consecutive turns (joined by a space): long texts, such as a workspace
+    /// sync's chunks, instead of one turn each.
+    #[arg(long, default_value_t = 1)]
+    join: usize,
 }
 
 fn locomo_turns(dir: &Path, n: usize) -> Result<Vec<String>> {
@@ -96,10 +101,11 @@ fn cpu_seconds() -> Option<f64> {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    if args.batch == 0 || args.repeat == 0 {
-        bail!("--batch and --repeat must be at least 1");
+    if args.batch == 0 || args.repeat == 0 || args.join == 0 {
+        bail!("--batch, --repeat and --join must be at least 1");
     }
-    let mut texts = locomo_turns(&args.locomo, args.n)?;
+    let turns = locomo_turns(&args.locomo, args.n.saturating_mul(args.join))?;
+    let mut texts: Vec<String> = turns.chunks(args.join).map(|c| c.join(" ")).collect();
     if let Some(p) = &args.dump_texts {
         std::fs::write(p, serde_json::to_string(&texts)?)
             .with_context(|| format!("writing {}", p.display()))?;
