@@ -133,8 +133,8 @@ fn date_of(rel: &str) -> Option<i64> {
 }
 
 /// Chunks prepared and saved together when the model embeds them: two per call keep both cores of a 2-core
-/// machine on whole texts (one long text at a time splits each layer between them and gets about a third
-/// less done), and a search arriving meanwhile waits at most about one text's time for the model. The
+/// machine on whole texts (one long text at a time shares each step between them, which gets less done),
+/// and a search arriving meanwhile waits at most about one text's time for the model. The
 /// store's write lock is taken once per batch, so its searches and saves go on between batches.
 const SYNC_BATCH_EMBEDDED: usize = 2;
 

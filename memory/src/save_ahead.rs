@@ -61,9 +61,8 @@ impl SaveKit {
     }
 
     /// [`Self::prepare`] for several memories, in order, with the texts that need embedding run through the
-    /// model in one call: the model keeps every core busy on several long texts, where one long text at a
-    /// time splits each layer between the cores and gets less done (about 60 against 43 ms a 256-token
-    /// text on a 2-core VM).
+    /// model in one call: the model keeps every core on whole texts, where one long text at a time shares
+    /// each step between the cores, which gets less done.
     pub fn prepare_many(&self, mut ms: Vec<NewMemory>) -> Result<Vec<PreparedSave>> {
         // A memory the store will refuse is not worth the work (the save reports why).
         let usable: Vec<bool> = ms
