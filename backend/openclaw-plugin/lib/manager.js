@@ -54,12 +54,14 @@ export class ClawMemoryManager {
 
   /**
    * Starts a workspace sync when the last one is older than syncIntervalMs and waits for it at most half the
-   * call timeout: a long first index keeps running in the server while this search answers from what is there.
+   * call timeout (so a note edited just before the question is found): a long first index keeps running in the
+   * server while this search answers from what is there. A search that finds a sync already running does not
+   * wait for it: the server answers searches from what is indexed so far while it syncs.
    */
   async _syncIfDue() {
-    if (!this.settings.syncOnSearch) return;
-    if (!this.syncInFlight && Date.now() - this.lastSyncAt < this.settings.syncIntervalMs) return;
-    const running = this.syncInFlight ?? this.sync({ reason: "search" });
+    if (!this.settings.syncOnSearch || this.syncInFlight) return;
+    if (Date.now() - this.lastSyncAt < this.settings.syncIntervalMs) return;
+    const running = this.sync({ reason: "search" });
     let timer;
     const budget = new Promise((resolve) => {
       timer = setTimeout(resolve, Math.max(50, Math.floor(this.settings.timeoutMs / 2)));

@@ -299,6 +299,11 @@ test("a slow workspace sync does not hold a search past half its timeout", async
   assert.equal(res.results.length, 1);
   const { manager } = await cap.runtime.getMemorySearchManager({ cfg: {}, agentId: "main" });
   assert.ok(manager.syncInFlight, "the sync is still running in the background");
+  // A later search does not wait for the running sync again (the server answers from what is indexed).
+  const t1 = Date.now();
+  const again = await call(rec, "memory_search", { query: "boat Nautilus" });
+  assert.ok(Date.now() - t1 < 400, `the second search answered in ${Date.now() - t1} ms`);
+  assert.equal(again.results.length, 1);
 });
 
 test("the server gets timeoutMs as its request deadline and syncTimeoutMs as its own sync deadline", () => {
