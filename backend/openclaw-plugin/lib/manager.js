@@ -34,6 +34,8 @@ export class ClawMemoryManager {
     this.logger = logger ?? {};
     this.lastSyncAt = 0;
     this.syncInFlight = null;
+    /** The running sync a search already waited for (later searches during it do not wait again). */
+    this.syncWaitedOn = null;
     this.lastSyncError = undefined;
     this.lastStatus = null;
     this.lastModel = undefined;
@@ -55,13 +57,15 @@ export class ClawMemoryManager {
   /**
    * Starts a workspace sync when the last one is older than syncIntervalMs and waits for it at most half the
    * call timeout (so a note edited just before the question is found): a long first index keeps running in the
-   * server while this search answers from what is there. A search that finds a sync already running does not
-   * wait for it: the server answers searches from what is indexed so far while it syncs.
+   * server while this search answers from what is there. Of the searches made while one sync runs, only the
+   * first waits for it: the server answers searches from what is indexed so far while it syncs.
    */
   async _syncIfDue() {
-    if (!this.settings.syncOnSearch || this.syncInFlight) return;
-    if (Date.now() - this.lastSyncAt < this.settings.syncIntervalMs) return;
-    const running = this.sync({ reason: "search" });
+    if (!this.settings.syncOnSearch) return;
+    if (!this.syncInFlight && Date.now() - this.lastSyncAt < this.settings.syncIntervalMs) return;
+    if (this.syncInFlight && this.syncWaitedOn === this.syncInFlight) return;
+    const running = this.syncInFlight ?? this.sync({ reason: "search" });
+    this.syncWaitedOn = this.syncInFlight;
     let timer;
     const budget = new Promise((resolve) => {
       timer = setTimeout(resolve, Math.max(50, Math.floor(this.settings.timeoutMs / 2)));
