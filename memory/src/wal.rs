@@ -317,7 +317,7 @@ struct Appender {
     queued: Vec<u8>,
     queued_last: u64,
     /// Why a write of queued frames failed: their operations were already applied in memory but are not in
-    /// the log, so the log refuses further use (reopen the store to recover what is on disk).
+    /// the log, so the log refuses appends until a checkpoint has put them in the HDF5 file ([`Wal::reset`]).
     failed: Option<String>,
 }
 
@@ -741,6 +741,18 @@ impl Wal {
         a.len + a.queued.len() as u64
     }
 
+    /// Why the log refuses appends, if a write of its queued entries failed (a full disk, say): those
+    /// entries' operations are applied in memory but not logged. A checkpoint, which folds what is in memory
+    /// into the HDF5 file and starts a fresh log ([`Self::reset`]), makes the log usable again.
+    pub fn failure(&self) -> Option<String> {
+        self.shared
+            .appender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .failed
+            .clone()
+    }
+
     /// How the log's durable writes have gone since it was opened.
     pub fn stats(&self) -> LogStats {
         self.shared.counters.read()
@@ -879,8 +891,10 @@ impl Wal {
         a.len = HEADER_LEN;
         a.allocated = HEADER_LEN;
         a.next_lsn = a.next_lsn.max(checkpoint_lsn + 1);
-        // Queued entries are in the checkpoint the file now durably holds.
+        // Queued entries are in the checkpoint the file now durably holds, and so are those of a failed
+        // write: the log is usable again.
         a.queued.clear();
+        a.failed = None;
         self.shared
             .written_lsn
             .fetch_max(checkpoint_lsn, Ordering::AcqRel);

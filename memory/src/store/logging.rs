@@ -1,11 +1,17 @@
 //! Appending a change to the write-ahead log and applying it in memory.
 
+use std::time::{Duration, Instant};
+
 use crate::config::VectorPrecision;
 use crate::error::{MemoryError, Result};
 use crate::tokenize::Terms;
 use crate::wal::{DurableTicket, Wal, WalEntry, WalOp};
 
 use super::Store;
+
+/// Least time between two checkpoints tried to make a failed log usable again, so that changes refused while
+/// the disk stays full do not each try to rewrite the store.
+const LOG_HEAL_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Store {
     pub(super) fn writer(&self) -> Result<&Wal> {
@@ -31,7 +37,7 @@ impl Store {
         terms: Option<Terms>,
     ) -> Result<DurableTicket> {
         self.drain_pending_access();
-        let ticket = self.writer()?.append(&op)?;
+        let ticket = self.append_healing(|w| w.append(&op))?;
         self.apply_terms(
             WalEntry {
                 lsn: ticket.lsn(),
@@ -40,5 +46,36 @@ impl Store {
             terms,
         )?;
         Ok(ticket)
+    }
+
+    /// Run `append` against the log. When the log refuses it because an earlier write of its entries failed
+    /// (a full disk), first fold everything applied in memory into the HDF5 file, by a checkpoint that starts
+    /// a fresh log, then append once more. While the checkpoint keeps failing it is tried at most once per
+    /// [`LOG_HEAL_INTERVAL`], and the change is refused with the log's error.
+    pub(super) fn append_healing<T>(&mut self, append: impl Fn(&Wal) -> Result<T>) -> Result<T> {
+        let refused = match append(self.writer()?) {
+            Ok(done) => return Ok(done),
+            Err(e) => e,
+        };
+        let failed = self.wal.as_ref().is_some_and(|w| w.failure().is_some());
+        let waiting = self
+            .log_heal_tried
+            .is_some_and(|t| t.elapsed() < LOG_HEAL_INTERVAL);
+        if !failed || waiting {
+            return Err(refused);
+        }
+        self.log_heal_tried = Some(Instant::now());
+        if let Err(e) = self.checkpoint() {
+            return Err(match refused {
+                MemoryError::Wal { path, reason } => MemoryError::Wal {
+                    path,
+                    reason: format!(
+                        "{reason} (the checkpoint that would recover from it failed too: {e})"
+                    ),
+                },
+                other => other,
+            });
+        }
+        append(self.writer()?)
     }
 }

@@ -188,6 +188,8 @@ pub struct Store {
     row_hashes: Option<Vec<[u8; 32]>>,
     /// Checkpoints done (incremental, full rewrites) since open.
     checkpoints: (u64, u64),
+    /// When a checkpoint was last tried to make a failed log usable again (`logging.rs`).
+    log_heal_tried: Option<std::time::Instant>,
     /// What this session's whole-file rewrites carried over from other programs, or left in a kept copy.
     foreign: crate::foreign::Carried,
     /// Whether open restored the keyword index from the file.

@@ -15,9 +15,10 @@ impl Store {
 
     pub(super) fn note_model_id(&mut self, model: &str) -> Result<()> {
         if self.meta.config.embedding_model.is_none() {
-            self.writer()?.append(&WalOp::EmbeddingModel {
+            let op = WalOp::EmbeddingModel {
                 model: model.to_string(),
-            })?;
+            };
+            self.append_healing(|w| w.append(&op))?;
             self.meta.config.embedding_model = Some(model.to_string());
         }
         Ok(())

@@ -169,6 +169,7 @@ impl Store {
             dicts: snap.dictionaries,
             row_hashes: None,
             checkpoints: (0, 0),
+            log_heal_tried: None,
             foreign: Carried::default(),
             keywords_from_file: false,
             opts,

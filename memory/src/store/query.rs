@@ -23,10 +23,18 @@ impl Store {
     pub fn record_access(&self, ids: &[u64]) -> Result<()> {
         if let (Some(wal), false) = (&self.wal, ids.is_empty()) {
             let at = now_ms();
-            wal.append(&WalOp::Access {
+            let logged = wal.append(&WalOp::Access {
                 ids: ids.to_vec(),
                 at,
-            })?;
+            });
+            match logged {
+                Ok(_) => {}
+                // A log that refuses appends since a write of it failed (a full disk) cannot take access
+                // statistics either. They only inform ranking, so the search still answers; the next change
+                // makes the log usable again.
+                Err(_) if wal.failure().is_some() => return Ok(()),
+                Err(e) => return Err(e),
+            }
             self.pending_access
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

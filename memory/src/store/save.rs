@@ -302,7 +302,7 @@ impl Store {
         if bulk {
             return self.save_in_file(ops, tokens, outcomes);
         }
-        let (first, ticket) = self.writer()?.append_many(&ops)?;
+        let (first, ticket) = self.append_healing(|w| w.append_many(&ops))?;
         if ops.len() >= WRITE_WHILE_INDEXING {
             // The log's syncer thread writes the batch while this thread indexes it.
             ticket.begin();

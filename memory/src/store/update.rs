@@ -50,7 +50,7 @@ impl Store {
         let n = ops.len();
         self.poll_index();
         self.drain_pending_access();
-        let (first, ticket) = self.writer()?.append_many(&ops)?;
+        let (first, ticket) = self.append_healing(|w| w.append_many(&ops))?;
         for (i, op) in ops.into_iter().enumerate() {
             self.apply(WalEntry {
                 lsn: first + i as u64,
