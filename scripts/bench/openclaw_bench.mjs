@@ -521,13 +521,18 @@ async function locomo(args) {
   const layout = String(args.layout ?? "daily");
   if (!["daily", "undated"].includes(layout)) throw new Error(`--layout must be daily or undated, got ${layout}`);
   const providers = String(args.providers ?? "memory-core,clawhdf5").split(",");
+  // clawhdf5's search mode (the plugin's `embedding.mode`): hybrid (its default), vector or rrf.
+  const searchMode = args["search-mode"] === undefined ? undefined : String(args["search-mode"]);
+  if (searchMode !== undefined && !["hybrid", "vector", "rrf"].includes(searchMode)) {
+    throw new Error(`--search-mode must be hybrid, vector or rrf, got ${searchMode}`);
+  }
   const data = loadLocomo({ convs, stride, limit, questionsPerConv: perConv, layout });
   const agents = data.agents.filter((a) => data.questions.some((q) => q.agent === a.id));
   const started = new Date().toISOString();
   const report = {
     started,
     machine: { nproc: os.cpus().length, cpu: os.cpus()[0]?.model, loadBefore: loadAvg() },
-    settings: { k, stride, limit, convs, perConv, layout, providers },
+    settings: { k, stride, limit, convs, perConv, layout, providers, searchMode: searchMode ?? "hybrid" },
     data: { conversations: agents.length, questionsCat1to4: data.total, unmappedEvidence: data.unmapped, asked: data.questions.length, files: agents.reduce((a, x) => a + x.files, 0), turns: agents.reduce((a, x) => a + x.turns, 0) },
     providers: {},
   };
@@ -538,7 +543,10 @@ async function locomo(args) {
     for (const provider of providers) {
       let oc;
       if (provider === "memory-core") oc = await memoryCoreEnv(agents);
-      else if (provider === "clawhdf5") oc = await clawhdf5Env(agents, { storeDir: path.join(need("BENCH_ROOT"), "clawhdf5-store") });
+      else if (provider === "clawhdf5") oc = await clawhdf5Env(agents, {
+          storeDir: path.join(need("BENCH_ROOT"), "clawhdf5-store"),
+          pluginConfig: searchMode ? { embedding: { mode: searchMode } } : {},
+        });
       else throw new Error(`unknown provider ${provider} (memory-core or clawhdf5)`);
       const entry = { loadBeforeIndex: loadAvg() };
       report.providers[provider] = entry;

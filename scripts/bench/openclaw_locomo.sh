@@ -21,6 +21,7 @@
 #                    to both, alternating which goes first)
 #   --layout L       daily (default): memory/YYYY-MM-DD.md; undated: the same files named memory/day-NN.md, which
 #                    memory-core treats as evergreen (no 30-day recency decay) - a control for the decay
+#   --search-mode M  clawhdf5's search mode (the plugin's embedding.mode): hybrid (default), vector or rrf
 #   --out DIR        also write openclaw_locomo_<layout>.json there (per-provider summaries, raw samples)
 # Needs: CLAWHDF5_BIN (a release build for figures), Node 26 + openclaw (scripts/setup/openclaw.sh installs both).
 # Everything runs under a throwaway HOME/TMPDIR that is removed afterwards (kept on failure).
@@ -31,7 +32,7 @@ args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) args+=(--convs 1 --per-conv 8); shift ;;
-    --stride | --limit | --convs | --per-conv | --providers | --layout | --out)
+    --stride | --limit | --convs | --per-conv | --providers | --layout | --search-mode | --out)
       [[ $# -ge 2 ]] || { echo "openclaw_locomo: $1 needs a value" >&2; exit 2; }
       args+=("$1" "$2"); shift 2 ;;
     *) echo "openclaw_locomo: unknown option $1" >&2; exit 2 ;;
