@@ -1,0 +1,139 @@
+//! Workspace syncs that meet trouble: a file that cannot be read, and a sync that stops partway (its model
+//! fails). Neither may cost the other files their index, nor leave chunks of a version that is gone.
+
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
+
+use clawhdf5_backend::{HdfBackend, MemoryBackend, SyncRequest};
+use clawhdf5_memory::embed::{EmbedError, Embedder};
+use clawhdf5_memory::{SearchMode, SearchQuery, StoreOptions};
+
+/// A model that answers `calls_left` calls, then fails (negative: never fails).
+struct Flaky {
+    calls_left: Arc<AtomicIsize>,
+}
+
+impl Embedder for Flaky {
+    fn model_id(&self) -> &str {
+        "flaky-v1"
+    }
+    fn dim(&self) -> usize {
+        4
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.calls_left.fetch_sub(1, Ordering::SeqCst) == 0 {
+            return Err(EmbedError::InvalidInput("the model failed".into()));
+        }
+        Ok(texts
+            .iter()
+            .map(|t| vec![1.0, t.len() as f32 % 7.0, 0.5, 0.25])
+            .collect())
+    }
+}
+
+fn backend(calls_left: Arc<AtomicIsize>) -> (tempfile::TempDir, tempfile::TempDir, HdfBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("memory")).unwrap();
+    let opts = StoreOptions {
+        embedder: Some(Arc::new(Flaky { calls_left })),
+        ..StoreOptions::default()
+    };
+    let b = HdfBackend::new(dir.path(), Some(ws.path().to_path_buf()), opts).unwrap();
+    (dir, ws, b)
+}
+
+/// A note of `lines` long lines, each naming `version`: several chunks of ~400 tokens.
+fn note(version: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| {
+            format!(
+                "- line {i} of the {version} notes: the gardener moved the {version} crates of tomatoes \
+                 past the greenhouse and wrote the count on the {version} board by the gate.\n"
+            )
+        })
+        .collect()
+}
+
+async fn found(b: &HdfBackend, word: &str) -> usize {
+    let mut q = SearchQuery::new(word, 100);
+    q.mode = SearchMode::Keyword;
+    b.search("main", q).await.unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_that_stops_partway_leaves_no_chunks_of_a_version_that_is_gone() {
+    let calls = Arc::new(AtomicIsize::new(-1));
+    let (_dir, ws, b) = backend(Arc::clone(&calls));
+    let path = ws.path().join("memory/2026-05-01.md");
+    std::fs::write(&path, note("alphaversion", 60)).unwrap();
+    let first = b.sync("main", SyncRequest::default()).await.unwrap();
+    assert!(first.chunks_added >= 6, "{first:?}");
+    assert!(found(&b, "alphaversion").await > 0);
+
+    // The second version's sync fails after its first batch (two chunks a model call) was saved.
+    std::fs::write(&path, note("betaversion", 60)).unwrap();
+    calls.store(1, Ordering::SeqCst);
+    let e = b.sync("main", SyncRequest::default()).await.unwrap_err();
+    assert!(e.to_string().contains("the model failed"), "{e}");
+    assert!(
+        found(&b, "betaversion").await > 0,
+        "the first batch was saved"
+    );
+
+    // A third version, synced whole: nothing of the second may stay behind.
+    std::fs::write(&path, note("gammaversion", 60)).unwrap();
+    calls.store(-1, Ordering::SeqCst);
+    b.sync("main", SyncRequest::default()).await.unwrap();
+    assert_eq!(
+        found(&b, "betaversion").await,
+        0,
+        "chunks of a gone version stayed"
+    );
+    assert_eq!(found(&b, "alphaversion").await, 0);
+    let now = found(&b, "gammaversion").await;
+    assert!(now >= 6, "{now}");
+    // What the store holds is what the sync state counts.
+    let status = b.status("main").await.unwrap();
+    let s = serde_json::to_value(&status).unwrap();
+    assert_eq!(s["chunks"].as_u64(), Some(now as u64), "{s}");
+
+    // The next sync finds nothing to do.
+    let again = b.sync("main", SyncRequest::default()).await.unwrap();
+    assert_eq!((again.files_unchanged, again.chunks_added), (1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
+    let (_dir, ws, b) = backend(Arc::new(AtomicIsize::new(-1)));
+    std::fs::write(
+        ws.path().join("memory/2026-05-02.md"),
+        "- the spare key is under the blue pot\n",
+    )
+    .unwrap();
+    // A memory file that fails to read (EIO): MEMORY.md pointing at this process's memory file.
+    #[cfg(target_os = "linux")]
+    std::os::unix::fs::symlink("/proc/self/mem", ws.path().join("MEMORY.md")).unwrap();
+    let report = b.sync("main", SyncRequest::default()).await.unwrap();
+    assert_eq!(report.files_indexed, 1, "{report:?}");
+    assert_eq!(found(&b, "spare").await, 1);
+    #[cfg(target_os = "linux")]
+    {
+        assert_eq!(report.files_unreadable.len(), 1, "{report:?}");
+        assert!(
+            report.files_unreadable[0].starts_with("MEMORY.md: "),
+            "{report:?}"
+        );
+        // Readable again: indexed by the next sync.
+        std::fs::remove_file(ws.path().join("MEMORY.md")).unwrap();
+        std::fs::write(ws.path().join("MEMORY.md"), "- prefers green tea\n").unwrap();
+        let next = b.sync("main", SyncRequest::default()).await.unwrap();
+        assert_eq!(
+            (next.files_indexed, next.files_unchanged),
+            (1, 1),
+            "{next:?}"
+        );
+        assert!(next.files_unreadable.is_empty());
+        assert_eq!(found(&b, "tea").await, 1);
+    }
+}
