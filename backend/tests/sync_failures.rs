@@ -43,13 +43,14 @@ fn backend(calls_left: Arc<AtomicIsize>) -> (tempfile::TempDir, tempfile::TempDi
     (dir, ws, b)
 }
 
-/// A note of `lines` long lines, each naming `version`: several chunks of ~400 tokens.
+/// A note of `lines` long lines, each naming `version` (and `version` followed by its number, a word of its
+/// own): several chunks of ~400 tokens.
 fn note(version: &str, lines: usize) -> String {
     (0..lines)
         .map(|i| {
             format!(
-                "- line {i} of the {version} notes: the gardener moved the {version} crates of tomatoes \
-                 past the greenhouse and wrote the count on the {version} board by the gate.\n"
+                "- line {i} ({version}{i}) of the {version} notes: the gardener moved the {version} crates \
+                 of tomatoes past the greenhouse and wrote the count on the {version} board by the gate.\n"
             )
         })
         .collect()
@@ -136,4 +137,113 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
         assert!(next.files_unreadable.is_empty());
         assert_eq!(found(&b, "tea").await, 1);
     }
+}
+
+/// A `clawhdf5 serve` over stdio (keyword-only), answering requests by id.
+struct Server {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Server {
+    fn start(dir: &std::path::Path, ws: &std::path::Path) -> Server {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_clawhdf5"))
+            .args(["serve", "--no-embed", "--dir"])
+            .arg(dir)
+            .arg("--workspace")
+            .arg(ws)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        }
+    }
+
+    /// Send a request; returns its id.
+    fn send(&mut self, method: &str, params: serde_json::Value) -> u64 {
+        use std::io::Write;
+        let id = self.next;
+        self.next += 1;
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        id
+    }
+
+    /// The result of request `id` (answers to other requests are skipped).
+    fn result(&mut self, id: u64) -> serde_json::Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server exited"
+            );
+            let r: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if r["id"] == id {
+                assert!(r.get("error").is_none(), "{r}");
+                return r["result"].clone();
+            }
+        }
+    }
+
+    fn hits(&mut self, word: &str) -> usize {
+        let id = self.send(
+            "search",
+            serde_json::json!({"query": word, "k": 100, "mode": "keyword"}),
+        );
+        self.result(id)["results"].as_array().unwrap().len()
+    }
+}
+
+/// A server killed in the middle of a sync has saved some chunks without recording them; after the file
+/// changes, the next sync (in a new server) forgets them instead of leaving them searchable.
+#[test]
+fn chunks_of_a_sync_killed_partway_are_forgotten_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("memory")).unwrap();
+    let path = ws.path().join("memory/2026-05-01.md");
+    std::fs::write(&path, note("deltaversion", 30_000)).unwrap();
+    let mut s = Server::start(dir.path(), ws.path());
+    let sync = s.send("sync", serde_json::json!({}));
+    // Searches answer between the sync's batches: kill the server once some chunks are in. A batch is saved
+    // only after the one before it is durable, so once line 2,000 (a later batch) is found, line 5 is on disk.
+    let started = std::time::Instant::now();
+    while s.hits("deltaversion2000") == 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let _ = sync;
+
+    let mut s = Server::start(dir.path(), ws.path());
+    assert!(
+        s.hits("deltaversion5") > 0,
+        "the killed sync's chunks are durable"
+    );
+    std::fs::write(&path, note("epsilonversion", 200)).unwrap();
+    let id = s.send("sync", serde_json::json!({}));
+    let report = s.result(id);
+    assert!(report["chunks_removed"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(
+        s.hits("deltaversion5"),
+        0,
+        "chunks of the killed sync stayed"
+    );
+    assert!(s.hits("epsilonversion5") > 0);
+    let id = s.send("shutdown", serde_json::json!({}));
+    s.result(id);
+    s.child.wait().unwrap();
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use clawhdf5_memory::{NewMemory, Origin, SaveKit, Store};
+use clawhdf5_memory::{NewMemory, Origin, SaveKit, Source, Store};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -14,6 +14,9 @@ use crate::error::BackendError;
 
 /// Name of the store extension holding sync state.
 const EXTENSION: &str = "workspace_sync";
+/// Name of the store extension a sync sets before it changes anything and clears when it is done: present at
+/// the next sync, it says a run stopped without recording what it saved (the process was killed).
+const RUNNING: &str = "workspace_sync_running";
 /// Chunk size and overlap in tokens.
 const CHUNK_TOKENS: usize = 400;
 const CHUNK_OVERLAP: usize = 80;
@@ -116,11 +119,17 @@ pub fn sync(
         };
     }
     let files = memory_files(workspace, extra)?;
+    let mut report = SyncReport::default();
+    let unfinished = unfinished_run(store);
+    if let Some(after) = unfinished {
+        report.chunks_removed += forget_strays(store, &state, after)?;
+    }
     let mut run = Run {
-        report: SyncReport::default(),
+        report,
         seen: BTreeMap::new(),
         indexing: Vec::new(),
         batch: Batch::default(),
+        marked: false,
     };
     match index_files(store, kit, workspace, &files, &state, force, &mut run) {
         Ok(()) => {}
@@ -134,6 +143,7 @@ pub fn sync(
         mut report,
         mut seen,
         indexing,
+        marked,
         ..
     } = run;
     for f in indexing {
@@ -172,7 +182,47 @@ pub fn sync(
     report.chunks_removed += forgotten;
     state.files = seen;
     put_state(store, &state)?;
+    if marked || unfinished.is_some() {
+        store.blocking_write().put_extension(RUNNING, Vec::new())?;
+    }
     Ok(report)
+}
+
+/// The id after which an earlier sync that never finished may have saved chunks it did not record, if one did.
+fn unfinished_run(store: &SharedMemory) -> Option<u64> {
+    let s = store.blocking_read();
+    let marker: serde_json::Value = serde_json::from_slice(s.extension(RUNNING)?).ok()?;
+    marker.get("after_id")?.as_u64()
+}
+
+/// Forget the chunks an unfinished sync saved but never recorded: live workspace chunks (source `document`,
+/// cited, their session their file) with ids past `after` that no file of `state` claims. Returns how many.
+fn forget_strays(
+    store: &SharedMemory,
+    state: &SyncState,
+    after: u64,
+) -> Result<usize, BackendError> {
+    let claimed: std::collections::HashSet<u64> = state
+        .files
+        .values()
+        .flat_map(|f| f.ids.iter().copied())
+        .collect();
+    let strays: Vec<u64> = {
+        let s = store.blocking_read();
+        let records = s.store().records();
+        let from = records.partition_point(|r| r.id <= after);
+        records[from..]
+            .iter()
+            .filter(|r| {
+                !r.tombstone
+                    && r.source == Source::Document
+                    && r.origin.as_ref().is_some_and(|o| o.path == r.session)
+                    && !claimed.contains(&r.id)
+            })
+            .map(|r| r.id)
+            .collect()
+    };
+    forget_ids(store, &strays)
 }
 
 /// One sync's progress: its report, the files it found unchanged (or could not read, keeping their state),
@@ -182,6 +232,8 @@ struct Run {
     seen: BTreeMap<String, FileState>,
     indexing: Vec<Indexing>,
     batch: Batch,
+    /// Whether the store carries this run's [`RUNNING`] marker.
+    marked: bool,
 }
 
 impl Run {
@@ -306,6 +358,16 @@ fn save_batch(store: &SharedMemory, kit: &SaveKit, run: &mut Run) -> Result<(), 
     let prepared = kit.prepare_many(memories)?;
     let ticket = {
         let mut s = store.blocking_write();
+        if !run.marked {
+            // Before the first change: should the process die before the state is written, the next sync
+            // knows which chunks may be this run's.
+            let after = s.store().records().last().map_or(0, |r| r.id);
+            let marker = serde_json::json!({ "after_id": after })
+                .to_string()
+                .into_bytes();
+            s.put_extension(RUNNING, marker)?;
+            run.marked = true;
+        }
         for f in run
             .indexing
             .get(run.batch.forget_from..)
