@@ -16,7 +16,8 @@ pub struct Chunk {
 }
 
 /// Split `text` into chunks of about `tokens` tokens overlapping by about `overlap` tokens. Blank chunks are
-/// skipped; a single line longer than the budget becomes a chunk of its own.
+/// skipped; a single line longer than the budget is cut into pieces of its own (each citing that line), so
+/// no chunk is much longer than the budget however long a line is.
 pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
     let budget = tokens.max(1) * CHARS_PER_TOKEN;
     let overlap_chars = overlap.min(tokens.saturating_sub(1)) * CHARS_PER_TOKEN;
@@ -24,9 +25,23 @@ pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
     let mut out = Vec::new();
     let mut start = 0usize;
     while start < lines.len() {
+        if lines[start].len() > budget {
+            line_pieces(
+                lines[start],
+                start as u32 + 1,
+                budget,
+                overlap_chars,
+                &mut out,
+            );
+            start += 1;
+            continue;
+        }
         let mut end = start;
         let mut size = 0usize;
-        while end < lines.len() && (end == start || size + lines[end].len() < budget) {
+        while end < lines.len()
+            && lines[end].len() <= budget
+            && (end == start || size + lines[end].len() < budget)
+        {
             size += lines[end].len() + 1;
             end += 1;
         }
@@ -41,6 +56,11 @@ pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
         if end >= lines.len() {
             break;
         }
+        if lines[end].len() > budget {
+            // The next line is cut into pieces of its own; stepping back would only repeat these lines.
+            start = end;
+            continue;
+        }
         // Step back over whole lines worth about `overlap` tokens, always moving forward.
         let mut back = end;
         let mut kept = 0usize;
@@ -51,6 +71,41 @@ pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
         start = back.max(start + 1);
     }
     out
+}
+
+/// Cut one line longer than `budget` bytes into pieces of at most `budget` bytes, each ending at whitespace
+/// where there is some in its second half, consecutive pieces sharing about `overlap` bytes.
+fn line_pieces(line: &str, number: u32, budget: usize, overlap: usize, out: &mut Vec<Chunk>) {
+    let mut from = 0;
+    while from < line.len() {
+        let mut to = line.floor_char_boundary(from + budget);
+        if to < line.len() {
+            if let Some(ws) = line[from..to].rfind(char::is_whitespace) {
+                if ws > budget / 2 {
+                    to = from + ws;
+                }
+            }
+        }
+        if to <= from {
+            // A budget smaller than one character: take that character.
+            to = line.ceil_char_boundary(from + 1);
+        }
+        let piece = &line[from..to];
+        if !piece.trim().is_empty() {
+            out.push(Chunk {
+                start_line: number,
+                end_line: number,
+                text: piece.to_string(),
+            });
+        }
+        if to >= line.len() {
+            break;
+        }
+        from = line
+            .floor_char_boundary(to.saturating_sub(overlap))
+            .max(from + 1);
+        from = line.ceil_char_boundary(from);
+    }
 }
 
 #[cfg(test)]
@@ -89,10 +144,42 @@ mod tests {
     }
 
     #[test]
-    fn overlong_line_is_its_own_chunk() {
-        let long = "x".repeat(10_000);
+    fn an_overlong_line_is_cut_into_pieces_that_cite_it() {
+        let long: String = (0..3_000).map(|i| format!("w{i} ")).collect();
         let c = chunk_lines(&format!("a\n{long}\nb"), 100, 20);
-        assert!(c.iter().any(|ch| ch.text == long));
-        assert_eq!(c.last().unwrap().end_line, 3);
+        let pieces: Vec<&Chunk> = c.iter().filter(|ch| ch.start_line == 2).collect();
+        assert!(pieces.len() > 10);
+        let mut at = 0usize;
+        for p in &pieces {
+            assert_eq!(p.end_line, 2);
+            assert!(p.text.len() <= 100 * CHARS_PER_TOKEN, "{}", p.text.len());
+            // In order, overlapping or touching the piece before, covering the whole line.
+            let pos = long[at.saturating_sub(100 * CHARS_PER_TOKEN)..]
+                .find(p.text.as_str())
+                .map(|i| i + at.saturating_sub(100 * CHARS_PER_TOKEN))
+                .unwrap();
+            assert!(pos <= at, "a gap before byte {pos}");
+            at = pos + p.text.len();
+        }
+        assert!(at >= long.trim_end().len());
+        assert_eq!((c[0].start_line, c[0].text.as_str()), (1, "a"));
+        assert_eq!(
+            c.iter().filter(|ch| ch.start_line == 1).count(),
+            1,
+            "line 1 is not repeated"
+        );
+        assert_eq!(
+            (c.last().unwrap().end_line, c.last().unwrap().text.as_str()),
+            (3, "b")
+        );
+        // Multi-byte text and no whitespace at all: cut at character boundaries.
+        let cjk = "記憶".repeat(5_000);
+        let c = chunk_lines(&cjk, 100, 20);
+        assert!(c.len() > 10);
+        assert!(c
+            .iter()
+            .all(|ch| ch.text.len() <= 400 && !ch.text.is_empty()));
+        // A tiny budget still moves forward.
+        assert_eq!(chunk_lines("abcdef", 0, 0).len(), 2);
     }
 }

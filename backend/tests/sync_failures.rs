@@ -139,6 +139,36 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_of_megabytes_is_indexed_in_pieces_and_does_not_stop_the_sync() {
+    let (_dir, ws, b) = backend(Arc::new(AtomicIsize::new(-1)));
+    let blob: String = (0..400_000).map(|i| format!("b{i} ")).collect();
+    std::fs::write(
+        ws.path().join("memory/2026-05-01.md"),
+        format!("- pasted log: {blob}\n- next line\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.path().join("memory/2026-05-02.md"),
+        "- the spare key is under the blue pot\n",
+    )
+    .unwrap();
+    let report = b.sync("main", SyncRequest::default()).await.unwrap();
+    assert_eq!(report.files_indexed, 2, "{report:?}");
+    assert_eq!(found(&b, "spare").await, 1);
+    // A word from deep inside the long line is found, cited by that line.
+    let mut q = SearchQuery::new("b399990", 5);
+    q.mode = SearchMode::Keyword;
+    let hits = b.search("main", q).await.unwrap();
+    let origin = hits[0].record.origin.clone().unwrap();
+    assert_eq!((origin.start_line, origin.end_line), (1, 1));
+    assert!(
+        hits[0].record.text.len() <= 1_600,
+        "{}",
+        hits[0].record.text.len()
+    );
+}
+
 /// A `clawhdf5 serve` over stdio (keyword-only), answering requests by id.
 struct Server {
     child: std::process::Child,
