@@ -125,16 +125,44 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
             report.files_unreadable[0].starts_with("MEMORY.md: "),
             "{report:?}"
         );
+        // A path too long for a session label is left out too; a NUL in a file does not reach the store.
+        let deep = format!("memory/{}/{}.md", "d".repeat(250), "n".repeat(240));
+        let long_dir = ws.path().join(&deep);
+        std::fs::create_dir_all(long_dir.parent().unwrap()).unwrap();
+        std::fs::write(&long_dir, "- deep\n").unwrap();
+        let mut deeper = deep.clone();
+        for _ in 0..3 {
+            deeper = deeper.replace(".md", &format!("/{}.md", "e".repeat(200)));
+        }
+        std::fs::create_dir_all(ws.path().join(&deeper).parent().unwrap()).unwrap();
+        std::fs::write(ws.path().join(&deeper), "- deeper\n").unwrap();
+        std::fs::write(ws.path().join("memory/2026-05-03.md"), "- nul \0 in text\n").unwrap();
+        let r = b.sync("main", SyncRequest::default()).await.unwrap();
+        assert_eq!(r.files_indexed, 2, "{r:?}");
+        assert!(
+            r.files_unreadable
+                .iter()
+                .any(|f| f.contains("path longer than")),
+            "{r:?}"
+        );
+        let mut q = SearchQuery::new("nul", 5);
+        q.mode = SearchMode::Keyword;
+        let hits = b.search("main", q).await.unwrap();
+        assert_eq!(hits[0].record.text, "- nul \u{FFFD} in text");
         // Readable again: indexed by the next sync.
         std::fs::remove_file(ws.path().join("MEMORY.md")).unwrap();
         std::fs::write(ws.path().join("MEMORY.md"), "- prefers green tea\n").unwrap();
         let next = b.sync("main", SyncRequest::default()).await.unwrap();
         assert_eq!(
             (next.files_indexed, next.files_unchanged),
-            (1, 1),
+            (1, 3),
             "{next:?}"
         );
-        assert!(next.files_unreadable.is_empty());
+        assert_eq!(
+            next.files_unreadable.len(),
+            1,
+            "only the long path: {next:?}"
+        );
         assert_eq!(found(&b, "tea").await, 1);
     }
 }

@@ -286,6 +286,14 @@ fn index_files(
     for rel in files {
         let full = workspace.join(rel);
         let old = state.files.get(rel);
+        if rel.len() > clawhdf5_memory::validate::MAX_LABEL_BYTES {
+            // Its chunks' session (the path) would be refused: the file is left out, not the whole sync.
+            run.report.files_unreadable.push(format!(
+                "{rel}: path longer than {} bytes",
+                clawhdf5_memory::validate::MAX_LABEL_BYTES
+            ));
+            continue;
+        }
         let bytes = match std::fs::read(&full) {
             Ok(b) => b,
             // Gone since it was listed: left out of `seen`, it counts as removed.
@@ -313,7 +321,9 @@ fn index_files(
             ids: Vec::new(),
             unsaved: true,
         });
-        let text = String::from_utf8_lossy(&bytes);
+        // Bytes that are not UTF-8, and NULs (where HDF5 readers such as h5py would cut the text short),
+        // become U+FFFD.
+        let text = String::from_utf8_lossy(&bytes).replace('\0', "\u{FFFD}");
         let event_time = date_of(rel);
         for ch in chunk_lines(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
             run.batch.chunks.push((
