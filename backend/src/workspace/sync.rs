@@ -209,12 +209,12 @@ fn forget_strays(
         .collect();
     let strays: Vec<u64> = {
         let s = store.blocking_read();
-        let records = s.store().records();
-        let from = records.partition_point(|r| r.id <= after);
-        records[from..]
+        s.store()
+            .records()
             .iter()
             .filter(|r| {
-                !r.tombstone
+                r.id > after
+                    && !r.tombstone
                     && r.source == Source::Document
                     && r.origin.as_ref().is_some_and(|o| o.path == r.session)
                     && !claimed.contains(&r.id)
