@@ -23,7 +23,7 @@ fn invalid(msg: String) -> MemoryError {
     MemoryError::InvalidInput(msg)
 }
 
-/// The trimmed text, if it is neither empty nor longer than [`MAX_TEXT_BYTES`].
+/// The trimmed text, if it is neither empty nor longer than [`MAX_TEXT_BYTES`] and holds no NUL.
 pub fn text(text: &str) -> Result<&str> {
     let t = text.trim();
     if t.is_empty() {
@@ -35,7 +35,19 @@ pub fn text(text: &str) -> Result<&str> {
             t.len()
         )));
     }
+    no_nul("a memory's text", t)?;
     Ok(t)
+}
+
+/// Refuse a NUL character: the file stores strings as HDF5 strings, which libhdf5's readers (h5py among them)
+/// cut short at the first NUL, so the value would not read back whole.
+fn no_nul(what: &str, v: &str) -> Result<()> {
+    match v.find('\0') {
+        Some(at) => Err(invalid(format!(
+            "{what} contains a NUL character (U+0000) at byte {at}, which HDF5 readers such as h5py would cut it at"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Importance must be a number in [0, 1].
@@ -66,7 +78,7 @@ fn label(what: &str, v: &str) -> Result<()> {
             v.len()
         )));
     }
-    Ok(())
+    no_nul(what, v)
 }
 
 /// At most [`MAX_TAGS`] tags, none empty (or blank) and none longer than [`MAX_LABEL_BYTES`].
@@ -97,6 +109,7 @@ pub fn origin(o: &Origin) -> Result<()> {
             o.path.len()
         )));
     }
+    no_nul("an origin path", &o.path)?;
     if o.start_line == 0 {
         return Err(invalid(
             "origin lines are counted from 1, got start_line 0".into(),
@@ -175,6 +188,11 @@ mod tests {
         assert!(with(&|m| m.event_time = Some(-99_999_999_999_999_999)).contains("event_time"));
         assert!(with(&|m| m.event_time = Some(MAX_EVENT_MS + 1)).contains("event_time"));
         assert!(with(&|m| m.tags = vec!["ok".into(), " ".into()]).contains("tag 1"));
+        assert!(
+            with(&|m| m.text = "before\0after".into()).contains("NUL character (U+0000) at byte 6")
+        );
+        assert!(with(&|m| m.session = Some("s\0".into())).contains("session contains a NUL"));
+        assert!(with(&|m| m.tags = vec!["a\0b".into()]).contains("tag 0 contains a NUL"));
         let span = |path: &str, start_line, end_line| Origin {
             path: path.into(),
             start_line,
