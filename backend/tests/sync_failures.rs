@@ -125,6 +125,12 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
             report.files_unreadable[0].starts_with("MEMORY.md: "),
             "{report:?}"
         );
+        // A name that is not UTF-8 (it could not be cited) is reported and left out.
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b"memory/bad\xffname.md");
+            std::fs::write(ws.path().join(name), "- latin-1 name\n").unwrap();
+        }
         // A path too long for a session label is left out too; a NUL in a file does not reach the store.
         let deep = format!("memory/{}/{}.md", "d".repeat(250), "n".repeat(240));
         let long_dir = ws.path().join(&deep);
@@ -145,6 +151,12 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
                 .any(|f| f.contains("path longer than")),
             "{r:?}"
         );
+        assert!(
+            r.files_unreadable
+                .iter()
+                .any(|f| f.ends_with("the name is not UTF-8")),
+            "{r:?}"
+        );
         let mut q = SearchQuery::new("nul", 5);
         q.mode = SearchMode::Keyword;
         let hits = b.search("main", q).await.unwrap();
@@ -160,8 +172,8 @@ async fn a_file_the_sync_cannot_read_is_reported_and_the_others_are_indexed() {
         );
         assert_eq!(
             next.files_unreadable.len(),
-            1,
-            "only the long path: {next:?}"
+            2,
+            "the long path and the name: {next:?}"
         );
         assert_eq!(found(&b, "tea").await, 1);
     }

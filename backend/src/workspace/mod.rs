@@ -11,13 +11,25 @@ use serde::Serialize;
 
 use crate::error::BackendError;
 
-/// Workspace-relative paths of the memory files: `MEMORY.md`, `USER.md`, `memory/**/*.md`, plus `extra`
-/// (files or directories of `.md` files, relative to the workspace).
-pub fn memory_files(workspace: &Path, extra: &[String]) -> Result<Vec<String>, BackendError> {
-    let mut out = Vec::new();
+/// The memory files of a workspace, and what could not be looked at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Workspace-relative paths, sorted.
+    pub files: Vec<String>,
+    /// Folders that could not be listed and names that are not UTF-8, each as "path: why".
+    pub skipped: Vec<String>,
+    /// The folders that could not be listed: what was indexed from them before is kept.
+    pub unlisted: Vec<String>,
+}
+
+/// The memory files: `MEMORY.md`, `USER.md`, `memory/**/*.md`, plus `extra` (files or directories of `.md`
+/// files, relative to the workspace). A folder that cannot be listed, or a name that is not UTF-8 (it could
+/// not be cited), is skipped and named in [`Listing::skipped`].
+pub fn memory_files(workspace: &Path, extra: &[String]) -> Result<Listing, BackendError> {
+    let mut out = Listing::default();
     for name in ["MEMORY.md", "memory.md", "USER.md"] {
         if workspace.join(name).is_file() {
-            out.push(name.to_string());
+            out.files.push(name.to_string());
         }
     }
     let mut dirs = vec!["memory".to_string()];
@@ -25,50 +37,59 @@ pub fn memory_files(workspace: &Path, extra: &[String]) -> Result<Vec<String>, B
         let rel = relative_inside(e)?;
         let full = workspace.join(&rel);
         if full.is_file() {
-            out.push(rel);
+            out.files.push(rel);
         } else if full.is_dir() {
             dirs.push(rel);
         }
     }
     for d in dirs {
-        collect_md(workspace, &d, &mut out, 0)?;
+        collect_md(workspace, &d, &mut out, 0);
     }
-    out.sort();
-    out.dedup();
+    out.files.sort();
+    out.files.dedup();
     Ok(out)
 }
 
-fn collect_md(
-    workspace: &Path,
-    rel: &str,
-    out: &mut Vec<String>,
-    depth: usize,
-) -> Result<(), BackendError> {
+fn collect_md(workspace: &Path, rel: &str, out: &mut Listing, depth: usize) {
     let full = workspace.join(rel);
     if depth > 8 || !full.is_dir() {
-        return Ok(());
+        return;
     }
-    let rd = std::fs::read_dir(&full).map_err(|source| BackendError::Io {
-        path: full.display().to_string(),
-        source,
-    })?;
-    for entry in rd.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    let rd = match std::fs::read_dir(&full) {
+        Ok(rd) => rd,
+        Err(e) => {
+            out.skipped.push(format!("{rel}: {e}"));
+            out.unlisted.push(rel.to_string());
+            return;
+        }
+    };
+    for entry in rd {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                out.skipped.push(format!("{rel}: {e}"));
+                continue;
+            }
+        };
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            let lossy = entry.file_name().to_string_lossy().into_owned();
+            if lossy.ends_with(".md") || entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.skipped
+                    .push(format!("{rel}/{lossy}: the name is not UTF-8"));
+            }
+            continue;
+        };
         if name.starts_with('.') {
             continue;
         }
         let child = format!("{rel}/{name}");
-        let ft = entry.file_type().map_err(|source| BackendError::Io {
-            path: child.clone(),
-            source,
-        })?;
-        if ft.is_dir() {
-            collect_md(workspace, &child, out, depth + 1)?;
-        } else if ft.is_file() && name.ends_with(".md") {
-            out.push(child);
+        match entry.file_type() {
+            Ok(ft) if ft.is_dir() => collect_md(workspace, &child, out, depth + 1),
+            Ok(ft) if ft.is_file() && name.ends_with(".md") => out.files.push(child),
+            Ok(_) => {}
+            Err(e) => out.skipped.push(format!("{child}: {e}")),
         }
     }
-    Ok(())
 }
 
 /// A workspace-relative path with no `..`, no root and no prefix, normalised to '/' separators.

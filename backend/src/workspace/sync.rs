@@ -118,20 +118,32 @@ pub fn sync(
             files: BTreeMap::new(),
         };
     }
-    let files = memory_files(workspace, extra)?;
-    let mut report = SyncReport::default();
+    let listing = memory_files(workspace, extra)?;
+    let mut report = SyncReport {
+        files_unreadable: listing.skipped,
+        ..SyncReport::default()
+    };
+    let kept = under_folders(&state, &listing.unlisted);
     let unfinished = unfinished_run(store);
     if let Some(after) = unfinished {
         report.chunks_removed += forget_strays(store, &state, after)?;
     }
     let mut run = Run {
         report,
-        seen: BTreeMap::new(),
+        seen: kept,
         indexing: Vec::new(),
         batch: Batch::default(),
         marked: false,
     };
-    match index_files(store, kit, workspace, &files, &state, force, &mut run) {
+    match index_files(
+        store,
+        kit,
+        workspace,
+        &listing.files,
+        &state,
+        force,
+        &mut run,
+    ) {
         Ok(()) => {}
         Err(e) => {
             // Best effort: if even this cannot be written, the next sync indexes those files again.
@@ -186,6 +198,22 @@ pub fn sync(
         store.blocking_write().put_extension(RUNNING, Vec::new())?;
     }
     Ok(report)
+}
+
+/// The files of `state` under any of `folders` (workspace-relative): those under a folder that could not be
+/// listed keep what was indexed from them.
+fn under_folders(state: &SyncState, folders: &[String]) -> BTreeMap<String, FileState> {
+    state
+        .files
+        .iter()
+        .filter(|(rel, _)| {
+            folders.iter().any(|d| {
+                rel.strip_prefix(d.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+        })
+        .map(|(rel, f)| (rel.clone(), f.clone()))
+        .collect()
 }
 
 /// The id after which an earlier sync that never finished may have saved chunks it did not record, if one did.
@@ -451,4 +479,26 @@ pub fn sync_counts(store: &Store) -> (Option<String>, usize, usize) {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_under_an_unlisted_folder_are_kept() {
+        let mut state = SyncState::default();
+        for rel in [
+            "memory/a.md",
+            "memory/sub/b.md",
+            "memory/subway.md",
+            "notes/c.md",
+        ] {
+            state.files.insert(rel.into(), FileState::default());
+        }
+        let kept = under_folders(&state, &["memory/sub".into(), "notes".into()]);
+        let names: Vec<&str> = kept.keys().map(String::as_str).collect();
+        assert_eq!(names, ["memory/sub/b.md", "notes/c.md"]);
+        assert!(under_folders(&state, &[]).is_empty());
+    }
 }
