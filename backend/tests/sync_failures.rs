@@ -99,9 +99,14 @@ async fn a_sync_that_stops_partway_leaves_no_chunks_of_a_version_that_is_gone() 
     let s = serde_json::to_value(&status).unwrap();
     assert_eq!(s["chunks"].as_u64(), Some(now as u64), "{s}");
 
-    // The next sync finds nothing to do.
+    // The next sync finds nothing to do, and writes nothing.
+    let logged = |s: &clawhdf5_backend::BackendStatus| {
+        serde_json::to_value(s).unwrap()["log_entries"].clone()
+    };
+    let before = logged(&b.status("main").await.unwrap());
     let again = b.sync("main", SyncRequest::default()).await.unwrap();
     assert_eq!((again.files_unchanged, again.chunks_added), (1, 0));
+    assert_eq!(logged(&b.status("main").await.unwrap()), before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

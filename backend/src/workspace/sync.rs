@@ -380,9 +380,12 @@ fn index_files(
     save_batch(store, kit, run)
 }
 
-/// Write the sync state into the store.
+/// Write the sync state into the store (nothing is written when the store holds it already).
 fn put_state(store: &SharedMemory, state: &SyncState) -> Result<(), BackendError> {
     let payload = serde_json::to_vec(state).map_err(|e| BackendError::Internal(e.to_string()))?;
+    if store.blocking_read().extension(EXTENSION) == Some(payload.as_slice()) {
+        return Ok(());
+    }
     store.blocking_write().put_extension(EXTENSION, payload)?;
     Ok(())
 }
@@ -391,6 +394,10 @@ fn put_state(store: &SharedMemory, state: &SyncState) -> Result<(), BackendError
 /// forget the old chunks of the files it starts and save the chunks; then wait for them to be durable and
 /// checkpoint when due, the lock released. Files whose chunks have all been cut are then saved whole.
 fn save_batch(store: &SharedMemory, kit: &SaveKit, run: &mut Run) -> Result<(), BackendError> {
+    if run.batch.chunks.is_empty() && run.batch.forget_from >= run.indexing.len() {
+        // Nothing to save or forget (a sync that found no change): the store is not touched.
+        return Ok(());
+    }
     let (files, memories): (Vec<usize>, Vec<NewMemory>) =
         std::mem::take(&mut run.batch.chunks).into_iter().unzip();
     let prepared = kit.prepare_many(memories)?;
@@ -399,7 +406,7 @@ fn save_batch(store: &SharedMemory, kit: &SaveKit, run: &mut Run) -> Result<(), 
         if !run.marked {
             // Before the first change: should the process die before the state is written, the next sync
             // knows which chunks may be this run's.
-            let after = s.store().records().last().map_or(0, |r| r.id);
+            let after = s.store().records().iter().map(|r| r.id).max().unwrap_or(0);
             let marker = serde_json::json!({ "after_id": after })
                 .to_string()
                 .into_bytes();
