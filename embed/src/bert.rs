@@ -374,6 +374,13 @@ impl BertModel {
         // Many rows on several threads: every step split between them (matrix multiplies and element-wise
         // steps by rows, attention by heads); otherwise only the small path's multiplies are.
         let split = parallel > 1 && total > SMALL_ROWS;
+        let ln = |x: &mut [f32], g: &[f32], b: &[f32]| {
+            if split {
+                row_shares(x, h, parallel).for_each(|rows| layer_norm_rows(rows, g, b, eps));
+            } else {
+                layer_norm_rows(x, g, b, eps);
+            }
+        };
         for layer in &self.layers {
             fill_rows(&mut qkv, &layer.b_qkv);
             let sw = &layer.small;
@@ -393,13 +400,6 @@ impl BertModel {
                 total,
                 parallel,
             );
-            let ln = |x: &mut [f32], g: &[f32], b: &[f32]| {
-                if split {
-                    row_shares(x, h, parallel).for_each(|rows| layer_norm_rows(rows, g, b, eps));
-                } else {
-                    layer_norm_rows(x, g, b, eps);
-                }
-            };
             ln(&mut hidden, &layer.ln1_gamma, &layer.ln1_beta);
             // hidden = LN(hidden + gelu(hidden·Wi + bi)·Wo2 + bo2)
             fill_rows(&mut ff, &layer.b_inter);
