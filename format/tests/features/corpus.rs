@@ -207,7 +207,7 @@ with tables.open_file(sys.argv[1]) as f:
         x = f.get_node(node).read()
         out[node] = [row(r, x.dtype.names) for r in x] if x.dtype.names else x.tolist()
     with open(sys.argv[2], "w") as o:
-        json.dump(out, o)
+        o.write(json.dumps(out))
 "#;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("times.json");

@@ -28,7 +28,7 @@ os.remove("ext_f.bin")
 with h5py.File("ext.h5", "r") as f:
     want = {k: f[k][()].ravel().tolist() for k in ["segments", "to_end", "absolute", "cut_short"]}
 with open("want.json", "w") as g:
-    json.dump(want, g)
+    g.write(json.dumps(want))
 "#;
 
 fn numbers(a: &Array) -> Vec<f64> {

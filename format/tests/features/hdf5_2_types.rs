@@ -127,7 +127,7 @@ for name, low in [("earliest", "EARLIEST"), ("v108", "V18"), ("v110", "V110"), (
     fid = h5py.h5f.create(os.path.join(out, name + ".h5").encode(), h5py.h5f.ACC_TRUNC, fapl=fapl)
     fill(fid)
     with open(os.path.join(out, name + ".json"), "w") as f:
-        json.dump(expected(fid), f)
+        f.write(json.dumps(expected(fid)))
     fid.close()
 "#;
 

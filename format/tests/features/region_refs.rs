@@ -25,7 +25,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f.attrs.create("some", data=refs[:2], dtype=h5py.regionref_dtype)
     want = [None if not r else d[r].ravel().tolist() for r in refs]
 with open(sys.argv[1] + ".json", "w") as g:
-    json.dump(want, g)
+    g.write(json.dumps(want))
 "#;
 
 #[test]

@@ -274,7 +274,7 @@ for path in sys.argv[2:]:
     a = np.empty(d.shape, "<i8")
     d.read(h5py.h5s.ALL, h5py.h5s.ALL, a)
     out[path] = [list(d.shape), a.ravel().tolist()]
-json.dump(out, open(sys.argv[1], "w"))
+open(sys.argv[1], "w").write(json.dumps(out))
 "#;
 
 #[test]

@@ -34,6 +34,11 @@ def conv(v):
             return [conv(x) for x in v]
         if v.dtype.kind == "b":
             return v.astype("i1").tolist()
+        # Plain numbers need no per-element conversion (only NaN and infinities are spelled out), and walking
+        # millions of them in Python took most of a large dump's time.
+        # (tolist() leaves long doubles as numpy scalars, so those still go through conv.)
+        if v.dtype.kind in "iu" or (v.dtype.kind == "f" and v.dtype.itemsize <= 8 and np.isfinite(v).all()):
+            return v.tolist()
         return conv(v.tolist())
     if isinstance(v, np.void) and v.dtype.names:
         return {n: conv(v[n]) for n in v.dtype.names}
@@ -132,10 +137,9 @@ def dump(path):
 
 def main():
     files = sys.argv[1:]
-    if len(files) == 1:
-        json.dump(dump(files[0]), sys.stdout)
-    else:
-        json.dump({p: dump(p) for p in files}, sys.stdout)
+    out = dump(files[0]) if len(files) == 1 else {p: dump(p) for p in files}
+    # One string written at once: json.dump streams millions of small pieces, which took seconds on large files.
+    sys.stdout.write(json.dumps(out))
 
 
 if __name__ == "__main__":

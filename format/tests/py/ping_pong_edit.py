@@ -158,7 +158,7 @@ def main():
     kwargs = {} if libver is None else {"libver": libver}
     if turn == 0:
         create(rng, path, kwargs)
-        json.dump({"ops": ["create %s" % (libver,)], "changed": [], "removed": [], "dump": dump(path)}, sys.stdout)
+        sys.stdout.write(json.dumps({"ops": ["create %s" % (libver,)], "changed": [], "removed": [], "dump": dump(path)}))
         return
     with h5py.File(path, "r+", **kwargs) as f:
         for _ in range(rng.randint(3, 9)):
@@ -248,7 +248,7 @@ def main():
                     ops.append("move %s -> %s" % (src, dst))
                     removed.add(src)
                     changed.update([parent(src), g, dst])
-    json.dump({"ops": ops, "changed": sorted(changed), "removed": sorted(removed), "dump": dump(path)}, sys.stdout)
+    sys.stdout.write(json.dumps({"ops": ops, "changed": sorted(changed), "removed": sorted(removed), "dump": dump(path)}))
 
 
 if __name__ == "__main__":

@@ -54,8 +54,8 @@ def main():
             for n in f.walk_nodes("/"):
                 pass
     except tables.HDF5ExtError as e:
-        json.dump({"ops": ["skipped: HDF5 %s cannot read it (%s)" % (tables.hdf5_version, str(e).splitlines()[-1])],
-                   "changed": [], "removed": []}, sys.stdout)
+        sys.stdout.write(json.dumps({"ops": ["skipped: HDF5 %s cannot read it (%s)" % (tables.hdf5_version, str(e).splitlines()[-1])],
+                   "changed": [], "removed": []}))
         return
     with tables.open_file(path, "a") as f:
         for _ in range(rng.randint(2, 7)):
@@ -139,7 +139,7 @@ def main():
                     ops.append("remove %s" % target)
                     removed.add(target)
                     changed.add(parent(target))
-    json.dump({"ops": ops, "changed": sorted(changed), "removed": sorted(removed)}, sys.stdout)
+    sys.stdout.write(json.dumps({"ops": ops, "changed": sorted(changed), "removed": sorted(removed)}))
 
 
 if __name__ == "__main__":

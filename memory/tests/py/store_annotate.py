@@ -183,7 +183,7 @@ def main():
                     f[p] = f[target]
             check(f, state)
     with open(state_path, "w") as fh:
-        json.dump(state, fh)
+        fh.write(json.dumps(state))
     print(json.dumps({"annotations": sum(len(a) for a in state["attrs"].values()) + len(state["datasets"])}))
 
 
