@@ -19,22 +19,48 @@ pub struct Chunk {
 /// skipped; a single line longer than the budget is cut into pieces of its own (each citing that line), so
 /// no chunk is much longer than the budget however long a line is.
 pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
-    let budget = tokens.max(1) * CHARS_PER_TOKEN;
-    let overlap_chars = overlap.min(tokens.saturating_sub(1)) * CHARS_PER_TOKEN;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut start = 0usize;
-    while start < lines.len() {
+    Chunks::new(text, tokens, overlap).collect()
+}
+
+/// The chunks of one text, made one at a time as [`chunk_lines`] describes, so that a large file's chunks
+/// need not all be held at once.
+pub struct Chunks<'a> {
+    lines: Vec<&'a str>,
+    budget: usize,
+    overlap_chars: usize,
+    /// The next line a chunk starts at.
+    start: usize,
+    /// Pieces of an overlong line not yet handed out.
+    pieces: std::collections::VecDeque<Chunk>,
+}
+
+impl<'a> Chunks<'a> {
+    /// Chunks of about `tokens` tokens of `text`, overlapping by about `overlap` tokens.
+    pub fn new(text: &'a str, tokens: usize, overlap: usize) -> Self {
+        Chunks {
+            lines: text.lines().collect(),
+            budget: tokens.max(1) * CHARS_PER_TOKEN,
+            overlap_chars: overlap.min(tokens.saturating_sub(1)) * CHARS_PER_TOKEN,
+            start: 0,
+            pieces: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The chunk starting at line `self.start` (None when it is blank), moving `self.start` on.
+    fn next_span(&mut self) -> Option<Chunk> {
+        let (lines, budget, start) = (&self.lines, self.budget, self.start);
         if lines[start].len() > budget {
+            let mut out = Vec::new();
             line_pieces(
                 lines[start],
                 start as u32 + 1,
                 budget,
-                overlap_chars,
+                self.overlap_chars,
                 &mut out,
             );
-            start += 1;
-            continue;
+            self.pieces.extend(out);
+            self.start += 1;
+            return None;
         }
         let mut end = start;
         let mut size = 0usize;
@@ -46,31 +72,46 @@ pub fn chunk_lines(text: &str, tokens: usize, overlap: usize) -> Vec<Chunk> {
             end += 1;
         }
         let body = lines[start..end].join("\n");
-        if !body.trim().is_empty() {
-            out.push(Chunk {
-                start_line: start as u32 + 1,
-                end_line: end as u32,
-                text: body,
-            });
-        }
-        if end >= lines.len() {
-            break;
-        }
-        if lines[end].len() > budget {
+        let chunk = (!body.trim().is_empty()).then(|| Chunk {
+            start_line: start as u32 + 1,
+            end_line: end as u32,
+            text: body,
+        });
+        self.start = if end >= lines.len() {
+            lines.len()
+        } else if lines[end].len() > budget {
             // The next line is cut into pieces of its own; stepping back would only repeat these lines.
-            start = end;
-            continue;
-        }
-        // Step back over whole lines worth about `overlap` tokens, always moving forward.
-        let mut back = end;
-        let mut kept = 0usize;
-        while back > start + 1 && kept + lines[back - 1].len() < overlap_chars {
-            kept += lines[back - 1].len() + 1;
-            back -= 1;
-        }
-        start = back.max(start + 1);
+            end
+        } else {
+            // Step back over whole lines worth about `overlap` tokens, always moving forward.
+            let mut back = end;
+            let mut kept = 0usize;
+            while back > start + 1 && kept + lines[back - 1].len() < self.overlap_chars {
+                kept += lines[back - 1].len() + 1;
+                back -= 1;
+            }
+            back.max(start + 1)
+        };
+        chunk
     }
-    out
+}
+
+impl Iterator for Chunks<'_> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        loop {
+            if let Some(piece) = self.pieces.pop_front() {
+                return Some(piece);
+            }
+            if self.start >= self.lines.len() {
+                return None;
+            }
+            if let Some(chunk) = self.next_span() {
+                return Some(chunk);
+            }
+        }
+    }
 }
 
 /// Cut one line longer than `budget` bytes into pieces of at most `budget` bytes, each ending at whitespace

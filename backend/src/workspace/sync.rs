@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::{date_of, memory_files};
 use crate::agents::SharedMemory;
-use crate::chunk::chunk_lines;
+use crate::chunk::Chunks;
 use crate::error::BackendError;
 
 /// Name of the store extension holding sync state.
@@ -349,11 +349,10 @@ fn index_files(
             ids: Vec::new(),
             unsaved: true,
         });
-        // Bytes that are not UTF-8, and NULs (where HDF5 readers such as h5py would cut the text short),
-        // become U+FFFD.
-        let text = String::from_utf8_lossy(&bytes).replace('\0', "\u{FFFD}");
+        let text = readable_text(bytes);
         let event_time = date_of(rel);
-        for ch in chunk_lines(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
+        // Chunks are made as the batches take them, so a large file's chunks are not all held at once.
+        for ch in Chunks::new(&text, CHUNK_TOKENS, CHUNK_OVERLAP) {
             run.batch.chunks.push((
                 file,
                 NewMemory {
@@ -378,6 +377,20 @@ fn index_files(
     }
     // The last chunks, and the old chunks of changed files that have no chunks now.
     save_batch(store, kit, run)
+}
+
+/// A file's text: bytes that are not UTF-8, and NULs (where HDF5 readers such as h5py would cut the text
+/// short), become U+FFFD. Valid UTF-8 without NULs (the usual case) is taken over without a copy.
+fn readable_text(bytes: Vec<u8>) -> String {
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    }
 }
 
 /// Write the sync state into the store (nothing is written when the store holds it already).
@@ -507,5 +520,19 @@ mod tests {
         let names: Vec<&str> = kept.keys().map(String::as_str).collect();
         assert_eq!(names, ["memory/sub/b.md", "notes/c.md"]);
         assert!(under_folders(&state, &[]).is_empty());
+    }
+
+    #[test]
+    fn file_text_replaces_what_readers_would_mangle() {
+        assert_eq!(
+            readable_text(b"plain \xc3\xa9t\xc3\xa9".to_vec()),
+            "plain \u{e9}t\u{e9}"
+        );
+        assert_eq!(readable_text(b"a\0b".to_vec()), "a\u{FFFD}b");
+        assert_eq!(
+            readable_text(b"bad \xff byte\0".to_vec()),
+            "bad \u{FFFD} byte\u{FFFD}"
+        );
+        assert_eq!(readable_text(Vec::new()), "");
     }
 }
