@@ -31,7 +31,7 @@ pub struct Chunks<'a> {
     /// The next line a chunk starts at.
     start: usize,
     /// Pieces of an overlong line not yet handed out.
-    pieces: std::collections::VecDeque<Chunk>,
+    pieces: std::vec::IntoIter<Chunk>,
 }
 
 impl<'a> Chunks<'a> {
@@ -42,7 +42,7 @@ impl<'a> Chunks<'a> {
             budget: tokens.max(1) * CHARS_PER_TOKEN,
             overlap_chars: overlap.min(tokens.saturating_sub(1)) * CHARS_PER_TOKEN,
             start: 0,
-            pieces: std::collections::VecDeque::new(),
+            pieces: Vec::new().into_iter(),
         }
     }
 
@@ -58,7 +58,7 @@ impl<'a> Chunks<'a> {
                 self.overlap_chars,
                 &mut out,
             );
-            self.pieces.extend(out);
+            self.pieces = out.into_iter();
             self.start += 1;
             return None;
         }
@@ -101,7 +101,7 @@ impl Iterator for Chunks<'_> {
 
     fn next(&mut self) -> Option<Chunk> {
         loop {
-            if let Some(piece) = self.pieces.pop_front() {
+            if let Some(piece) = self.pieces.next() {
                 return Some(piece);
             }
             if self.start >= self.lines.len() {
