@@ -394,6 +394,20 @@ fn empty_text_is_refused() {
 }
 
 #[test]
+fn a_search_for_no_results_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("m.h5");
+    let store = s.to_str().unwrap();
+    assert!(clawhdf5(&["save", "--store", store, "hello"])
+        .status
+        .success());
+    for limit in [["--limit", "0"], ["-k", "0"]] {
+        let o = clawhdf5(&["search", "--store", store, limit[0], limit[1], "hello"]);
+        assert_one_line_error(&o, "at least 1");
+    }
+}
+
+#[test]
 fn bad_event_time_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("m.h5");

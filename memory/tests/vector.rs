@@ -116,6 +116,29 @@ fn embedder_embeds_saves_and_queries() {
     assert_eq!(hits[0].record.id, a.id);
     assert!(hits[0].vector_score.is_some());
     assert_eq!(s.config().embedding_model.as_deref(), Some("toy-v1"));
+    // A blank question asks for nothing in every mode (the model's vector of "" would return anything),
+    // unless a filter says what is wanted; a blank text with its own vector is a vector search.
+    for mode in [SearchMode::Hybrid, SearchMode::Vector, SearchMode::Rrf] {
+        for text in ["", "  \n\t"] {
+            let mut q = SearchQuery::new(text, 2);
+            q.mode = mode;
+            assert!(s.search(&q).unwrap().is_empty(), "{mode:?} {text:?}");
+            q.filter.time_from = Some(0);
+            assert_eq!(
+                s.search(&q).unwrap().len(),
+                2,
+                "{mode:?} {text:?} in a time range"
+            );
+        }
+    }
+    let mut q = SearchQuery::new("", 1);
+    q.mode = SearchMode::Vector;
+    q.embedding = Some(
+        HashEmbedder("toy-v1")
+            .embed_one("sour green apples")
+            .unwrap(),
+    );
+    assert_eq!(s.search(&q).unwrap()[0].record.id, a.id);
     s.close().unwrap();
 
     // Reopening with another model is refused with a clear error; without one, keyword search still works.

@@ -62,6 +62,7 @@ pub fn run(a: SearchArgs) -> anyhow::Result<()> {
     if let (Some(f), Some(t)) = (from, to) {
         anyhow::ensure!(f <= t, "--from ({f} ms) is after --to ({t} ms)");
     }
+    anyhow::ensure!(a.k >= 1, "-k/--limit must be at least 1");
     if let Some(m) = a.min_score {
         anyhow::ensure!(m.is_finite(), "--min-score must be a number");
     }

@@ -48,7 +48,11 @@ impl Store {
     pub fn search_candidates(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         // No more than every record can be returned: a huge `k` means "all", not a huge allocation.
         let k = q.k.min(self.records.len());
-        if k == 0 {
+        // A blank question without a vector or a filter asks for nothing: the model's vector of an empty text
+        // would return arbitrary records. With a filter (a date-only question becomes a time range and a blank
+        // text) the filter's records are what was asked for.
+        let blank = q.embedding.is_none() && q.text.trim().is_empty();
+        if k == 0 || (blank && q.filter.is_empty()) {
             return Ok(Vec::new());
         }
         // Forgotten and superseded rows are excluded from the flags alone; the records are read only when the
