@@ -10,7 +10,10 @@
 //! faster). Large contiguous reads are also compared with `dd if=FILE of=/dev/null bs=1M` on the
 //! same file (warm page cache) and with an in-process loop of 1 MiB `read` calls (dd without the
 //! process start). Writes go to the page cache on both sides: ours is `FileWriter::to_bytes` +
-//! `std::fs::write`, libhdf5's is create + write + close; neither fsyncs.
+//! `std::fs::write`, libhdf5's is create + write + close; neither fsyncs. A last table times the
+//! system calls alone of two operations (no HDF5 code: opening, reading and closing the attribute
+//! file; writing the bytes of our 100K-string file to a new file): libhdf5's time over them is the
+//! most any library could be faster than libhdf5 there.
 
 use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, H5File, StringColumn};
 use hdf5_metno as h5;
@@ -96,6 +99,8 @@ fn batch(f: &mut dyn FnMut() -> Res) -> Res<usize> {
 struct Bench {
     rounds: usize,
     rows: Vec<Row>,
+    /// System calls alone of an operation: its name, the row it bounds, median wall and CPU seconds.
+    floors: Vec<(String, String, f64, f64)>,
     scratch: Scratch,
 }
 
@@ -136,6 +141,25 @@ impl Bench {
             row.theirs_cpu / row.ours_cpu
         );
         self.rows.push(row);
+        Ok(())
+    }
+
+    /// Times `f`, the system calls alone of the operation timed as `row` (batched and cleared up after
+    /// like [`Self::pair`]'s samples), and records its medians.
+    fn floor(&mut self, name: &str, row: &str, mut f: impl FnMut() -> Res) -> Res {
+        let k = batch(&mut f)?;
+        self.scratch.clear()?;
+        let (mut w, mut c) = (vec![], vec![]);
+        for _ in 0..self.rounds {
+            let (wall, cpu) = sample(k, &mut f)?;
+            w.push(wall);
+            c.push(cpu);
+            self.scratch.clear()?;
+        }
+        let (wall, cpu) = (median(w), median(c));
+        eprintln!("{name:<62} {wall:>10.6} s  cpu {cpu:>10.6} s");
+        self.floors
+            .push((name.to_string(), row.to_string(), wall, cpu));
         Ok(())
     }
 
@@ -270,6 +294,17 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
         || {
             let f = h5::File::open(&attr)?;
             std::hint::black_box(f.attr("a")?.read_raw::<f64>()?);
+            Ok(())
+        },
+    )?;
+    let mut page = vec![0u8; 4096];
+    b.floor(
+        "open + read 4 KiB + close attr.h5, no parsing",
+        "open + read one attribute",
+        || {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::File::open(&attr)?;
+            std::hint::black_box(f.read_at(&mut page, 0)?);
             Ok(())
         },
     )?;
@@ -532,6 +567,27 @@ fn run(b: &mut Bench, d: &Path) -> Res<Vec<(String, f64)>> {
         },
         || h5_write_strings(&s, &scratch.fresh("libhdf5")),
     )?;
+    let vlen_bytes = {
+        let mut w = FileWriter::new();
+        w.write_strings("/s", s.iter().collect(), DatasetOptions::default())?;
+        w.to_bytes()?
+    };
+    // Its own names in the same folder, which the benchmark clears between samples.
+    let scratch = Scratch {
+        dir: b.scratch.dir.clone(),
+        next: std::cell::Cell::new(0),
+    };
+    b.floor(
+        &format!(
+            "write our 100K-string file's {} bytes to a new file, no encoding",
+            vlen_bytes.len()
+        ),
+        "write 100K vlen strings from a StringColumn",
+        || {
+            std::fs::write(scratch.fresh("floor"), &vlen_bytes)?;
+            Ok(())
+        },
+    )?;
     b.pair(
         "write 100K vlen strings from a StringColumn",
         || {
@@ -605,6 +661,7 @@ fn main() -> Res {
     let mut b = Bench {
         rounds,
         rows: vec![],
+        floors: vec![],
         scratch: Scratch {
             dir: scratch_dir,
             next: std::cell::Cell::new(0),
@@ -648,6 +705,19 @@ fn main() -> Res {
              | {STREAMED} | {t:.6} | {:.2}× |\n",
             ours_into / dd,
             t / dd
+        ));
+    }
+    md.push_str(
+        "\n| system calls alone (no HDF5 code) | median (s) | CPU (s) | of the row | libhdf5's time ÷ this (CPU) | ours ÷ this (CPU) |\n|---|---:|---:|---|---:|---:|\n",
+    );
+    for (name, row, wall, cpu) in &b.floors {
+        let Some(r) = b.rows.iter().find(|r| &r.name == row) else {
+            continue;
+        };
+        md.push_str(&format!(
+            "| {name} | {wall:.6} | {cpu:.6} | {row} | {:.2}× | {:.2}× |\n",
+            r.theirs_cpu / cpu,
+            r.ours_cpu / cpu
         ));
     }
     print!("{md}");
