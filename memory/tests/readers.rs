@@ -77,3 +77,62 @@ fn race(durability: Durability) {
         st.incremental_checkpoints, st.full_checkpoints
     );
 }
+
+/// What a reader meets if it reads the superblock while the writer switches it: a checksum that does not match
+/// (bytes 44..48 of the version-2 superblock our files start with).
+fn tear_superblock(path: &std::path::Path, good: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let mut torn = good[..48].to_vec();
+    torn[46] ^= 0xff;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&torn, 0).unwrap();
+}
+
+fn restore_superblock(path: &std::path::Path, good: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&good[..48], 0).unwrap();
+}
+
+#[test]
+fn a_read_only_open_reads_a_torn_superblock_again_while_a_writer_holds_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let mut w = Store::open(&p).unwrap();
+    w.save(NewMemory::text("a memory the reader must see"))
+        .unwrap();
+    w.checkpoint().unwrap();
+    let good = std::fs::read(&p).unwrap();
+    assert_eq!(good[8], 2, "a version-2 superblock");
+
+    // The writer finishes its switch a few milliseconds into the reader's open: the reader gets the store.
+    tear_superblock(&p, &good);
+    let restorer = {
+        let (p, good) = (p.clone(), good.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(4));
+            restore_superblock(&p, &good);
+        })
+    };
+    let r = Store::open_read_only(&p).unwrap();
+    assert_eq!(r.len(), 1);
+    drop(r);
+    restorer.join().unwrap();
+
+    // Torn for good: the error comes back after the retries (1 + 2 + ... + 32 ms apart), and without them
+    // when no writer holds the store.
+    tear_superblock(&p, &good);
+    let start = Instant::now();
+    let e = Store::open_read_only(&p).unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+    assert!(
+        start.elapsed() >= Duration::from_millis(32),
+        "{:?}",
+        start.elapsed()
+    );
+    restore_superblock(&p, &good);
+    w.close().unwrap();
+    tear_superblock(&p, &std::fs::read(&p).unwrap());
+    let e = Store::open_read_only(&p).unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+}

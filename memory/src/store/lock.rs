@@ -28,6 +28,14 @@ pub(super) fn take_lock(path: &Path) -> Result<File> {
     }
 }
 
+/// Whether a writer holds the store at `path` (its lock file is locked), as far as this process can tell.
+pub(super) fn writer_holds(path: &Path) -> bool {
+    let Ok(f) = File::open(lock_path(path)) else {
+        return false;
+    };
+    matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+}
+
 /// A shared lock on the store's HDF5 file, the kind libhdf5 takes for a read-only open: libhdf5 programs can
 /// still read the file, and one that opens it for writing (which asks for an exclusive lock) is refused until
 /// the store closes, as the store is refused while such a program has it open. `None` where the file system

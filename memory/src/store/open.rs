@@ -18,8 +18,29 @@ use crate::vectors::VectorTable;
 use crate::wal::Recovery;
 
 use super::checkpointing::write_atomically;
-use super::lock::{share_data_file, take_lock};
+use super::lock::{share_data_file, take_lock, writer_holds};
 use super::{row_flags, wal_path, Store, StoreOptions};
+
+/// Times a read-only open reads the file again after a format error while a writer holds the store.
+const READ_AGAIN: u32 = 6;
+
+/// A read-only open may read the superblock just as the writer switches it to a new checkpoint, and a torn
+/// read fails its checksum: while a writer holds the store, a format error is read again a few times (1 to
+/// 32 ms apart) before it is reported. A damaged file nobody writes is reported at once.
+fn read_again_while_written(path: &Path, first: MemoryError) -> Result<Snapshot> {
+    let mut err = first;
+    for i in 0..READ_AGAIN {
+        if !writer_holds(path) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1 << i));
+        match schema::read_snapshot(path) {
+            Err(e @ MemoryError::Format { .. }) => err = e,
+            r => return r,
+        }
+    }
+    Err(err)
+}
 
 impl Store {
     /// Open (or create) the store at `path` with default options.
@@ -95,7 +116,12 @@ impl Store {
         } else {
             None
         };
-        let snap = schema::read_snapshot(path)?;
+        let snap = match schema::read_snapshot(path) {
+            Err(e @ MemoryError::Format { .. }) if opts.read_only => {
+                read_again_while_written(path, e)?
+            }
+            r => r?,
+        };
         let mut store = Store::from_snapshot(path, opts, snap, lock);
         store.data_lock = data_lock;
         store.replay_log(early_log)?;
