@@ -10,6 +10,7 @@ use std::path::Path;
 use clawhdf5_format::{Array, Data, FileAppender, FormatError};
 
 use crate::columns::{self, ColumnGroup};
+use crate::config::StoreConfig;
 use crate::dictionary::{Dictionaries, DICTIONARY_COLUMNS};
 use crate::error::{MemoryError, Result};
 use crate::integrity::SignedManifest;
@@ -41,12 +42,11 @@ pub struct Increment<'a> {
 
 /// About how many bytes the rows `rows` add to the file: their vectors, their texts as heap objects (a
 /// 16-byte header and padding each) with a 16-byte reference, and the other columns before compression.
-fn new_rows_bytes(inc: &Increment<'_>, rows: std::ops::Range<usize>) -> usize {
-    let config = &inc.meta.config;
+fn new_rows_bytes(records: &[Record], config: &StoreConfig, rows: std::ops::Range<usize>) -> usize {
     let vector = config
         .embedding_dim
         .map_or(0, |d| d as usize * config.vector_precision.bytes());
-    let texts: usize = inc.records.get(rows.clone()).map_or(0, |rs| {
+    let texts: usize = records.get(rows.clone()).map_or(0, |rs| {
         rs.iter().map(|r| r.text.len().next_multiple_of(8)).sum()
     });
     texts + rows.len() * (vector + 32 + 16 + OTHER_COLUMN_BYTES)
@@ -55,19 +55,91 @@ fn new_rows_bytes(inc: &Increment<'_>, rows: std::ops::Range<usize>) -> usize {
 /// Bytes of a row's columns other than its text and vector, uncompressed (ids, times, codes, flags).
 const OTHER_COLUMN_BYTES: usize = 96;
 
+/// New rows' columns appended, uncommitted, to an appender of the store file ahead of the checkpoint that
+/// commits them ([`stage_rows`]): a bulk save encodes them while its texts are tokenized.
+pub struct StagedRows {
+    app: FileAppender,
+    rows: std::ops::Range<usize>,
+}
+
+/// Open an appender of the store file at `path`, append the columns of `records[rows]` to it and write them
+/// ahead ([`FileAppender::write_ahead`]), for [`append`] to finish and commit; nothing is visible in the
+/// file until then.
+pub fn stage_rows(
+    path: &Path,
+    records: &[Record],
+    vectors: &VectorTable,
+    config: &StoreConfig,
+    rows: std::ops::Range<usize>,
+    dicts: &mut Dictionaries,
+) -> Result<StagedRows> {
+    let mut app = FileAppender::open(path).map_err(|source| MemoryError::Format {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    append_new_rows(
+        &mut app,
+        path,
+        records,
+        vectors,
+        config,
+        rows.clone(),
+        dicts,
+    )?;
+    // Their bytes go to the file (past its committed end) and start for the disk now, while the rest of the
+    // checkpoint is prepared.
+    app.write_ahead().map_err(|source| MemoryError::Format {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(StagedRows { app, rows })
+}
+
+/// Append every column of `records[rows]` (rows past the file's last) to `app`.
+fn append_new_rows(
+    app: &mut FileAppender,
+    path: &Path,
+    records: &[Record],
+    vectors: &VectorTable,
+    config: &StoreConfig,
+    rows: std::ops::Range<usize>,
+    dicts: &mut Dictionaries,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    app.reserve(new_rows_bytes(records, config, rows.clone()));
+    let all = [
+        ColumnGroup::Fixed,
+        ColumnGroup::Text,
+        ColumnGroup::Meta,
+        ColumnGroup::Access,
+    ];
+    for col in columns::build(records, vectors, config, rows, &all, dicts)? {
+        app.append_rows(&format!("/records/{}", col.name), col.array)
+            .map_err(|source| MemoryError::Format {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
 /// Append `inc` to the store file at `path`, which holds `file`; returns what the file holds afterwards.
+/// `staged` (from [`stage_rows`]) is used when it holds exactly the rows the file lacks, and dropped
+/// otherwise.
 pub fn append(
     path: &Path,
     inc: &Increment<'_>,
     file: &FileState,
     pending: &Pending,
     dicts: &mut Dictionaries,
+    staged: Option<StagedRows>,
 ) -> Result<FileState> {
     let fmt = |source: FormatError| MemoryError::Format {
         path: path.to_path_buf(),
         source,
     };
-    let mut app = FileAppender::open(path).map_err(fmt)?;
     let config = &inc.meta.config;
     let n = inc.records.len();
     let old = file.rows;
@@ -76,21 +148,23 @@ pub fn append(
             "the file holds {old} rows, the store {n}"
         )));
     }
-
-    // New rows, every column.
-    if n > old {
-        app.reserve(new_rows_bytes(inc, old..n));
-        let all = [
-            ColumnGroup::Fixed,
-            ColumnGroup::Text,
-            ColumnGroup::Meta,
-            ColumnGroup::Access,
-        ];
-        for col in columns::build(inc.records, inc.vectors, config, old..n, &all, dicts)? {
-            app.append_rows(&format!("/records/{}", col.name), col.array)
-                .map_err(fmt)?;
+    let mut app = match staged {
+        Some(s) if s.rows == (old..n) => s.app,
+        _ => {
+            let mut app = FileAppender::open(path).map_err(fmt)?;
+            // New rows, every column.
+            append_new_rows(
+                &mut app,
+                path,
+                inc.records,
+                inc.vectors,
+                config,
+                old..n,
+                dicts,
+            )?;
+            app
         }
-    }
+    };
     // Changed rows, only the columns of their kind of change.
     for (group, runs) in [
         (

@@ -198,3 +198,56 @@ fn a_large_batch_goes_straight_into_the_file_and_later_saves_still_replay() {
     q.mode = SearchMode::Keyword;
     assert_eq!(s.search(&q).unwrap()[0].record.id, out[1234].id);
 }
+
+#[test]
+fn large_batches_appended_to_a_file_with_rows_keep_every_row_and_change() {
+    use clawhdf5_memory::wal::RecordChange;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.h5");
+    let bulk = clawhdf5_memory::store::BULK_ROWS;
+    let mut s = Store::open(&p).unwrap();
+    let first = s.save_batch((0..bulk).map(item).collect()).unwrap();
+    // Rows only in the log when the next batches come: a save, and a change to a row in the file.
+    let logged = s.save(item(500_000)).unwrap();
+    // (The last row's chunk is rewritten by the append of the next rows too.)
+    s.update_many(vec![
+        (first[7].id, RecordChange::Importance(0.9)),
+        (first[bulk - 1].id, RecordChange::Tags(vec!["last".into()])),
+    ])
+    .unwrap();
+    let second = s.save_batch((bulk..3 * bulk).map(item).collect()).unwrap();
+    let third = s
+        .save_batch((3 * bulk..4 * bulk + 17).map(item).collect())
+        .unwrap();
+    let st = s.stats();
+    assert!(st.incremental_checkpoints >= 2, "{st:?}");
+    let wal = std::fs::metadata(clawhdf5_memory::wal_path(&p))
+        .unwrap()
+        .len();
+    assert!(wal <= 16, "log is {wal} bytes");
+    // Read back by a fresh reader, from the file alone.
+    let r = Store::open_read_only(&p).unwrap();
+    assert_eq!(r.len(), 4 * bulk + 17 + 1);
+    for (i, o) in first.iter().chain(&second).chain(&third).enumerate() {
+        let rec = r.get(o.id).unwrap();
+        assert_eq!(rec.text, item(i).text);
+    }
+    assert!(r.get(logged.id).is_some());
+    assert_eq!(r.get(first[7].id).unwrap().importance, 0.9);
+    assert_eq!(
+        r.get(first[bulk - 1].id).unwrap().tags,
+        vec!["last".to_string()]
+    );
+    let mut q = SearchQuery::new("batch memory number 3333", 3);
+    q.mode = SearchMode::Keyword;
+    assert_eq!(
+        r.search(&q).unwrap()[0].record.id,
+        third[3333 - 3 * bulk].id
+    );
+    let q = SearchQuery {
+        embedding: Some(vector(2 * bulk + 5)),
+        mode: SearchMode::Vector,
+        ..SearchQuery::new("", 1)
+    };
+    assert_eq!(r.search(&q).unwrap()[0].record.id, second[bulk + 5].id);
+}

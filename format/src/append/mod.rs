@@ -184,6 +184,8 @@ pub struct FileAppender {
     loaded: tree::Loaded,
     /// Hard links into each object of the committed file, counted when first needed.
     incoming: Option<HashMap<u64, u32>>,
+    /// The flush to disk of bytes written ahead of the commit ([`Self::write_ahead`]), still running.
+    early_sync: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
 /// The first stand-in address (counting down) in a file of these field widths: below the undefined address,
@@ -261,6 +263,7 @@ impl FileAppender {
             new_refs: false,
             loaded: HashMap::from([(root_addr, Vec::new())]),
             incoming: None,
+            early_sync: None,
         })
     }
 
@@ -937,6 +940,36 @@ impl FileAppender {
         Ok(())
     }
 
+    /// Writes the bytes this session has added so far (new data, chunks, heap objects) to the file, past its
+    /// committed end where no reader looks, and starts flushing them to disk on another thread, so that the
+    /// commit has less to write and to wait for. Nothing becomes visible before the commit; a session
+    /// dropped without committing leaves the file as it was. A later change in this session that would
+    /// rewrite bytes written ahead (rows of a dataset this session already wrote, appended again) fails
+    /// with an error instead.
+    pub fn write_ahead(&mut self) -> Result<()> {
+        if self.sink.buf.is_empty() {
+            return Ok(());
+        }
+        // Nothing is written that the commit would refuse to address.
+        self.sink.sizes.check_offset(
+            self.sink.pos() + self.sb.base,
+            "the file's end (every address in it)",
+        )?;
+        let f = OpenOptions::new().write(true).open(&self.path)?;
+        f.write_all_at(&self.sink.buf, self.sink.base + self.sb.base)?;
+        self.sink.base += self.sink.buf.len() as u64;
+        self.sink.buf.clear();
+        let earlier = self.early_sync.take();
+        self.early_sync = Some(std::thread::spawn(move || {
+            if let Some(e) = earlier {
+                e.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("an earlier flush panicked")))?;
+            }
+            f.sync_data()
+        }));
+        Ok(())
+    }
+
     /// Writes all changes past the committed end, fsyncs, switches the superblock, fsyncs.
     pub fn commit(mut self) -> Result<()> {
         if !self.dirty {
@@ -948,6 +981,12 @@ impl FileAppender {
         let superblock = self.superblock_update(new_eof, root)?;
         let f = OpenOptions::new().write(true).open(&self.path)?;
         f.write_all_at(&self.sink.buf, self.sink.base + self.sb.base)?;
+        // An error of the flush of what was written ahead is this commit's error.
+        if let Some(early) = self.early_sync.take() {
+            early.join().map_err(|_| {
+                FormatError::Invalid("the flush of data written ahead panicked".into())
+            })??;
+        }
         f.sync_all()?;
         // A version-0/1 superblock: the end of file and the root's symbol-table entry, one write within the
         // first sector; a version-2/3 one whole.
@@ -1183,6 +1222,106 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn data_written_ahead_is_committed_with_the_rest_or_dropped_unseen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.h5");
+        let mut w = FileWriter::new();
+        let opts = DatasetOptions {
+            chunk: Some(vec![64]),
+            max_shape: Some(vec![None]),
+            ..DatasetOptions::default()
+        };
+        w.write_dataset("/d", Array::vector(Data::U32((0..100).collect())), opts)
+            .unwrap();
+        w.write_file(&path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+
+        // Written ahead, then dropped: the file reads as before (bytes past its end are not part of it).
+        let mut a = FileAppender::open(&path).unwrap();
+        a.append_rows("/d", Array::vector(Data::U32((100..1000).collect())))
+            .unwrap();
+        a.write_ahead().unwrap();
+        drop(a);
+        let h = H5File::open(&path).unwrap();
+        let d = h.dataset("/d").unwrap().read().unwrap();
+        assert_eq!(d.data, Data::U32((0..100).collect()));
+        assert_eq!(std::fs::read(&path).unwrap()[..before.len()], before[..]);
+
+        // Written ahead, more changes, then committed: everything is there.
+        let mut a = FileAppender::open(&path).unwrap();
+        a.append_rows("/d", Array::vector(Data::U32((100..1000).collect())))
+            .unwrap();
+        a.write_ahead().unwrap();
+        a.write_dataset(
+            "/e",
+            Array::vector(Data::VarStr(vec!["x".into(), "yz".into()])),
+            DatasetOptions::default(),
+        )
+        .unwrap();
+        a.write_ahead().unwrap();
+        a.set_attr("/d", "n", Array::scalar(Data::U64(vec![1000])))
+            .unwrap();
+        a.commit().unwrap();
+        let h = H5File::open(&path).unwrap();
+        let d = h.dataset("/d").unwrap().read().unwrap();
+        assert_eq!(d.data, Data::U32((0..1000).collect()));
+        let e = h.dataset("/e").unwrap().read().unwrap();
+        assert_eq!(e.data, Data::VarStr(vec!["x".into(), "yz".into()]));
+
+        // Rows written ahead are not rewritten in the same session: appending to them again is refused, and
+        // the file stays as committed.
+        let committed = std::fs::read(&path).unwrap();
+        let mut a = FileAppender::open(&path).unwrap();
+        a.append_rows("/d", Array::vector(Data::U32(vec![1000, 1001])))
+            .unwrap();
+        a.write_ahead().unwrap();
+        if a.append_rows("/d", Array::vector(Data::U32(vec![1002])))
+            .is_ok()
+        {
+            a.commit().unwrap();
+            let h = H5File::open(&path).unwrap();
+            let d = h.dataset("/d").unwrap().read().unwrap();
+            assert_eq!(d.data, Data::U32((0..1003).collect()));
+        } else {
+            drop(a);
+            let h = H5File::open(&path).unwrap();
+            let d = h.dataset("/d").unwrap().read().unwrap();
+            assert_eq!(d.data, Data::U32((0..1000).collect()));
+            assert_eq!(
+                std::fs::read(&path).unwrap()[..committed.len()],
+                committed[..]
+            );
+        }
+    }
+
+    #[test]
+    fn writing_ahead_past_the_address_width_is_a_typed_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.h5");
+        let mut w = FileWriter::new();
+        let opts = DatasetOptions {
+            chunk: Some(vec![1024]),
+            max_shape: Some(vec![None]),
+            ..DatasetOptions::default()
+        };
+        w.write_dataset("/d", Array::vector(Data::U8(vec![1; 10])), opts)
+            .unwrap();
+        w.write_file(&path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let mut a = FileAppender::open(&path).unwrap();
+        a.sink.sizes = Sizes {
+            offsets: 4,
+            lengths: 8,
+        };
+        a.sink.base = (1u64 << 32) - 64;
+        a.append_rows("/d", Array::vector(Data::U8(vec![7; 4096])))
+            .unwrap();
+        let r = a.write_ahead();
+        assert!(matches!(r, Err(FormatError::TooWide(_))), "{r:?}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 

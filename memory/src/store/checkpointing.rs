@@ -47,6 +47,17 @@ impl Store {
     }
 
     pub(super) fn checkpoint_with(&mut self, closing: bool) -> Result<()> {
+        self.checkpoint_staged(closing, None)
+    }
+
+    /// [`Self::checkpoint_with`], the new rows' columns perhaps already appended to an uncommitted appender
+    /// ([`checkpoint::stage_rows`]); it is used when the checkpoint appends exactly those rows, and dropped
+    /// (leaving the file as it was) otherwise.
+    pub(super) fn checkpoint_staged(
+        &mut self,
+        closing: bool,
+        staged: Option<checkpoint::StagedRows>,
+    ) -> Result<()> {
         self.writer()?;
         self.poll_index();
         self.drain_pending_access();
@@ -104,9 +115,14 @@ impl Store {
                 graph: graph.as_deref().map(|g| (g, slots)),
             };
             // The file is untouched unless the append committed, so a failure falls back to a full rewrite.
-            if let Ok(state) =
-                checkpoint::append(&self.path, &inc, &self.file, &self.pending, &mut self.dicts)
-            {
+            if let Ok(state) = checkpoint::append(
+                &self.path,
+                &inc,
+                &self.file,
+                &self.pending,
+                &mut self.dicts,
+                staged,
+            ) {
                 self.file = state;
                 self.checkpoints.0 += 1;
                 done = true;
@@ -203,7 +219,7 @@ impl Store {
     /// A full rewrite instead of an append when the file cannot take the change incrementally (no keyword
     /// index or embedding columns yet, another signer), when the store has outgrown the file's chunk size
     /// sixteen-fold, or when superseded copies make up more than half of the file.
-    fn needs_full_rewrite(&self) -> bool {
+    pub(super) fn needs_full_rewrite(&self) -> bool {
         let f = &self.file;
         let key = self
             .opts

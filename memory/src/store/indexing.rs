@@ -60,14 +60,25 @@ impl Store {
     /// [`Bm25Index::known_ids`](crate::bm25::Bm25Index::known_ids) found for them (or none).
     pub(super) fn index_record(&mut self, r: Record, tokens: Option<(Terms, Vec<u32>)>) {
         let row = self.records.len() as u32;
-        self.vectors.push(r.embedding.as_deref());
-        if !r.tombstone {
-            let (toks, known) =
-                tokens.unwrap_or_else(|| (self.tokenizer.terms(&r.text), Vec::new()));
-            let ids = self.bm25.add_known(row, toks.iter(), known);
-            self.pending.row_terms.insert(row, ids);
+        let tokens = (!r.tombstone)
+            .then(|| tokens.unwrap_or_else(|| (self.tokenizer.terms(&r.text), Vec::new())));
+        self.push_row(r);
+        if let Some(tokens) = tokens {
+            self.index_terms(row, tokens);
         }
+    }
+
+    /// Add a new record to the row tables and its vector to the vector table, leaving its text to
+    /// [`Self::index_terms`].
+    pub(super) fn push_row(&mut self, r: Record) {
+        self.vectors.push(r.embedding.as_deref());
         let key = (!r.tombstone).then(|| record_dedup_key(&r));
         self.push_record(r, key);
+    }
+
+    /// Add row `row`'s terms (with the ids the keyword index knew for them) to the keyword index.
+    pub(super) fn index_terms(&mut self, row: u32, (terms, known): (Terms, Vec<u32>)) {
+        let ids = self.bm25.add_known(row, terms.iter(), known);
+        self.pending.row_terms.insert(row, ids);
     }
 }

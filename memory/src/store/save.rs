@@ -1,10 +1,10 @@
 //! Saving memories: single, prepared ahead, batched and bulk, with validation and deduplication.
 
-use crate::bm25::UNKNOWN_TERM;
+use crate::bm25::{Bm25Index, UNKNOWN_TERM};
 use crate::error::{MemoryError, Result};
 use crate::record::{now_ms, NewMemory, Record, Source, Tier};
 use crate::save_ahead::{PreparedSave, SaveKit};
-use crate::tokenize::Terms;
+use crate::tokenize::{Terms, Tokenizer};
 use crate::vectors::normalize;
 use crate::wal::{Durability, DurableTicket, WalEntry, WalOp};
 
@@ -274,34 +274,15 @@ impl Store {
             .into_iter()
             .map(|r| WalOp::save(Box::new(r), half))
             .collect();
+        if bulk {
+            return self.save_in_file(ops, outcomes);
+        }
         // Tokenising, and looking up the terms the keyword index knows, is most of a save's CPU: a large
         // batch's texts are done on every core first.
-        let mut tokens: Vec<(Terms, Vec<u32>)> = {
-            use rayon::prelude::*;
-            let (tokenizer, bm25) = (&self.tokenizer, &self.bm25);
-            let tokenize = |op: &WalOp| {
-                let terms = op
-                    .saved()
-                    .map_or_else(Terms::default, |r| tokenizer.terms(&r.text));
-                let known = bm25.known_ids(terms.iter());
-                (terms, known)
-            };
-            if ops.len() >= TOKENIZE_IN_PARALLEL {
-                ops.par_iter().map(tokenize).collect()
-            } else {
-                ops.iter().map(tokenize).collect()
-            }
-        };
-        let unknown: usize = tokens
-            .iter()
-            .map(|(_, ids)| ids.iter().filter(|&&id| id == UNKNOWN_TERM).count())
-            .sum();
-        if unknown >= NEW_TERMS_IN_PARALLEL {
-            self.bm25.add_new_terms(&mut tokens);
-        }
-        if bulk {
-            return self.save_in_file(ops, tokens, outcomes);
-        }
+        let mut tokens = terms_of(&self.tokenizer, &self.bm25, &ops, |op| {
+            op.saved().map(|r| r.text.as_str())
+        });
+        self.intern_new_terms(&mut tokens);
         let (first, ticket) = self.append_healing(|w| w.append_many(&ops))?;
         if ops.len() >= WRITE_WHILE_INDEXING {
             // The log's syncer thread writes the batch while this thread indexes it.
@@ -335,23 +316,80 @@ impl Store {
     fn save_in_file(
         &mut self,
         ops: Vec<WalOp>,
-        tokens: Vec<(Terms, Vec<u32>)>,
         outcomes: Vec<Result<SaveOutcome>>,
     ) -> Result<Vec<Result<SaveOutcome>>> {
         self.reserve(ops.len());
-        for (op, toks) in ops.into_iter().zip(tokens) {
+        let first = self.records.len();
+        for op in ops {
             if let Ok(r) = op.into_saved() {
                 if let Some(e) = &r.embedding {
                     self.ensure_dim(e.len())?;
                 }
-                self.index_record(*r, Some(toks));
+                self.push_row(*r);
+            }
+        }
+        let rows = first..self.records.len();
+        // The columns of the rows the file lacks (the batch's, and any logged since the last checkpoint) are
+        // encoded and written ahead while the batch's texts are tokenized (each on its own core), unless the
+        // checkpoint will rewrite the whole file anyway.
+        let stage = !self.needs_full_rewrite();
+        let unfiled = self.file.rows.min(first)..rows.end;
+        let (mut tokens, staged) = {
+            let Store {
+                tokenizer,
+                bm25,
+                records,
+                vectors,
+                dicts,
+                path,
+                meta,
+                ..
+            } = self;
+            let records: &[Record] = records;
+            rayon::join(
+                || {
+                    terms_of(tokenizer, bm25, &records[rows.clone()], |r| {
+                        (!r.tombstone).then_some(r.text.as_str())
+                    })
+                },
+                || {
+                    stage.then(|| {
+                        crate::checkpoint::stage_rows(
+                            path,
+                            records,
+                            vectors,
+                            &meta.config,
+                            unfiled,
+                            dicts,
+                        )
+                    })
+                },
+            )
+        };
+        self.intern_new_terms(&mut tokens);
+        for (row, terms) in rows.zip(tokens) {
+            if !self.records[row].tombstone {
+                self.index_terms(row as u32, terms);
             }
         }
         // The checkpoint records an LSN past everything logged so far (none of the batch is in the log).
         let next = self.writer()?.next_lsn();
         self.last_lsn = self.last_lsn.max(next);
-        self.checkpoint()?;
+        // Rows whose staging failed are appended by the checkpoint itself (which rewrites the file when
+        // appending fails).
+        self.checkpoint_staged(false, staged.and_then(Result::ok))?;
         Ok(outcomes)
+    }
+
+    /// Give the batch's new terms their ids in one pass on every core when there are many of them.
+    fn intern_new_terms(&mut self, tokens: &mut [(Terms, Vec<u32>)]) {
+        let unknown: usize = tokens
+            .iter()
+            .map(|(_, ids)| ids.iter().filter(|&&id| id == UNKNOWN_TERM).count())
+            .sum();
+        if unknown >= NEW_TERMS_IN_PARALLEL {
+            self.bm25.add_new_terms(tokens);
+        }
     }
 
     fn dedup_key_of(&self, m: &NewMemory) -> u64 {
@@ -428,5 +466,26 @@ impl Store {
             tombstone: false,
             embedding,
         })))
+    }
+}
+
+/// The terms of each item's text (none for an item without one), with the ids the keyword index already has
+/// for them; on every core for a large batch.
+fn terms_of<T: Sync>(
+    tokenizer: &Tokenizer,
+    bm25: &Bm25Index,
+    items: &[T],
+    text: impl Fn(&T) -> Option<&str> + Sync,
+) -> Vec<(Terms, Vec<u32>)> {
+    use rayon::prelude::*;
+    let one = |item: &T| {
+        let terms = text(item).map_or_else(Terms::default, |t| tokenizer.terms(t));
+        let known = bm25.known_ids(terms.iter());
+        (terms, known)
+    };
+    if items.len() >= TOKENIZE_IN_PARALLEL {
+        items.par_iter().map(one).collect()
+    } else {
+        items.iter().map(one).collect()
     }
 }
