@@ -1,6 +1,8 @@
 //! Keeping the in-memory row tables and indexes current: adding records, and the vector graph's upkeep.
 
+use crate::bm25::Bm25Index;
 use crate::error::Result;
+use crate::pending::Pending;
 use crate::record::Record;
 use crate::tokenize::Terms;
 
@@ -77,8 +79,19 @@ impl Store {
     }
 
     /// Add row `row`'s terms (with the ids the keyword index knew for them) to the keyword index.
-    pub(super) fn index_terms(&mut self, row: u32, (terms, known): (Terms, Vec<u32>)) {
-        let ids = self.bm25.add_known(row, terms.iter(), known);
-        self.pending.row_terms.insert(row, ids);
+    pub(super) fn index_terms(&mut self, row: u32, tokens: (Terms, Vec<u32>)) {
+        index_terms(&mut self.bm25, &mut self.pending, row, tokens);
     }
+}
+
+/// [`Store::index_terms`] on the two parts of a store it changes (the keyword index, and the row's term ids
+/// for the next checkpoint), for code that holds other parts of the store at the same time.
+pub(super) fn index_terms(
+    bm25: &mut Bm25Index,
+    pending: &mut Pending,
+    row: u32,
+    (terms, known): (Terms, Vec<u32>),
+) {
+    let ids = bm25.add_known(row, terms.iter(), known);
+    pending.row_terms.insert(row, ids);
 }

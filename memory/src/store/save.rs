@@ -282,7 +282,7 @@ impl Store {
         let mut tokens = terms_of(&self.tokenizer, &self.bm25, &ops, |op| {
             op.saved().map(|r| r.text.as_str())
         });
-        self.intern_new_terms(&mut tokens);
+        intern_new_terms(&mut self.bm25, &mut tokens);
         let (first, ticket) = self.append_healing(|w| w.append_many(&ops))?;
         if ops.len() >= WRITE_WHILE_INDEXING {
             // The log's syncer thread writes the batch while this thread indexes it.
@@ -330,14 +330,15 @@ impl Store {
         }
         let rows = first..self.records.len();
         // The columns of the rows the file lacks (the batch's, and any logged since the last checkpoint) are
-        // encoded and written ahead while the batch's texts are tokenized (each on its own core), unless the
-        // checkpoint will rewrite the whole file anyway.
+        // encoded and written ahead on one core while the other tokenizes the batch's texts and adds them to
+        // the keyword index, unless the checkpoint will rewrite the whole file anyway.
         let stage = !self.needs_full_rewrite();
         let unfiled = self.file.rows.min(first)..rows.end;
-        let (mut tokens, staged) = {
+        let ((), staged) = {
             let Store {
                 tokenizer,
                 bm25,
+                pending,
                 records,
                 vectors,
                 dicts,
@@ -348,9 +349,15 @@ impl Store {
             let records: &[Record] = records;
             rayon::join(
                 || {
-                    terms_of(tokenizer, bm25, &records[rows.clone()], |r| {
+                    let mut tokens = terms_of(tokenizer, bm25, &records[rows.clone()], |r| {
                         (!r.tombstone).then_some(r.text.as_str())
-                    })
+                    });
+                    intern_new_terms(bm25, &mut tokens);
+                    for (row, terms) in rows.zip(tokens) {
+                        if !records[row].tombstone {
+                            super::indexing::index_terms(bm25, pending, row as u32, terms);
+                        }
+                    }
                 },
                 || {
                     stage.then(|| {
@@ -366,12 +373,6 @@ impl Store {
                 },
             )
         };
-        self.intern_new_terms(&mut tokens);
-        for (row, terms) in rows.zip(tokens) {
-            if !self.records[row].tombstone {
-                self.index_terms(row as u32, terms);
-            }
-        }
         // The checkpoint records an LSN past everything logged so far (none of the batch is in the log).
         let next = self.writer()?.next_lsn();
         self.last_lsn = self.last_lsn.max(next);
@@ -379,17 +380,6 @@ impl Store {
         // appending fails).
         self.checkpoint_staged(false, staged.and_then(Result::ok))?;
         Ok(outcomes)
-    }
-
-    /// Give the batch's new terms their ids in one pass on every core when there are many of them.
-    fn intern_new_terms(&mut self, tokens: &mut [(Terms, Vec<u32>)]) {
-        let unknown: usize = tokens
-            .iter()
-            .map(|(_, ids)| ids.iter().filter(|&&id| id == UNKNOWN_TERM).count())
-            .sum();
-        if unknown >= NEW_TERMS_IN_PARALLEL {
-            self.bm25.add_new_terms(tokens);
-        }
     }
 
     fn dedup_key_of(&self, m: &NewMemory) -> u64 {
@@ -487,5 +477,16 @@ fn terms_of<T: Sync>(
         items.par_iter().map(one).collect()
     } else {
         items.iter().map(one).collect()
+    }
+}
+
+/// Give a batch's new terms their ids in one pass on every core when there are many of them.
+fn intern_new_terms(bm25: &mut Bm25Index, tokens: &mut [(Terms, Vec<u32>)]) {
+    let unknown: usize = tokens
+        .iter()
+        .map(|(_, ids)| ids.iter().filter(|&&id| id == UNKNOWN_TERM).count())
+        .sum();
+    if unknown >= NEW_TERMS_IN_PARALLEL {
+        bm25.add_new_terms(tokens);
     }
 }
