@@ -12,7 +12,7 @@ use clawhdf5_format::{Array, Data, FileAppender, FormatError};
 use crate::columns::{self, ColumnGroup};
 use crate::config::StoreConfig;
 use crate::dictionary::{Dictionaries, DICTIONARY_COLUMNS};
-use crate::error::{MemoryError, Result};
+use crate::error::{format_err, MemoryError, Result};
 use crate::integrity::SignedManifest;
 use crate::pending::{FileState, Pending};
 use crate::record::Record;
@@ -73,10 +73,7 @@ pub fn stage_rows(
     rows: std::ops::Range<usize>,
     dicts: &mut Dictionaries,
 ) -> Result<StagedRows> {
-    let mut app = FileAppender::open(path).map_err(|source| MemoryError::Format {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let mut app = FileAppender::open(path).map_err(format_err(path))?;
     append_new_rows(
         &mut app,
         path,
@@ -88,10 +85,7 @@ pub fn stage_rows(
     )?;
     // Their bytes go to the file (past its committed end) and start for the disk now, while the rest of the
     // checkpoint is prepared.
-    app.write_ahead().map_err(|source| MemoryError::Format {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    app.write_ahead().map_err(format_err(path))?;
     Ok(StagedRows { app, rows })
 }
 
@@ -117,10 +111,7 @@ fn append_new_rows(
     ];
     for col in columns::build(records, vectors, config, rows, &all, dicts)? {
         app.append_rows(&format!("/records/{}", col.name), col.array)
-            .map_err(|source| MemoryError::Format {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(format_err(path))?;
     }
     Ok(())
 }
@@ -136,10 +127,7 @@ pub fn append(
     dicts: &mut Dictionaries,
     staged: Option<StagedRows>,
 ) -> Result<FileState> {
-    let fmt = |source: FormatError| MemoryError::Format {
-        path: path.to_path_buf(),
-        source,
-    };
+    let fmt = format_err(path);
     let config = &inc.meta.config;
     let n = inc.records.len();
     let old = file.rows;

@@ -68,3 +68,13 @@ pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> M
         source,
     }
 }
+
+/// The error of the format crate's `source`, at `path` (for `map_err`).
+pub(crate) fn format_err(
+    path: &std::path::Path,
+) -> impl Fn(clawhdf5_format::FormatError) -> MemoryError + Copy + '_ {
+    move |source| MemoryError::Format {
+        path: path.to_path_buf(),
+        source,
+    }
+}
