@@ -46,15 +46,21 @@ fn text(batch: usize, i: usize) -> String {
     )
 }
 
-fn memory(batch: usize, i: usize) -> NewMemory {
+/// A memory with an embedding of `dim` dimensions.
+fn memory(batch: usize, i: usize, dim: usize) -> NewMemory {
     let x = (batch * BATCH + i) as f32;
     NewMemory {
-        embedding: Some(vec![x.sin(), x.cos(), (x * 0.37).sin(), 1.0]),
+        embedding: Some(
+            (0..dim)
+                .map(|d| (x * (d as f32 + 1.0) * 0.37).sin() + 0.5)
+                .collect(),
+        ),
         ..NewMemory::text(text(batch, i))
     }
 }
 
-/// Longer hunts: `CLAWHDF5_BULK_CRASH_KILLS` (default 40) and `CLAWHDF5_BULK_CRASH_SEED`.
+/// Longer hunts: `CLAWHDF5_BULK_CRASH_KILLS` (default 40), `CLAWHDF5_BULK_CRASH_SEED`, and
+/// `CLAWHDF5_BULK_CRASH_DIM` (the embeddings' dimension, default 4; 384 makes each batch write megabytes ahead).
 #[test]
 fn acknowledged_bulk_batches_survive_sigkill_whole() {
     if let Ok(dir) = std::env::var(CHILD_DIR) {
@@ -182,12 +188,13 @@ fn acknowledged_bulk_batches_survive_sigkill_whole() {
 /// then it waits to be killed.
 fn child(dir: &Path) {
     use std::io::Write;
+    let dim = env_number("CLAWHDF5_BULK_CRASH_DIM", 4).max(1) as usize;
     let mut s = Store::open(&dir.join("m.h5")).unwrap();
     let mut out = std::io::stdout().lock();
     writeln!(out, "bulk-crash: ready").unwrap();
     out.flush().unwrap();
     for b in 0..BATCHES {
-        s.save_batch((0..BATCH).map(|i| memory(b, i)).collect())
+        s.save_batch((0..BATCH).map(|i| memory(b, i, dim)).collect())
             .unwrap();
         writeln!(out, "bulk-crash: acked {b}").unwrap();
         out.flush().unwrap();
