@@ -62,9 +62,11 @@ pub struct StagedRows {
     rows: std::ops::Range<usize>,
 }
 
-/// Open an appender of the store file at `path`, append the columns of `records[rows]` to it and write them
-/// ahead ([`FileAppender::write_ahead`]), for [`append`] to finish and commit; nothing is visible in the
-/// file until then.
+/// Open an appender of the store file at `path`, append the columns of `records[rows]` to it and, when
+/// `ahead`, write them ahead ([`FileAppender::write_ahead`]), for [`append`] to finish and commit; nothing
+/// is visible in the file until then. Bytes written ahead cannot be read back by the appender, so `ahead`
+/// must be false when the checkpoint will also rewrite rows changed in the chunks this append rewrites (see
+/// [`must_stay_in_memory`]).
 pub fn stage_rows(
     path: &Path,
     records: &[Record],
@@ -72,6 +74,7 @@ pub fn stage_rows(
     config: &StoreConfig,
     rows: std::ops::Range<usize>,
     dicts: &mut Dictionaries,
+    ahead: bool,
 ) -> Result<StagedRows> {
     let mut app = FileAppender::open(path).map_err(format_err(path))?;
     append_new_rows(
@@ -85,8 +88,18 @@ pub fn stage_rows(
     )?;
     // Their bytes go to the file (past its committed end) and start for the disk now, while the rest of the
     // checkpoint is prepared.
-    app.write_ahead().map_err(format_err(path))?;
+    if ahead {
+        app.write_ahead().map_err(format_err(path))?;
+    }
     Ok(StagedRows { app, rows })
+}
+
+/// Whether rows appended to a file of `file_rows` rows must stay in the appender's memory until the commit:
+/// a row changed since the checkpoint lies in the file's last chunk of some column (every column has at most
+/// [`schema::CHUNK_ROWS`] rows a chunk), which the append rewrites and the change then rewrites again.
+pub fn must_stay_in_memory(pending: &Pending, file_rows: usize) -> bool {
+    let last_chunks = file_rows.saturating_sub(schema::CHUNK_ROWS as usize);
+    pending.changed_from(u32::try_from(last_chunks).unwrap_or(u32::MAX))
 }
 
 /// Append every column of `records[rows]` (rows past the file's last) to `app`.

@@ -46,6 +46,13 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Whether the text, metadata or access statistics of a row at or past `row` changed.
+    pub fn changed_from(&self, row: u32) -> bool {
+        self.text_rows.range(row..).next().is_some()
+            || self.meta_rows.range(row..).next().is_some()
+            || self.access_rows.iter().any(|r| r >= row)
+    }
+
     /// Rows of `rows` (ascending) below `file_rows` (rows past it are written whole as new rows), grouped into
     /// runs whose gaps are at most `gap` rows, as `start..end` ranges.
     pub fn runs(
@@ -70,6 +77,21 @@ impl Pending {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_from_looks_at_every_kind_of_change() {
+        let mut p = Pending::default();
+        assert!(!p.changed_from(0));
+        p.text_rows.insert(10);
+        assert!(p.changed_from(10) && !p.changed_from(11));
+        p.meta_rows.insert(20);
+        assert!(p.changed_from(20) && !p.changed_from(21));
+        p.access_rows.insert(3000);
+        assert!(p.changed_from(2999) && p.changed_from(3000) && !p.changed_from(3001));
+        // New rows' term ids are not changes to rows in the file.
+        p.row_terms.insert(5000, vec![1]);
+        assert!(!p.changed_from(3001));
+    }
 
     #[test]
     fn runs_merge_close_rows_and_skip_new_ones() {

@@ -206,21 +206,28 @@ fn large_batches_appended_to_a_file_with_rows_keep_every_row_and_change() {
     let p = dir.path().join("m.h5");
     let bulk = clawhdf5_memory::store::BULK_ROWS;
     let mut s = Store::open(&p).unwrap();
-    let first = s.save_batch((0..bulk).map(item).collect()).unwrap();
-    // Rows only in the log when the next batches come: a save, and a change to a row in the file.
+    // 100 rows past a whole chunk, so that the next append rewrites the file's last chunk.
+    let n1 = bulk + 100;
+    let first = s.save_batch((0..n1).map(item).collect()).unwrap();
+    // Rows only in the log when the next batches come: a save, and changes to rows in the file, one of them
+    // in that last chunk.
     let logged = s.save(item(500_000)).unwrap();
-    // (The last row's chunk is rewritten by the append of the next rows too.)
     s.update_many(vec![
         (first[7].id, RecordChange::Importance(0.9)),
-        (first[bulk - 1].id, RecordChange::Tags(vec!["last".into()])),
+        (first[bulk + 50].id, RecordChange::Tags(vec!["last".into()])),
     ])
     .unwrap();
-    let second = s.save_batch((bulk..3 * bulk).map(item).collect()).unwrap();
+    let second = s.save_batch((n1..3 * bulk).map(item).collect()).unwrap();
     let third = s
         .save_batch((3 * bulk..4 * bulk + 17).map(item).collect())
         .unwrap();
+    // Only the first batch rewrote the file (a new store's); the others were appended.
     let st = s.stats();
-    assert!(st.incremental_checkpoints >= 2, "{st:?}");
+    assert_eq!(
+        (st.full_checkpoints, st.incremental_checkpoints),
+        (1, 2),
+        "{st:?}"
+    );
     let wal = std::fs::metadata(clawhdf5_memory::wal_path(&p))
         .unwrap()
         .len();
@@ -235,7 +242,7 @@ fn large_batches_appended_to_a_file_with_rows_keep_every_row_and_change() {
     assert!(r.get(logged.id).is_some());
     assert_eq!(r.get(first[7].id).unwrap().importance, 0.9);
     assert_eq!(
-        r.get(first[bulk - 1].id).unwrap().tags,
+        r.get(first[bulk + 50].id).unwrap().tags,
         vec!["last".to_string()]
     );
     let mut q = SearchQuery::new("batch memory number 3333", 3);
@@ -249,5 +256,8 @@ fn large_batches_appended_to_a_file_with_rows_keep_every_row_and_change() {
         mode: SearchMode::Vector,
         ..SearchQuery::new("", 1)
     };
-    assert_eq!(r.search(&q).unwrap()[0].record.id, second[bulk + 5].id);
+    assert_eq!(
+        r.search(&q).unwrap()[0].record.id,
+        second[2 * bulk + 5 - n1].id
+    );
 }

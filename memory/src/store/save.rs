@@ -331,8 +331,10 @@ impl Store {
         let rows = first..self.records.len();
         // The columns of the rows the file lacks (the batch's, and any logged since the last checkpoint) are
         // encoded and written ahead on one core while the other tokenizes the batch's texts and adds them to
-        // the keyword index, unless the checkpoint will rewrite the whole file anyway.
+        // the keyword index, unless the checkpoint will rewrite the whole file anyway (and kept in memory
+        // when the checkpoint must rewrite a changed row in a chunk this append rewrites too).
         let stage = !self.needs_full_rewrite();
+        let ahead = !crate::checkpoint::must_stay_in_memory(&self.pending, self.file.rows);
         let unfiled = self.file.rows.min(first)..rows.end;
         let ((), staged) = {
             let Store {
@@ -368,6 +370,7 @@ impl Store {
                             &meta.config,
                             unfiled,
                             dicts,
+                            ahead,
                         )
                     })
                 },
