@@ -425,6 +425,17 @@ pub fn write_chunks(
             .ok_or_else(|| crate::FormatError::Invalid("too many chunks".into()))?
     };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * elem;
+    if filters.is_empty() && total > 0 && r > 0 && chunk.len() == r && chunk[1..] == shape[1..] {
+        return Ok(append_row_chunks(
+            sink,
+            raw,
+            shape,
+            origin,
+            chunk[0],
+            chunk_bytes,
+            total,
+        ));
+    }
     let skip = unrunnable_filters(filters)?;
     let coords: Vec<Vec<u64>> = (0..total)
         .map(|mut i| {
@@ -513,6 +524,40 @@ pub fn write_chunks(
     }
     sink.replay = replay;
     Ok(entries)
+}
+
+/// [`write_chunks`] without filters for chunks as wide as the data in every dimension but the first: each
+/// chunk is a run of `raw`'s bytes, appended to the sink without a copy of its own (the last zero-padded).
+fn append_row_chunks(
+    sink: &mut Sink,
+    raw: &[u8],
+    shape: &[u64],
+    origin: &[u64],
+    chunk_rows: u64,
+    chunk_bytes: usize,
+    total: u64,
+) -> Vec<ChunkEntry> {
+    let rows = shape[0] as usize;
+    let row_bytes = raw.len() / rows.max(1);
+    let per = chunk_rows as usize;
+    sink.reserve(chunk_bytes * total as usize);
+    (0..total as usize)
+        .map(|i| {
+            let from = (i * per).min(rows) * row_bytes;
+            let to = ((i + 1) * per).min(rows) * row_bytes;
+            let addr = sink.append(&raw[from..to]);
+            let pad = chunk_bytes - (to - from);
+            sink.buf.resize(sink.buf.len() + pad, 0);
+            let mut offset = origin.to_vec();
+            offset[0] += (i * per) as u64;
+            ChunkEntry {
+                offset,
+                addr,
+                size: chunk_bytes as u64,
+                filter_mask: 0,
+            }
+        })
+        .collect()
 }
 
 /// The leading chunks (with their addresses) that a first pass stored where this pass stores them, from `at`
@@ -755,6 +800,25 @@ mod tests {
     /// The 64x64 4-byte elements of `raw` in 16x16 chunks under deflate, into `sink`.
     fn chunks_into(sink: &mut Sink, raw: &[u8]) -> Vec<ChunkEntry> {
         write_chunks(sink, raw, &[64, 64], &[0, 0], &[16, 16], 4, &deflate()).unwrap()
+    }
+
+    #[test]
+    fn unfiltered_row_chunks_are_runs_of_the_data_padded_at_the_end() {
+        let raw: Vec<u8> = (0..10 * 3 * 4).map(|i| i as u8).collect();
+        let mut sink = Sink::new(100);
+        let entries = write_chunks(&mut sink, &raw, &[10, 3], &[8, 0], &[4, 3], 4, &[]).unwrap();
+        let offsets: Vec<Vec<u64>> = entries.iter().map(|e| e.offset.clone()).collect();
+        assert_eq!(offsets, [vec![8, 0], vec![12, 0], vec![16, 0]]);
+        assert!(entries.iter().all(|e| e.size == 48 && e.filter_mask == 0));
+        assert_eq!(entries[1].addr, 148);
+        assert_eq!(sink.buf[..120], raw[..]);
+        assert!(sink.buf[120..144].iter().all(|&b| b == 0));
+        // A chunk narrower than the data still goes through the general path.
+        let mut sink = Sink::new(0);
+        let entries = write_chunks(&mut sink, &raw, &[10, 3], &[0, 0], &[4, 2], 4, &[]).unwrap();
+        assert_eq!(entries.len(), 6);
+        assert_eq!(sink.buf[..8], raw[..8]);
+        assert_eq!(sink.buf[8..16], raw[12..20]);
     }
 
     /// First pass: chunks of `raw` recorded by a sink at `base`; returns the sink.
