@@ -63,6 +63,51 @@ pub const COLUMN_GROUPS: [(&str, ColumnGroup); 20] = [
     ("has_embedding", ColumnGroup::Text),
 ];
 
+/// The column groups that only writes change (searches change access statistics).
+pub const WRITTEN_GROUPS: [ColumnGroup; 3] =
+    [ColumnGroup::Fixed, ColumnGroup::Text, ColumnGroup::Meta];
+
+/// Every row's columns but the access statistics, built ahead of a full rewrite (a bulk save builds them on
+/// one core while the other tokenizes its texts), with the fresh dictionaries their codes refer to.
+pub struct Prebuilt {
+    /// Rows the columns hold (the whole store when built).
+    pub rows: usize,
+    /// The columns of [`WRITTEN_GROUPS`], in file order.
+    pub columns: Vec<Column>,
+    /// Dictionaries built from nothing, holding every value the columns refer to.
+    pub dicts: Dictionaries,
+}
+
+/// Build [`Prebuilt`] columns of every record.
+pub fn prebuild(
+    records: &[Record],
+    vectors: &VectorTable,
+    config: &StoreConfig,
+) -> Result<Prebuilt> {
+    let mut dicts = Dictionaries::default();
+    let columns = build(
+        records,
+        vectors,
+        config,
+        0..records.len(),
+        &WRITTEN_GROUPS,
+        &mut dicts,
+    )?;
+    Ok(Prebuilt {
+        rows: records.len(),
+        columns,
+        dicts,
+    })
+}
+
+/// Where a column comes in file order (its place in [`COLUMN_GROUPS`]).
+pub fn position(name: &str) -> usize {
+    COLUMN_GROUPS
+        .iter()
+        .position(|(n, _)| *n == name)
+        .unwrap_or(COLUMN_GROUPS.len())
+}
+
 /// Build the columns of `groups` for `rows`; dictionary columns are encoded through `dicts` (new values are
 /// added to it).
 pub fn build(

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use clawhdf5_format::{Array, Data, DatasetOptions, FileWriter, FormatError, H5File};
+use clawhdf5_format::{Array, Data, DatasetOptions, FileAppender, FileWriter, FormatError, H5File};
 
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::columns::{self, ColumnGroup, NONE_TIME};
@@ -148,8 +148,8 @@ pub struct StoreView<'a> {
     pub manifest: Option<&'a SignedManifest>,
     /// Graph bytes stamped with `meta.generation`, if a graph is to be stored.
     pub hnsw: Option<&'a [u8]>,
-    /// The keyword index over all rows.
-    pub keywords: &'a KeywordTable,
+    /// The keyword index over all rows (`None`: written afterwards, through an appender).
+    pub keywords: Option<&'a KeywordTable>,
 }
 
 /// Chunked, resizable along rows (so checkpoints can append); 2-D columns keep their width fixed.
@@ -259,7 +259,7 @@ pub(crate) fn keyword_tokenizer_mark(c: &StoreConfig) -> String {
 /// Write the whole store as a new HDF5 file at `path` (written and fsynced; the caller renames it into
 /// place). Returns the dictionaries the file now holds.
 pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries> {
-    let (w, dicts) = snapshot_writer(path, snap)?;
+    let (w, dicts) = snapshot_writer(path, snap, None)?;
     w.write_file(path).map_err(|source| MemoryError::Format {
         path: path.to_path_buf(),
         source,
@@ -267,8 +267,13 @@ pub fn write_snapshot(path: &Path, snap: &StoreView<'_>) -> Result<Dictionaries>
     Ok(dicts)
 }
 
-/// The snapshot [`write_snapshot`] writes, built in memory (`path` names the file in errors).
-pub fn snapshot_writer(path: &Path, snap: &StoreView<'_>) -> Result<(FileWriter, Dictionaries)> {
+/// The snapshot [`write_snapshot`] writes, built in memory (`path` names the file in errors). `prebuilt`
+/// columns are used when they hold every row, and built here otherwise.
+pub fn snapshot_writer(
+    path: &Path,
+    snap: &StoreView<'_>,
+    prebuilt: Option<columns::Prebuilt>,
+) -> Result<(FileWriter, Dictionaries)> {
     let fmt = |source: FormatError| MemoryError::Format {
         path: path.to_path_buf(),
         source,
@@ -289,22 +294,30 @@ pub fn snapshot_writer(path: &Path, snap: &StoreView<'_>) -> Result<(FileWriter,
 
     w.create_group("/records").map_err(fmt)?;
     w.create_group("/dictionaries").map_err(fmt)?;
-    let mut dicts = Dictionaries::default();
-    let all = [
-        ColumnGroup::Fixed,
-        ColumnGroup::Text,
-        ColumnGroup::Meta,
-        ColumnGroup::Access,
-    ];
     let n = snap.records.len();
-    for col in columns::build(
+    let (mut cols, mut dicts, groups) = match prebuilt.filter(|p| p.rows == n) {
+        Some(p) => (p.columns, p.dicts, &[ColumnGroup::Access][..]),
+        None => (
+            Vec::new(),
+            Dictionaries::default(),
+            &[
+                ColumnGroup::Fixed,
+                ColumnGroup::Text,
+                ColumnGroup::Meta,
+                ColumnGroup::Access,
+            ][..],
+        ),
+    };
+    cols.extend(columns::build(
         snap.records,
         snap.vectors,
         &m.config,
         0..n,
-        &all,
+        groups,
         &mut dicts,
-    )? {
+    )?);
+    cols.sort_by_key(|c| columns::position(c.name));
+    for col in cols {
         let opts = chunked(&col.array.shape, elem_bytes(&col.array), col.deflate);
         w.write_dataset(&format!("/records/{}", col.name), col.array, opts)
             .map_err(fmt)?;
@@ -345,12 +358,80 @@ pub fn snapshot_writer(path: &Path, snap: &StoreView<'_>) -> Result<(FileWriter,
             w.set_attr("/index/hnsw", name, value).map_err(fmt)?;
         }
     }
-    write_keywords(&mut w, snap.keywords, &m.config).map_err(fmt)?;
+    if let Some(k) = snap.keywords {
+        write_keywords(&mut w, k, &m.config).map_err(fmt)?;
+    }
     Ok((w, dicts))
 }
 
-fn write_keywords(
-    w: &mut FileWriter,
+/// Writing new objects into a file: a whole new one ([`FileWriter`]) or one being appended to
+/// ([`FileAppender`]).
+pub trait ObjectWriter {
+    /// Create a group (and missing parents).
+    fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError>;
+    /// Add a dataset.
+    fn write_dataset(
+        &mut self,
+        path: &str,
+        array: Array,
+        opts: DatasetOptions,
+    ) -> std::result::Result<(), FormatError>;
+    /// Set an attribute of an object.
+    fn set_attr(
+        &mut self,
+        path: &str,
+        name: &str,
+        value: Array,
+    ) -> std::result::Result<(), FormatError>;
+}
+
+impl ObjectWriter for FileWriter {
+    fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError> {
+        FileWriter::create_group(self, path)
+    }
+    fn write_dataset(
+        &mut self,
+        path: &str,
+        array: Array,
+        opts: DatasetOptions,
+    ) -> std::result::Result<(), FormatError> {
+        FileWriter::write_dataset(self, path, array, opts)
+    }
+    fn set_attr(
+        &mut self,
+        path: &str,
+        name: &str,
+        value: Array,
+    ) -> std::result::Result<(), FormatError> {
+        FileWriter::set_attr(self, path, name, value)
+    }
+}
+
+impl ObjectWriter for FileAppender {
+    fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError> {
+        FileAppender::create_group(self, path)
+    }
+    fn write_dataset(
+        &mut self,
+        path: &str,
+        array: Array,
+        opts: DatasetOptions,
+    ) -> std::result::Result<(), FormatError> {
+        FileAppender::write_dataset(self, path, array, opts)
+    }
+    fn set_attr(
+        &mut self,
+        path: &str,
+        name: &str,
+        value: Array,
+    ) -> std::result::Result<(), FormatError> {
+        FileAppender::set_attr(self, path, name, value)
+    }
+}
+
+/// Write the keyword index `k` (group `/index/bm25`) into a file.
+pub fn write_keywords(
+    w: &mut impl ObjectWriter,
     k: &KeywordTable,
     config: &StoreConfig,
 ) -> std::result::Result<(), FormatError> {

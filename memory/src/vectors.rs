@@ -25,7 +25,7 @@ enum Chunks {
 }
 
 /// An element type the table can hold.
-trait Elem: Copy + Clone + Default + 'static {
+trait Elem: Copy + Clone + Default + Send + Sync + 'static {
     fn write(dst: &mut [Self], src: &[f32]);
     fn row(values: &[Self]) -> Row<'_>;
 }
@@ -76,6 +76,37 @@ fn push_row<E: Elem>(chunks: &mut Vec<Arc<Vec<E>>>, row: usize, d: usize, v: Opt
             E::write(&mut chunk[at..], v);
         }
     }
+}
+
+/// [`push_row`] for each of `rows`, the chunks they start converted on every core.
+fn push_rows<E: Elem>(
+    chunks: &mut Vec<Arc<Vec<E>>>,
+    row: usize,
+    d: usize,
+    rows: &[Option<&[f32]>],
+) {
+    use rayon::prelude::*;
+    // The rows that fit in the last chunk go there first, so the rest start new chunks.
+    let room = CHUNK_ROWS.wrapping_sub(row) & CHUNK_MASK;
+    let (head, tail) = rows.split_at(room.min(rows.len()));
+    for (i, v) in head.iter().enumerate() {
+        push_row(chunks, row + i, d, *v);
+    }
+    let fresh: Vec<Arc<Vec<E>>> = tail
+        .par_chunks(CHUNK_ROWS)
+        .map(|part| {
+            let mut chunk = Vec::with_capacity(CHUNK_ROWS * d);
+            for v in part {
+                let at = chunk.len();
+                chunk.resize(at + d, E::default());
+                if let Some(v) = v.filter(|v| v.len() == d) {
+                    E::write(&mut chunk[at..], v);
+                }
+            }
+            Arc::new(chunk)
+        })
+        .collect();
+    chunks.extend(fresh);
 }
 
 fn set_row<E: Elem>(chunks: &mut [Arc<Vec<E>>], i: usize, d: usize, v: Option<&[f32]>) {
@@ -278,6 +309,20 @@ impl VectorTable {
         self.present.push(matches!(v, Some(v) if v.len() == d));
     }
 
+    /// [`Self::push`] each of `rows`, converting them on every core (for a large batch).
+    pub fn push_many(&mut self, rows: &[Option<&[f32]>]) {
+        let d = self.dim;
+        if d > 0 {
+            let at = self.rows();
+            match &mut self.chunks {
+                Chunks::F32(c) => push_rows(c, at, d, rows),
+                Chunks::F16(c) => push_rows(c, at, d, rows),
+            }
+        }
+        self.present
+            .extend(rows.iter().map(|v| matches!(v, Some(v) if v.len() == d)));
+    }
+
     /// Replace row `i`.
     pub fn set(&mut self, i: usize, v: Option<&[f32]>) {
         let d = self.dim;
@@ -339,6 +384,41 @@ mod tests {
 
     fn f32s(r: Row<'_>) -> Vec<f32> {
         r.to_f32().into_owned()
+    }
+
+    #[test]
+    fn push_many_matches_one_at_a_time() {
+        let values: Vec<Vec<f32>> = (0..3 * CHUNK_ROWS + 5)
+            .map(|i| vec![i as f32 * 0.25, -(i as f32), 1.0])
+            .collect();
+        let rows: Vec<Option<&[f32]>> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match i % 7 {
+                3 => None,
+                5 => Some(&v[..2]),
+                _ => Some(&v[..]),
+            })
+            .collect();
+        for precision in [VectorPrecision::F32, VectorPrecision::F16] {
+            // Starting on a chunk boundary, inside a chunk, and one row short of its end.
+            for before in [0, 1, 7, CHUNK_ROWS - 1, CHUNK_ROWS] {
+                let mut one = VectorTable::with_precision(3, precision);
+                let mut many = VectorTable::with_precision(3, precision);
+                for v in &rows[..before] {
+                    one.push(*v);
+                    many.push(*v);
+                }
+                for v in &rows[before..] {
+                    one.push(*v);
+                }
+                many.push_many(&rows[before..]);
+                assert_eq!(one, many, "{precision:?} after {before} rows");
+            }
+        }
+        let mut empty = VectorTable::new(0);
+        empty.push_many(&rows[..4]);
+        assert_eq!(empty.rows(), 4);
     }
 
     #[test]

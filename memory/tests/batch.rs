@@ -200,6 +200,57 @@ fn a_large_batch_goes_straight_into_the_file_and_later_saves_still_replay() {
 }
 
 #[test]
+fn a_bulk_batch_that_rewrites_the_file_leaves_it_whole_signed_or_not() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[3u8; 32]);
+    for signed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.h5");
+        let opts = || StoreOptions {
+            signing_key: signed.then(|| key.clone()),
+            ..StoreOptions::default()
+        };
+        let mut s = Store::open_with(&p, opts()).unwrap();
+        // A new store's first batch rewrites the file (written ahead of its keyword index when unsigned).
+        let n = clawhdf5_memory::store::BULK_ROWS + 10;
+        let out = s.save_batch((0..n).map(item).collect()).unwrap();
+        assert_eq!(s.stats().full_checkpoints, 1, "signed: {signed}");
+        drop(s);
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        let r = Store::open_read_only(&p).unwrap();
+        assert_eq!(r.len(), n);
+        assert!(r.stats().keywords_from_file, "signed: {signed}");
+        let mut q = SearchQuery::new("batch memory number 777", 3);
+        q.mode = SearchMode::Keyword;
+        assert_eq!(r.search(&q).unwrap()[0].record.id, out[777].id);
+        let f = clawhdf5_memory::format::H5File::open(&p).unwrap();
+        let starts = f.dataset("/index/bm25/doc_start").unwrap().read().unwrap();
+        assert_eq!(starts.as_u64().unwrap().len(), n);
+        if signed {
+            let pk = key.verifying_key().to_bytes();
+            let report = clawhdf5_memory::verify_store(&p, Some(&pk))
+                .unwrap()
+                .expect("signed");
+            assert!(report.ok(), "{report:?}");
+        }
+        // The next batch appends to the file.
+        let mut s = Store::open_with(&p, opts()).unwrap();
+        let more = s.save_batch((n..2 * n).map(item).collect()).unwrap();
+        assert_eq!(s.stats().incremental_checkpoints, 1, "signed: {signed}");
+        drop(s);
+        let r = Store::open_read_only(&p).unwrap();
+        assert_eq!(r.len(), 2 * n);
+        let mut q = SearchQuery::new(format!("batch memory number {}", n + 5), 3);
+        q.mode = SearchMode::Keyword;
+        assert_eq!(r.search(&q).unwrap()[0].record.id, more[5].id);
+    }
+}
+
+#[test]
 fn large_batches_appended_to_a_file_with_rows_keep_every_row_and_change() {
     use clawhdf5_memory::wal::RecordChange;
     let dir = tempfile::tempdir().unwrap();

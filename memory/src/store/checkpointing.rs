@@ -1,21 +1,26 @@
 //! Folding the log into the HDF5 file: when to checkpoint, appending incrementally or rewriting whole.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-
-use crate::checkpoint::{self, Increment};
-use crate::dictionary::Dictionaries;
-use crate::error::{io_err, MemoryError, Result};
-use crate::foreign::{self, Carried};
-use crate::format::H5File;
+use crate::checkpoint::{self, Increment, StagedRows};
+use crate::columns::Prebuilt;
+use crate::error::Result;
 use crate::integrity::record_hash;
-use crate::keyword_table::KeywordTable;
-use crate::pending::{FileState, Pending};
-use crate::schema::{self, StoreMeta, StoreView};
-use crate::wal::sync_dir;
+use crate::pending::Pending;
+use crate::schema::{self, StoreMeta};
 
-use super::lock::share_data_file;
+use super::rewrite::WrittenAhead;
 use super::Store;
+
+/// What a bulk save prepares for its checkpoint while it tokenizes its texts: the new rows staged in an
+/// appender when the checkpoint appends; when it rewrites the file whole, the new file written but for its
+/// keyword index, or (when that cannot be: a signed store, one with a vector graph) every row's columns.
+pub(super) enum Staged {
+    /// New rows' columns, for an incremental checkpoint.
+    Rows(Box<StagedRows>),
+    /// The new file but its keyword index, for a full rewrite.
+    File(Box<WrittenAhead>),
+    /// Every row's columns, for a full rewrite.
+    Columns(Box<Prebuilt>),
+}
 
 impl Store {
     /// Checkpoint when the log has outgrown the store's `auto_checkpoint_bytes` (what [`Self::save`] does
@@ -56,17 +61,21 @@ impl Store {
     pub(super) fn checkpoint_staged(
         &mut self,
         closing: bool,
-        staged: Option<checkpoint::StagedRows>,
+        staged: Option<Staged>,
     ) -> Result<()> {
+        let (staged, mut ahead, prebuilt) = match staged {
+            Some(Staged::Rows(r)) => (Some(*r), None, None),
+            Some(Staged::File(f)) => (None, Some(f), None),
+            Some(Staged::Columns(c)) => (None, None, Some(*c)),
+            None => (None, None, None),
+        };
         self.writer()?;
         self.poll_index();
-        self.drain_pending_access();
-        // Access entries logged by searches count too.
-        let logged = self
-            .wal
-            .as_ref()
-            .map_or(0, |w| w.next_lsn().saturating_sub(1));
-        let lsn = self.last_lsn.max(logged);
+        if self.drain_pending_access() {
+            // The file written ahead holds the access statistics from before.
+            ahead = None;
+        }
+        let lsn = self.checkpoint_lsn();
         let key = self
             .opts
             .signing_key
@@ -79,9 +88,7 @@ impl Store {
         if !work {
             return Ok(());
         }
-        let mut meta = self.meta.clone();
-        meta.generation += 1;
-        meta.checkpoint_lsn = lsn;
+        let meta = self.next_meta(lsn);
         let mut all_hash_rows = false;
         let manifest = match self.opts.signing_key.clone() {
             Some(k) => {
@@ -129,7 +136,14 @@ impl Store {
             }
         }
         if !done {
-            self.rewrite(&meta, manifest.as_ref())?;
+            match ahead.filter(|a| {
+                a.fits(&meta, self.records.len())
+                    && manifest.is_none()
+                    && self.index.graph().is_none()
+            }) {
+                Some(a) => self.finish_ahead(*a, &meta)?,
+                None => self.rewrite(&meta, manifest.as_ref(), prebuilt)?,
+            }
             self.checkpoints.1 += 1;
         }
         self.meta = meta;
@@ -141,44 +155,21 @@ impl Store {
         Ok(())
     }
 
-    /// Write the whole store to a new file and rename it into place.
-    fn rewrite(
-        &mut self,
-        meta: &StoreMeta,
-        manifest: Option<&crate::integrity::SignedManifest>,
-    ) -> Result<()> {
-        let n = self.records.len();
-        let keywords = KeywordTable::from_index(&self.bm25, n);
-        let hnsw = self.index.persist(meta.generation);
-        let view = StoreView {
-            meta,
-            records: &self.records,
-            vectors: &self.vectors,
-            extensions: &self.extensions,
-            manifest,
-            hnsw: hnsw.as_deref(),
-            keywords: &keywords,
-        };
-        let (dicts, carried, data_lock) = write_atomically(&self.path, &view)?;
-        self.dicts = dicts;
-        self.foreign.add(carried);
-        self.data_lock = data_lock;
-        self.file = FileState {
-            rows: n,
-            terms: keywords.terms.len(),
-            term_ids: keywords.doc_terms.len() as u64,
-            graph_slots: match hnsw {
-                Some(_) => self.index.graph().map_or(0, |h| h.slots()),
-                None => 0,
-            },
-            graph_epoch: meta.vector_epoch,
-            has_embedding: meta.config.embedding_dim.is_some(),
-            signer: manifest.map(|m| m.public_key),
-            chunk_rows: schema::chunk_rows(n as u64),
-            keywords_stale: false,
-            dead_bytes: 0,
-        };
-        Ok(())
+    /// The LSN a checkpoint now would record: past every save, and every access entry searches logged.
+    pub(super) fn checkpoint_lsn(&self) -> u64 {
+        let logged = self
+            .wal
+            .as_ref()
+            .map_or(0, |w| w.next_lsn().saturating_sub(1));
+        self.last_lsn.max(logged)
+    }
+
+    /// The metadata of the next checkpoint, to `lsn`.
+    pub(super) fn next_meta(&self, lsn: u64) -> StoreMeta {
+        let mut meta = self.meta.clone();
+        meta.generation += 1;
+        meta.checkpoint_lsn = lsn;
+        meta
     }
 
     /// Bring the per-row signing hashes up to date; true when they were computed from scratch.
@@ -254,63 +245,5 @@ impl Store {
     fn worth_compacting(&self) -> bool {
         let file_len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
         file_len >= 1 << 20 && self.file.dead_bytes > file_len / 32
-    }
-}
-
-/// Write the store beside `path`, fsync it, rename it over `path` and fsync the directory. What other programs
-/// added to the file being replaced is carried into the new one ([`foreign::carry`]); when some of it cannot
-/// be, the old file is kept beside the store as `<path>.before-<generation>` (the report names it). The new file
-/// is renamed into place already holding the shared lock that keeps libhdf5 writers off it (returned).
-pub(super) fn write_atomically(
-    path: &Path,
-    view: &StoreView<'_>,
-) -> Result<(Dictionaries, Carried, Option<File>)> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    // A write that fails (a full disk, say) leaves no partial file behind to hold the space it took.
-    let mut unfinished = Unfinished(Some(tmp.clone()));
-    let (mut w, dicts) = schema::snapshot_writer(&tmp, view)?;
-    let mut carried = Carried::default();
-    if path.exists() {
-        match H5File::open(path) {
-            Ok(old) => carried = foreign::carry(&old, &mut w),
-            Err(e) => carried.left.push(format!(
-                "{}: unreadable, nothing carried: {e}",
-                path.display()
-            )),
-        }
-    }
-    w.write_file(&tmp).map_err(|source| MemoryError::Format {
-        path: tmp.clone(),
-        source,
-    })?;
-    let data_lock = share_data_file(&tmp)?;
-    if !carried.left.is_empty() {
-        let mut kept = path.as_os_str().to_owned();
-        kept.push(format!(".before-{}", view.meta.generation));
-        let kept = PathBuf::from(kept);
-        if kept.exists() {
-            std::fs::remove_file(&kept).map_err(io_err(&kept))?;
-        }
-        if std::fs::hard_link(path, &kept).is_err() {
-            std::fs::copy(path, &kept).map_err(io_err(&kept))?;
-        }
-        carried.kept = Some(kept);
-    }
-    std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    unfinished.0 = None;
-    sync_dir(path)?;
-    Ok((dicts, carried, data_lock))
-}
-
-/// A file that is removed when this is dropped still holding it (best effort).
-struct Unfinished(Option<PathBuf>);
-
-impl Drop for Unfinished {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
     }
 }

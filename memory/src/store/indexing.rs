@@ -18,7 +18,7 @@ impl Store {
     }
 
     /// Add a record read from the file to the row tables (not to the keyword index).
-    fn push_record(&mut self, mut r: Record, key: Option<u64>) {
+    pub(super) fn push_record(&mut self, mut r: Record, key: Option<u64>) {
         let row = self.records.len() as u32;
         if let Some(key) = key {
             self.dedup.insert(key, r.id);

@@ -9,7 +9,9 @@ mod model;
 mod open;
 mod query;
 mod replay;
+mod rewrite;
 mod save;
+mod screen;
 mod update;
 
 use std::collections::BTreeMap;

@@ -17,8 +17,8 @@ use crate::tokenize::Tokenizer;
 use crate::vectors::VectorTable;
 use crate::wal::Recovery;
 
-use super::checkpointing::write_atomically;
 use super::lock::{share_data_file, take_lock, writer_holds};
+use super::rewrite::write_atomically;
 use super::{row_flags, wal_path, Store, StoreOptions};
 
 /// Times a read-only open reads the file again after a format error while a writer holds the store.
@@ -99,14 +99,14 @@ impl Store {
                 extensions: &BTreeMap::new(),
                 manifest: None,
                 hnsw: None,
-                keywords: &KeywordTable::default(),
+                keywords: Some(&KeywordTable::default()),
             };
             // A log left by an earlier store of the same name would replay into the new one.
             let wal = wal_path(path);
             if wal.exists() {
                 std::fs::remove_file(&wal).map_err(io_err(&wal))?;
             }
-            data_lock = write_atomically(path, &view)?.2;
+            data_lock = write_atomically(path, &view, None)?.2;
         }
         if data_lock.is_none() {
             data_lock = share_data_file(path)?;

@@ -176,15 +176,18 @@ impl Store {
         }
     }
 
-    pub(super) fn drain_pending_access(&mut self) {
+    /// Apply the access updates searches queued (they are in the log already); whether there were any.
+    pub(super) fn drain_pending_access(&mut self) -> bool {
         let pending = std::mem::take(
             &mut *self
                 .pending_access
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()),
         );
+        let any = !pending.is_empty();
         for (ids, at) in pending {
             self.apply_access(&ids, at);
         }
+        any
     }
 }

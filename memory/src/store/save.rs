@@ -8,11 +8,14 @@ use crate::tokenize::{Terms, Tokenizer};
 use crate::vectors::normalize;
 use crate::wal::{Durability, DurableTicket, WalEntry, WalOp};
 
-use super::{dedup_key, record_dedup_key, SaveOutcome, Store, BULK_ROWS};
+use super::checkpointing::Staged;
+use super::screen::{self, Screen};
+use super::{dedup_key, SaveOutcome, Store, BULK_ROWS};
 
 /// A validated new memory, or the id of the stored record it duplicates.
 enum Prepared {
-    New(Box<Record>),
+    /// The record, and its dedup key.
+    New(Box<Record>, u64),
     Duplicate(u64),
 }
 
@@ -81,7 +84,7 @@ impl Store {
         terms: Option<Terms>,
         embedded_by: Option<&str>,
     ) -> Result<(SaveOutcome, Option<DurableTicket>)> {
-        let record = match self.prepare(m, embedding, self.meta.next_id)? {
+        let record = match self.prepare(m, embedding, self.meta.next_id, None)? {
             Prepared::Duplicate(id) => {
                 return Ok((
                     SaveOutcome {
@@ -91,7 +94,7 @@ impl Store {
                     None,
                 ))
             }
-            Prepared::New(r) => r,
+            Prepared::New(r, _) => r,
         };
         if let Some(model) = embedded_by {
             self.note_model_id(model)?;
@@ -165,17 +168,12 @@ impl Store {
         self.writer()?;
         // An invalid memory is refused before the embedder spends anything on it (a text over the limit can be
         // megabytes); `prepare` below reports the same error in its place.
-        let valid: Vec<bool> = if all_or_nothing {
-            for m in &items {
+        let valid = screen::validity(&items);
+        if all_or_nothing {
+            if let Some((m, _)) = items.iter().zip(&valid).find(|(_, ok)| !**ok) {
                 crate::validate::new_memory(m)?;
             }
-            vec![true; items.len()]
-        } else {
-            items
-                .iter()
-                .map(|m| crate::validate::new_memory(m).is_ok())
-                .collect()
-        };
+        }
         // Moved, not copied: a batch's vectors are most of its bytes.
         let mut embeddings: Vec<Option<Vec<f32>>> =
             items.iter_mut().map(|m| m.embedding.take()).collect();
@@ -195,13 +193,15 @@ impl Store {
                 self.note_model(embedder.as_ref())?;
             }
         }
+        let screens = screen::screen(&items, &mut embeddings, &valid, &self.opts.default_agent);
         // Validate everything first, so a bad item leaves the store untouched.
         let mut outcomes: Vec<Result<SaveOutcome>> = Vec::with_capacity(items.len());
         let mut records = Vec::new();
+        let mut keys = Vec::new();
         let mut in_batch: crate::FastMap<u64, usize> = crate::FastMap::default();
         let mut next_id = self.meta.next_id;
         let mut batch_dim = self.meta.config.embedding_dim.map(|d| d as usize);
-        for (m, e) in items.into_iter().zip(embeddings) {
+        for (i, (m, e)) in items.into_iter().zip(embeddings).enumerate() {
             if let Some(v) = &e {
                 match batch_dim {
                     Some(d) if d != v.len() => {
@@ -218,7 +218,8 @@ impl Store {
                     _ => batch_dim = Some(v.len()),
                 }
             }
-            let prepared = match self.prepare(m, e, next_id) {
+            let screened = screens.as_ref().and_then(|s| s.get(i).copied());
+            let prepared = match self.prepare(m, e, next_id, screened) {
                 Ok(p) => p,
                 Err(err) if all_or_nothing => return Err(err),
                 Err(err) => {
@@ -231,8 +232,7 @@ impl Store {
                     id,
                     deduplicated: true,
                 })),
-                Prepared::New(r) => {
-                    let key = record_dedup_key(&r);
+                Prepared::New(r, key) => {
                     // Same hash and the same memory (the hash alone could collide).
                     let earlier = in_batch
                         .get(&key)
@@ -257,6 +257,7 @@ impl Store {
                     }));
                     next_id += 1;
                     records.push(*r);
+                    keys.push(key);
                 }
             }
         }
@@ -268,15 +269,14 @@ impl Store {
         let bulk = all_or_nothing
             && records.len() >= BULK_ROWS
             && self.opts.durability == Durability::EverySave;
-        // A bulk batch is not logged, so it keeps its f32 embeddings until they reach the table.
-        let half = !bulk && self.half_log();
+        if bulk {
+            return self.save_in_file(records, keys, outcomes);
+        }
+        let half = self.half_log();
         let ops: Vec<WalOp> = records
             .into_iter()
             .map(|r| WalOp::save(Box::new(r), half))
             .collect();
-        if bulk {
-            return self.save_in_file(ops, outcomes);
-        }
         // Tokenising, and looking up the terms the keyword index knows, is most of a save's CPU: a large
         // batch's texts are done on every core first.
         let mut tokens = terms_of(&self.tokenizer, &self.bm25, &ops, |op| {
@@ -315,27 +315,46 @@ impl Store {
     /// checkpoint may still write them.
     fn save_in_file(
         &mut self,
-        ops: Vec<WalOp>,
+        records: Vec<Record>,
+        keys: Vec<u64>,
         outcomes: Vec<Result<SaveOutcome>>,
     ) -> Result<Vec<Result<SaveOutcome>>> {
-        self.reserve(ops.len());
+        // The batch's embeddings share one dimension (`save_many` checked), so the first one sets it.
+        if let Some(dim) = records
+            .iter()
+            .find_map(|r| r.embedding.as_ref().map(Vec::len))
+        {
+            self.ensure_dim(dim)?;
+        }
+        self.reserve(records.len());
         let first = self.records.len();
-        for op in ops {
-            if let Ok(r) = op.into_saved() {
-                if let Some(e) = &r.embedding {
-                    self.ensure_dim(e.len())?;
-                }
-                self.push_row(*r);
-            }
+        let rows: Vec<Option<&[f32]>> = records.iter().map(|r| r.embedding.as_deref()).collect();
+        self.vectors.push_many(&rows);
+        // The f32 embeddings, now in the vector table, are freed on the other core during the join below.
+        let mut spent = Vec::with_capacity(records.len());
+        for (mut r, key) in records.into_iter().zip(keys) {
+            spent.push(r.embedding.take());
+            self.push_record(r, Some(key));
         }
         let rows = first..self.records.len();
         // The columns of the rows the file lacks (the batch's, and any logged since the last checkpoint) are
         // encoded and written ahead on one core while the other tokenizes the batch's texts and adds them to
-        // the keyword index, unless the checkpoint will rewrite the whole file anyway (and kept in memory
-        // when the checkpoint must rewrite a changed row in a chunk this append rewrites too).
+        // the keyword index (kept in memory when the checkpoint must rewrite a changed row in a chunk this
+        // append rewrites too). When the checkpoint will rewrite the whole file, every row's columns are
+        // built for it instead.
         let stage = !self.needs_full_rewrite();
         let ahead = !crate::checkpoint::must_stay_in_memory(&self.pending, self.file.rows);
         let unfiled = self.file.rows.min(first)..rows.end;
+        // The checkpoint records an LSN past everything logged so far (none of the batch is in the log).
+        let next = self.writer()?.next_lsn();
+        self.last_lsn = self.last_lsn.max(next);
+        // A full rewrite writes the new file but its keyword index ahead, unless the file must hold what
+        // only the checkpoint will have: a signature, or a vector graph.
+        let file_ahead = (!stage
+            && self.opts.signing_key.is_none()
+            && self.index.graph().is_none()
+            && !self.index.busy())
+        .then(|| self.next_meta(self.checkpoint_lsn()));
         let ((), staged) = {
             let Store {
                 tokenizer,
@@ -346,6 +365,7 @@ impl Store {
                 dicts,
                 path,
                 meta,
+                extensions,
                 ..
             } = self;
             let records: &[Record] = records;
@@ -362,7 +382,7 @@ impl Store {
                     }
                 },
                 || {
-                    stage.then(|| {
+                    let staged = if stage {
                         crate::checkpoint::stage_rows(
                             path,
                             records,
@@ -372,16 +392,22 @@ impl Store {
                             dicts,
                             ahead,
                         )
-                    })
+                        .map(|r| Staged::Rows(Box::new(r)))
+                    } else if let Some(next) = file_ahead {
+                        super::rewrite::write_ahead(path, next, records, vectors, extensions)
+                            .map(|f| Staged::File(Box::new(f)))
+                    } else {
+                        crate::columns::prebuild(records, vectors, &meta.config)
+                            .map(|c| Staged::Columns(Box::new(c)))
+                    };
+                    drop(spent);
+                    staged
                 },
             )
         };
-        // The checkpoint records an LSN past everything logged so far (none of the batch is in the log).
-        let next = self.writer()?.next_lsn();
-        self.last_lsn = self.last_lsn.max(next);
         // Rows whose staging failed are appended by the checkpoint itself (which rewrites the file when
         // appending fails).
-        self.checkpoint_staged(false, staged.and_then(Result::ok))?;
+        self.checkpoint_staged(false, staged.ok())?;
         Ok(outcomes)
     }
 
@@ -398,10 +424,20 @@ impl Store {
 
     /// Validate a new memory and turn it into the record it would become (id `id`), or find its duplicate.
     /// The memory's fields are moved into the record, not copied.
-    fn prepare(&mut self, m: NewMemory, embedding: Option<Vec<f32>>, id: u64) -> Result<Prepared> {
-        crate::validate::new_memory(&m)?;
+    /// `screen`, when given, holds what [`screen::screen`] found for it (its embedding already normalised).
+    fn prepare(
+        &mut self,
+        m: NewMemory,
+        embedding: Option<Vec<f32>>,
+        id: u64,
+        screen: Option<Screen>,
+    ) -> Result<Prepared> {
+        if !screen.is_some_and(|s| s.valid) {
+            crate::validate::new_memory(&m)?;
+        }
         let text = m.text.trim();
-        if let Some(&id) = self.dedup.get(&self.dedup_key_of(&m)) {
+        let key = screen.map_or_else(|| self.dedup_key_of(&m), |s| s.key);
+        if let Some(&id) = self.dedup.get(&key) {
             // The key is a hash: confirm the stored record really is the same memory.
             let same = self.by_id.get(&id).is_some_and(|&row| {
                 let r = &self.records[row as usize];
@@ -423,7 +459,7 @@ impl Store {
         let agent = m.agent.unwrap_or_else(|| self.opts.default_agent.clone());
         let mut embedding = embedding;
         if let Some(e) = embedding.as_mut() {
-            if !crate::vectors::all_finite(e) {
+            if !screen.map_or_else(|| crate::vectors::all_finite(e), |s| s.finite) {
                 return Err(MemoryError::InvalidInput(
                     "embedding contains NaN or infinity".into(),
                 ));
@@ -438,27 +474,32 @@ impl Store {
                 _ if e.is_empty() => return Err(MemoryError::Embedding("empty embedding".into())),
                 _ => {}
             }
-            normalize(e);
+            if screen.is_none() {
+                normalize(e);
+            }
         }
-        Ok(Prepared::New(Box::new(Record {
-            id,
-            text,
-            source,
-            agent,
-            session: m.session.unwrap_or_default(),
-            origin: m.origin,
-            tags: m.tags,
-            event_time: m.event_time,
-            created_at: now_ms(),
-            importance: m.importance.unwrap_or(0.5),
-            access_count: 0,
-            last_access: 0,
-            tier: Tier::Working,
-            supersedes: None,
-            superseded_by: None,
-            tombstone: false,
-            embedding,
-        })))
+        Ok(Prepared::New(
+            Box::new(Record {
+                id,
+                text,
+                source,
+                agent,
+                session: m.session.unwrap_or_default(),
+                origin: m.origin,
+                tags: m.tags,
+                event_time: m.event_time,
+                created_at: now_ms(),
+                importance: m.importance.unwrap_or(0.5),
+                access_count: 0,
+                last_access: 0,
+                tier: Tier::Working,
+                supersedes: None,
+                superseded_by: None,
+                tombstone: false,
+                embedding,
+            }),
+            key,
+        ))
     }
 }
 
