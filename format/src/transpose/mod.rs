@@ -1,10 +1,12 @@
 //! Byte and bit transposes behind the shuffle (2), bitshuffle (32008), Blosc and Blosc2 filters: putting
 //! byte planes or bit planes back into elements. AVX-512 kernels (VBMI byte permutes, GFNI bit-matrix
-//! transposes) are picked at run time where the CPU has them; the scalar versions here are the reference
-//! and the fallback.
+//! transposes) are picked at run time where the CPU has them, SSE2 byte unshuffles otherwise on x86-64; the
+//! scalar versions here are the reference and the fallback.
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod sse2;
 
 /// Weaves `size` byte planes back into elements (the shuffle filter's decoding): plane `b` of `data` (its
 /// `n = data.len() / size` bytes from `b * n`) gives byte `b` of every whole element. Bytes after the last
@@ -17,6 +19,11 @@ pub(crate) fn unshuffle_bytes(data: &[u8], size: usize, out: &mut [u8]) {
     if matches!(size, 2 | 4 | 8) && avx512::available() {
         // SAFETY: the CPU has the kernel's features (checked by `available`).
         unsafe { avx512::unshuffle_bytes(data, size, n, out) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if matches!(size, 2 | 4 | 8) {
+        sse2::unshuffle_bytes(data, size, n, out);
         return;
     }
     unshuffle_bytes_scalar(data, size, n, out);
@@ -198,6 +205,24 @@ mod tests {
 
     fn random_bytes(rng: &mut TestRng, len: usize) -> Vec<u8> {
         (0..len).map(|_| rng.next() as u8).collect()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_byte_unshuffle_matches_the_scalar_one() {
+        let mut rng = TestRng::new(0x0005_eed0_f5e2);
+        for size in [2usize, 4, 8] {
+            for n in [0usize, 1, 15, 16, 17, 31, 33, 100, 1027] {
+                let data = random_bytes(&mut rng, n * size);
+                let (mut want, mut got) = (vec![0u8; data.len()], vec![0u8; data.len()]);
+                unshuffle_bytes_scalar(&data, size, n, &mut want);
+                sse2::unshuffle_bytes(&data, size, n, &mut got);
+                assert_eq!(got, want, "{size} x {n}");
+                let mut planes = vec![0u8; data.len()];
+                shuffle_bytes(&want, size, &mut planes);
+                assert_eq!(planes, data, "{size} x {n}");
+            }
+        }
     }
 
     #[test]
