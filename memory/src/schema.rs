@@ -385,49 +385,35 @@ pub trait ObjectWriter {
     ) -> std::result::Result<(), FormatError>;
 }
 
-impl ObjectWriter for FileWriter {
-    fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError> {
-        FileWriter::create_group(self, path)
-    }
-    fn write_dataset(
-        &mut self,
-        path: &str,
-        array: Array,
-        opts: DatasetOptions,
-    ) -> std::result::Result<(), FormatError> {
-        FileWriter::write_dataset(self, path, array, opts)
-    }
-    fn set_attr(
-        &mut self,
-        path: &str,
-        name: &str,
-        value: Array,
-    ) -> std::result::Result<(), FormatError> {
-        FileWriter::set_attr(self, path, name, value)
-    }
+/// [`ObjectWriter`] for a type with inherent methods of the same names and signatures.
+macro_rules! object_writer {
+    ($t:ty) => {
+        impl ObjectWriter for $t {
+            fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError> {
+                <$t>::create_group(self, path)
+            }
+            fn write_dataset(
+                &mut self,
+                path: &str,
+                array: Array,
+                opts: DatasetOptions,
+            ) -> std::result::Result<(), FormatError> {
+                <$t>::write_dataset(self, path, array, opts)
+            }
+            fn set_attr(
+                &mut self,
+                path: &str,
+                name: &str,
+                value: Array,
+            ) -> std::result::Result<(), FormatError> {
+                <$t>::set_attr(self, path, name, value)
+            }
+        }
+    };
 }
 
-impl ObjectWriter for FileAppender {
-    fn create_group(&mut self, path: &str) -> std::result::Result<(), FormatError> {
-        FileAppender::create_group(self, path)
-    }
-    fn write_dataset(
-        &mut self,
-        path: &str,
-        array: Array,
-        opts: DatasetOptions,
-    ) -> std::result::Result<(), FormatError> {
-        FileAppender::write_dataset(self, path, array, opts)
-    }
-    fn set_attr(
-        &mut self,
-        path: &str,
-        name: &str,
-        value: Array,
-    ) -> std::result::Result<(), FormatError> {
-        FileAppender::set_attr(self, path, name, value)
-    }
-}
+object_writer!(FileWriter);
+object_writer!(FileAppender);
 
 /// Write the keyword index `k` (group `/index/bm25`) into a file.
 pub fn write_keywords(
