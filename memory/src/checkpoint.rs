@@ -116,13 +116,7 @@ fn append_new_rows(
         return Ok(());
     }
     app.reserve(new_rows_bytes(records, config, rows.clone()));
-    let all = [
-        ColumnGroup::Fixed,
-        ColumnGroup::Text,
-        ColumnGroup::Meta,
-        ColumnGroup::Access,
-    ];
-    for col in columns::build(records, vectors, config, rows, &all, dicts)? {
+    for col in columns::build(records, vectors, config, rows, &columns::ALL_GROUPS, dicts)? {
         app.append_rows(&format!("/records/{}", col.name), col.array)
             .map_err(format_err(path))?;
     }

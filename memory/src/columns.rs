@@ -63,6 +63,14 @@ pub const COLUMN_GROUPS: [(&str, ColumnGroup); 20] = [
     ("has_embedding", ColumnGroup::Text),
 ];
 
+/// Every column group.
+pub const ALL_GROUPS: [ColumnGroup; 4] = [
+    ColumnGroup::Fixed,
+    ColumnGroup::Text,
+    ColumnGroup::Meta,
+    ColumnGroup::Access,
+];
+
 /// The column groups that only writes change (searches change access statistics).
 pub const WRITTEN_GROUPS: [ColumnGroup; 3] =
     [ColumnGroup::Fixed, ColumnGroup::Text, ColumnGroup::Meta];

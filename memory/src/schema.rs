@@ -300,12 +300,7 @@ pub fn snapshot_writer(
         None => (
             Vec::new(),
             Dictionaries::default(),
-            &[
-                ColumnGroup::Fixed,
-                ColumnGroup::Text,
-                ColumnGroup::Meta,
-                ColumnGroup::Access,
-            ][..],
+            &columns::ALL_GROUPS[..],
         ),
     };
     cols.extend(columns::build(
